@@ -1,0 +1,109 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Copy a QEMU tree to build/qemu-src, lay our files over it at their upstream
+# paths, apply patches/, configure x86_64-softmmu once and build
+# build/qemu/qemu-system-x86_64.  Re-running only copies files whose content
+# changed, so ninja rebuilds incrementally.
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+OVERLAY_DIRS="hw/usb include/hw/usb tests/qtest docs/system"
+SRC_COPY=$NCM_BUILD/qemu-src
+OBJ=$NCM_BUILD/qemu
+
+bash "$NCM_TOP/scripts/install-deps.sh" build
+pristine=$(bash "$NCM_TOP/scripts/fetch-qemu.sh")
+note "QEMU source: $pristine ($(cat "$pristine/VERSION"))"
+
+mkdir -p "$NCM_BUILD"
+if [ ! -f "$SRC_COPY/.copied-from" ] ||
+   [ "$(cat "$SRC_COPY/.copied-from")" != "$pristine" ]; then
+    step "copying QEMU source to $SRC_COPY"
+    rm -rf "$SRC_COPY" "$OBJ"
+    cp -a "$pristine" "$SRC_COPY.tmp"
+    rm -rf "$SRC_COPY.tmp/.git"
+    mv "$SRC_COPY.tmp" "$SRC_COPY"
+    echo "$pristine" >"$SRC_COPY/.copied-from"
+fi
+
+# Patches: restore every file they touch from the pristine tree whenever the
+# patch set changes, then apply them all; a hunk that fails is named.
+shopt -s nullglob
+patch_files=("$NCM_TOP"/patches/*.patch)
+patch_hash=$(cat /dev/null "${patch_files[@]}" | sha256sum | cut -c1-16)
+if [ "$(cat "$SRC_COPY/.patches" 2>/dev/null)" != "$patch_hash" ]; then
+    step "applying patches/"
+    for p in "$NCM_TOP"/patches/*.patch; do
+        [ -f "$p" ] || continue
+        for f in $(sed -n 's@^+++ b/\([^[:space:]]*\).*@\1@p' "$p"); do
+            if [ -f "$pristine/$f" ]; then
+                cp -p "$pristine/$f" "$SRC_COPY/$f"
+            else
+                rm -f "$SRC_COPY/$f"
+            fi
+        done
+    done
+    for p in "$NCM_TOP"/patches/*.patch; do
+        [ -f "$p" ] || continue
+        if ! out=$(patch -d "$SRC_COPY" -p1 --forward --no-backup-if-mismatch \
+                   -r - <"$p" 2>&1); then
+            echo "$out" >&2
+            die "patch $(basename "$p") does not apply to $(cat "$pristine/VERSION")" \
+                "the failing hunk is shown above; refresh it against this tree" \
+                "or try the tested tree: unset QEMU_SRC (Debian's qemu 10.0.x)"
+        fi
+        note "applied $(basename "$p")"
+    done
+    echo "$patch_hash" >"$SRC_COPY/.patches"
+fi
+
+step "laying the overlay over the tree"
+changed=0
+for d in $OVERLAY_DIRS; do
+    [ -d "$NCM_TOP/$d" ] || continue
+    while IFS= read -r -d '' f; do
+        rel=${f#"$NCM_TOP"/}
+        dst=$SRC_COPY/$rel
+        if ! cmp -s "$f" "$dst"; then
+            mkdir -p "$(dirname "$dst")"
+            cp "$f" "$dst"
+            changed=$((changed + 1))
+        fi
+    done < <(find "$NCM_TOP/$d" -type f -print0)
+done
+note "$changed overlay file(s) updated"
+
+if [ ! -f "$OBJ/build.ninja" ]; then
+    step "configuring x86_64-softmmu (about 30 s)"
+    mkdir -p "$OBJ"
+    cc_args=()
+    if command -v ccache >/dev/null; then
+        cc_args=(--cc="ccache gcc" --cxx="ccache g++" --host-cc=gcc)
+    fi
+    (cd "$OBJ" && "$SRC_COPY/configure" --python=/usr/bin/python3 \
+        "${cc_args[@]}" --target-list=x86_64-softmmu \
+        --without-default-features --enable-slirp --enable-fdt=system \
+        --enable-tcg --disable-docs --disable-install-blobs \
+        --enable-trace-backends=log >"$OBJ/../configure.log" 2>&1) || {
+        tail -n 30 "$NCM_BUILD/configure.log" >&2
+        rm -f "$OBJ/build.ninja"
+        die "configure failed (full log: $NCM_BUILD/configure.log)" \
+            "missing packages: run scripts/install-deps.sh build"
+    }
+fi
+
+targets=${QEMU_TARGETS:-qemu-system-x86_64}
+step "building $targets (cold: ~8 min; incremental: seconds)"
+ninja -C "$OBJ" $targets 2>&1 | awk '
+    /^\[[0-9]+\/[0-9]+\]/ { n++; if (n % 100 == 0) { print "    " $1; fflush() } next }
+    { print; fflush() }' || true
+for t in $targets; do
+    [ -e "$OBJ/$t" ] || die "build of $t failed" \
+        "re-run 'ninja -C $OBJ $t' to see the first error"
+done
+# ninja returns an error when a later step fails; make sure the output is new.
+ninja -C "$OBJ" -n $targets 2>/dev/null | grep -q 'no work to do' ||
+    die "build of $targets did not finish" \
+        "re-run 'ninja -C $OBJ $targets' to see the first error"
+step "built $OBJ/qemu-system-x86_64"

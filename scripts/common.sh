@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Shared helpers for the usb-ncm-dl scripts: step announcements with elapsed
+# time, and failures that tell the reader what to do next.
+
+NCM_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+NCM_BUILD=${NCM_BUILD:-$NCM_TOP/build}
+NCM_CACHE=${NCM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/usb-ncm-dl}
+NCM_T0=${NCM_T0:-$(date +%s)}
+export NCM_T0
+
+step() {
+    local now
+    now=$(date +%s)
+    printf '==> [%4ds] %s\n' "$((now - NCM_T0))" "$*"
+}
+
+note() {
+    printf '    %s\n' "$*"
+}
+
+die() {
+    printf 'ERROR: %s\n' "$1" >&2
+    shift
+    for line in "$@"; do
+        printf '  -> %s\n' "$line" >&2
+    done
+    exit 1
+}
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null; then
+        sudo "$@"
+    else
+        die "need root for: $*" "run as root or install sudo"
+    fi
+}

@@ -1,0 +1,111 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Install what building QEMU with usb-ncm-dl and running its tests needs.
+# Idempotent: every step checks first and does nothing when already done.
+#
+#   scripts/install-deps.sh [build|guest|fuzz|bench|all]...
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+
+BUILD_PKGS="build-essential ninja-build python3-venv pkg-config libglib2.0-dev
+ libpixman-1-dev libslirp-dev libfdt-dev flex bison ccache dpkg-dev
+ seabios qemu-system-data ipxe-qemu"
+BPO_PKGS="meson python3-pycotap"
+GUEST_PKGS="cpio xz-utils zstd kmod iperf3 iputils-ping"
+FUZZ_PKGS="clang libclang-rt-14-dev"
+BENCH_PKGS="gnuplot-nox"
+
+[ -r /etc/debian_version ] || die "this is not a Debian machine" \
+    "install QEMU's build dependencies by hand and run: make QEMU_SRC=/path/to/qemu"
+
+codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+[ "$codename" = bookworm ] || note "tested on bookworm; this is '$codename'"
+
+sources_changed=0
+add_source() {
+    local file=$1 content=$2
+    if [ ! -f "$file" ] || ! cmp -s "$file" <(printf '%s\n' "$content"); then
+        printf '%s\n' "$content" | as_root tee "$file" >/dev/null
+        sources_changed=1
+    fi
+}
+
+ensure_sources() {
+    add_source /etc/apt/sources.list.d/usb-ncm-dl-backports.sources \
+"Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"
+    # QEMU 10.0 sources only: no trixie binaries are ever installed.
+    add_source /etc/apt/sources.list.d/usb-ncm-dl-trixie-src.sources \
+"Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"
+    if [ "$sources_changed" = 1 ] || [ ! -d /var/lib/apt/lists ] ||
+       ! ls /var/lib/apt/lists/*trixie*Sources* >/dev/null 2>&1; then
+        step "apt-get update (new apt sources)"
+        as_root apt-get update -q >/dev/null ||
+            die "apt-get update failed" \
+                "check that deb.debian.org is reachable from this machine"
+    fi
+}
+
+missing() {
+    local p out=""
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+            grep -q 'install ok installed' || out="$out $p"
+    done
+    echo "$out"
+}
+
+install_pkgs() {
+    local what=$1; shift
+    local need
+    need=$(missing "$@")
+    if [ -z "$need" ]; then
+        note "$what packages: all present"
+        return
+    fi
+    step "installing $what packages:$need"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+        --no-install-recommends $need >/dev/null ||
+        die "apt-get install of$need failed" \
+            "check that deb.debian.org is reachable, then re-run make"
+}
+
+meson_ok() {
+    local v
+    v=$(/usr/bin/python3 -c 'import mesonbuild.coredata as c; print(c.version)' \
+        2>/dev/null) || return 1
+    dpkg --compare-versions "$v" ge 1.5
+}
+
+want=${*:-all}
+step "checking dependencies ($want)"
+ensure_sources
+for w in $want; do
+    case $w in
+    build|all)
+        install_pkgs build $BUILD_PKGS
+        if ! meson_ok || [ -n "$(missing python3-pycotap)" ]; then
+            step "installing meson and pycotap from bookworm-backports"
+            as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+                --no-install-recommends -t bookworm-backports $BPO_PKGS \
+                >/dev/null ||
+                die "could not install $BPO_PKGS from bookworm-backports" \
+                    "check /etc/apt/sources.list.d/usb-ncm-dl-backports.sources"
+        fi
+        ;;&
+    guest|all) install_pkgs guest $GUEST_PKGS ;;&
+    fuzz|all) install_pkgs fuzz $FUZZ_PKGS ;;&
+    bench|all) install_pkgs bench $BENCH_PKGS ;;&
+    build|guest|fuzz|bench|all) ;;
+    *) die "unknown dependency set '$w'" "use build, guest, fuzz, bench or all" ;;
+    esac
+done
+step "dependencies ready"
