@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Thin front end: every verb is a script under scripts/ or tests/.
+# The two that matter: `make run` (boot a guest on usb-ncm-dl) and
+# `make check` (every test, ending with "N passed, N failed").
+
+SHELL := /bin/bash
+FUZZ_SECONDS ?= 60
+export QEMU_SRC KERNEL FUZZ_SECONDS
+
+.PHONY: all qemu deps guest-image run shell check check-unit check-fuzz \
+        check-qtest check-guest fuzz bench-codec bench repro-dropout clean
+
+all: qemu
+
+deps:
+	@bash scripts/install-deps.sh all
+
+qemu:
+	@bash scripts/build-qemu.sh
+
+guest-image:
+	@bash scripts/guest-image.sh
+
+run: qemu guest-image
+	@bash scripts/run-guest.sh
+
+shell: qemu guest-image
+	@bash scripts/run-guest.sh --shell
+
+check:
+	@bash scripts/check.sh all
+
+check-unit:
+	@bash scripts/check.sh unit
+
+check-fuzz:
+	@bash scripts/check.sh fuzz
+
+check-qtest:
+	@bash scripts/check.sh qtest
+
+check-guest:
+	@bash scripts/check.sh guest
+
+fuzz:
+	@bash scripts/fuzz.sh $(FUZZ_SECONDS)
+
+bench-codec:
+	@bash scripts/bench-codec.sh
+
+clean:
+	rm -rf build
