@@ -12,6 +12,13 @@ OVERLAY_DIRS="hw/usb include/hw/usb tests/qtest docs/system"
 SRC_COPY=$NCM_BUILD/qemu-src
 OBJ=$NCM_BUILD/qemu
 
+# One build at a time in this tree: helpers, make check and make run share it.
+mkdir -p "$NCM_BUILD"
+if [ -z "${NCM_BUILD_LOCKED:-}" ]; then
+    export NCM_BUILD_LOCKED=1
+    exec flock "$NCM_BUILD/.build-lock" bash "$0" "$@"
+fi
+
 bash "$NCM_TOP/scripts/install-deps.sh" build
 pristine=$(bash "$NCM_TOP/scripts/fetch-qemu.sh")
 note "QEMU source: $pristine ($(cat "$pristine/VERSION"))"
@@ -97,13 +104,7 @@ targets=${QEMU_TARGETS:-qemu-system-x86_64}
 step "building $targets (cold: ~8 min; incremental: seconds)"
 ninja -C "$OBJ" $targets 2>&1 | awk '
     /^\[[0-9]+\/[0-9]+\]/ { n++; if (n % 100 == 0) { print "    " $1; fflush() } next }
-    { print; fflush() }' || true
-for t in $targets; do
-    [ -e "$OBJ/$t" ] || die "build of $t failed" \
-        "re-run 'ninja -C $OBJ $t' to see the first error"
-done
-# ninja returns an error when a later step fails; make sure the output is new.
-ninja -C "$OBJ" -n $targets 2>/dev/null | grep -q 'no work to do' ||
-    die "build of $targets did not finish" \
-        "re-run 'ninja -C $OBJ $targets' to see the first error"
+    { print; fflush() }' ||
+    die "build of $targets failed (first error above)" \
+        "re-run 'ninja -C $OBJ $targets' to see it again"
 step "built $OBJ/qemu-system-x86_64"

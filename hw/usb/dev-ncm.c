@@ -1,0 +1,747 @@
+/*
+ * USB CDC-NCM Ethernet adapter (usb-ncm-dl, usb-ncm)
+ *
+ * QEMU glue: descriptors, USB packets, the net client and properties.  The
+ * protocol lives in ncm-function.c and the NTB codec in ncm-ntb.c.
+ *
+ * usb-ncm-dl presents itself as a DisplayLink NCM function (vendor 0x17e9,
+ * 64 KiB NTBs) so that Linux binds it as "CDC NCM (SEND ZLP)"; usb-ncm is a
+ * generic NCM 1.0 adapter.
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/error-report.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "qemu/module.h"
+#include "hw/qdev-properties.h"
+#include "hw/usb.h"
+#include "migration/vmstate.h"
+#include "net/net.h"
+#include "qom/object.h"
+#include "desc.h"
+#include "hw/usb/ncm-function.h"
+#include "trace.h"
+
+#define TYPE_USB_NCM        "usb-ncm"
+#define TYPE_USB_NCM_DL     "usb-ncm-dl"
+
+OBJECT_DECLARE_TYPE(USBNcmState, USBNcmClass, USB_NCM)
+
+enum {
+    NCM_IF_CONTROL = 0,
+    NCM_IF_DATA = 1,
+    NCM_IF_COUNT = 2,
+};
+
+/* Endpoint numbers of the DisplayLink NCM function the model follows */
+enum {
+    NCM_EP_NOTIFY = 5,
+    NCM_EP_BULK_OUT = 6,
+    NCM_EP_BULK_IN = 7,
+};
+
+enum {
+    STR_MANUFACTURER = 1,
+    STR_PRODUCT,
+    STR_SERIALNUMBER,
+    STR_MAC,
+    STR_CONTROL,
+    STR_DATA,
+};
+
+enum {
+    NCM_SPEED_FULL,
+    NCM_SPEED_HIGH,
+    NCM_SPEED_SUPER,
+    NCM_SPEED__MAX,
+};
+
+/* Per-variant defaults; every one of them can be overridden by a property */
+typedef struct USBNcmVariant {
+    uint16_t vendor_id;
+    uint16_t product_id;
+    const char *manufacturer;
+    const char *product;
+    NcmZlpPolicy zlp;
+} USBNcmVariant;
+
+struct USBNcmClass {
+    USBDeviceClass parent_class;
+    const USBNcmVariant *variant;
+};
+
+/*
+ * Descriptors are built per instance because properties change the ids,
+ * wMaxSegmentSize and bmNetworkCapabilities.
+ */
+typedef struct USBNcmDescriptors {
+    USBDesc desc;
+    USBDescDevice device[NCM_SPEED__MAX];
+    USBDescConfig config[NCM_SPEED__MAX];
+    USBDescIfaceAssoc iad[NCM_SPEED__MAX];
+    USBDescIface ifaces[NCM_SPEED__MAX][3];
+    USBDescEndpoint notify_ep[NCM_SPEED__MAX];
+    USBDescEndpoint bulk_eps[NCM_SPEED__MAX][2];
+    USBDescOther functional[4];
+    uint8_t header[5];
+    uint8_t union_desc[5];
+    uint8_t ethernet[13];
+    uint8_t ncm[6];
+} USBNcmDescriptors;
+
+struct USBNcmState {
+    USBDevice dev;
+
+    /* properties */
+    NICConf conf;
+    uint32_t ntb_in_max_size;
+    uint32_t ntb_out_max_size;
+    uint16_t in_divisor;
+    uint16_t in_remainder;
+    uint16_t in_alignment;
+    uint16_t out_divisor;
+    uint16_t out_remainder;
+    uint16_t out_alignment;
+    uint16_t out_max_datagrams;
+    uint16_t max_segment_size;
+    bool ntb32;
+    char *zlp;
+    uint16_t vendor_id;
+    uint16_t product_id;
+    char *manufacturer;
+    char *product;
+
+    /* protocol state: all of it */
+    NcmFunction fn;
+
+    /* glue */
+    NICState *nic;
+    USBEndpoint *ep_notify;
+    USBEndpoint *ep_bulk_in;
+    QEMUBH *wakeup_bh;
+    bool wake_bulk_in;
+    bool wake_notify;
+    char mac_string[13];
+    USBNcmDescriptors descs;
+};
+
+static const char *const usb_ncm_strings[] = {
+    [STR_MANUFACTURER] = "QEMU",
+    [STR_PRODUCT] = "QEMU USB NCM Ethernet",
+    [STR_SERIALNUMBER] = "1",
+    [STR_MAC] = "400102030405",
+    [STR_CONTROL] = "CDC Network Control Model",
+    [STR_DATA] = "CDC NCM Data",
+};
+
+static const USBNcmVariant usb_ncm_variant = {
+    .vendor_id = 0x46f4,        /* CRC16() of "QEMU" */
+    .product_id = 0x0010,
+    .manufacturer = "QEMU",
+    .product = "QEMU USB NCM Ethernet",
+    .zlp = NCM_ZLP_AUTO,
+};
+
+static const USBNcmVariant usb_ncm_dl_variant = {
+    .vendor_id = 0x17e9,        /* DisplayLink */
+    .product_id = 0x6000,
+    .manufacturer = "DisplayLink",
+    .product = "USB-NCM-DL Giga Ethernet",
+    .zlp = NCM_ZLP_REQUIRED,
+};
+
+typedef struct USBNcmSpeed {
+    uint16_t bcd_usb;
+    uint8_t max_packet0;
+    uint16_t bulk_packet;
+    uint8_t bulk_burst;
+    uint8_t notify_interval;
+} USBNcmSpeed;
+
+static const USBNcmSpeed usb_ncm_speeds[NCM_SPEED__MAX] = {
+    [NCM_SPEED_FULL] = { 0x0200, 64, 64, 0, 32 },
+    [NCM_SPEED_HIGH] = { 0x0200, 64, 512, 0, 9 },
+    [NCM_SPEED_SUPER] = { 0x0320, 9, 1024, 15, 9 },
+};
+
+#define NCM_NOTIFY_PACKET   16
+
+static void usb_ncm_build_descriptors(USBNcmState *s, uint8_t caps)
+{
+    USBNcmDescriptors *d = &s->descs;
+    int sp;
+
+    memcpy(d->header, (uint8_t[]) {
+        5, CDC_CS_INTERFACE, CDC_DESC_HEADER, 0x20, 0x01,   /* CDC 1.20 */
+    }, sizeof(d->header));
+    memcpy(d->union_desc, (uint8_t[]) {
+        5, CDC_CS_INTERFACE, CDC_DESC_UNION, NCM_IF_CONTROL, NCM_IF_DATA,
+    }, sizeof(d->union_desc));
+    memcpy(d->ethernet, (uint8_t[]) {
+        13, CDC_CS_INTERFACE, CDC_DESC_ETHERNET, STR_MAC,
+        0, 0, 0, 0,                             /* bmEthernetStatistics */
+        usb_lo(s->max_segment_size), usb_hi(s->max_segment_size),
+        0, 0,                                   /* wNumberMCFilters */
+        0,                                      /* bNumberPowerFilters */
+    }, sizeof(d->ethernet));
+    memcpy(d->ncm, (uint8_t[]) {
+        6, CDC_CS_INTERFACE, CDC_DESC_NCM, 0x00, 0x01, caps,
+    }, sizeof(d->ncm));
+    d->functional[0] = (USBDescOther) { .data = d->header };
+    d->functional[1] = (USBDescOther) { .data = d->union_desc };
+    d->functional[2] = (USBDescOther) { .data = d->ethernet };
+    d->functional[3] = (USBDescOther) { .data = d->ncm };
+
+    for (sp = 0; sp < NCM_SPEED__MAX; sp++) {
+        const USBNcmSpeed *speed = &usb_ncm_speeds[sp];
+
+        d->notify_ep[sp] = (USBDescEndpoint) {
+            .bEndpointAddress = USB_DIR_IN | NCM_EP_NOTIFY,
+            .bmAttributes = USB_ENDPOINT_XFER_INT,
+            .wMaxPacketSize = NCM_NOTIFY_PACKET,
+            .bInterval = speed->notify_interval,
+            .wBytesPerInterval = NCM_NOTIFY_PACKET,
+        };
+        d->bulk_eps[sp][0] = (USBDescEndpoint) {
+            .bEndpointAddress = USB_DIR_IN | NCM_EP_BULK_IN,
+            .bmAttributes = USB_ENDPOINT_XFER_BULK,
+            .wMaxPacketSize = speed->bulk_packet,
+            .bMaxBurst = speed->bulk_burst,
+        };
+        d->bulk_eps[sp][1] = (USBDescEndpoint) {
+            .bEndpointAddress = USB_DIR_OUT | NCM_EP_BULK_OUT,
+            .bmAttributes = USB_ENDPOINT_XFER_BULK,
+            .wMaxPacketSize = speed->bulk_packet,
+            .bMaxBurst = speed->bulk_burst,
+        };
+        d->ifaces[sp][0] = (USBDescIface) {
+            .bInterfaceNumber = NCM_IF_CONTROL,
+            .bNumEndpoints = 1,
+            .bInterfaceClass = CDC_CLASS_COMM,
+            .bInterfaceSubClass = CDC_SUBCLASS_NCM,
+            .bInterfaceProtocol = CDC_PROTO_NONE,
+            .iInterface = STR_CONTROL,
+            .ndesc = ARRAY_SIZE(d->functional),
+            .descs = d->functional,
+            .eps = &d->notify_ep[sp],
+        };
+        d->ifaces[sp][1] = (USBDescIface) {
+            .bInterfaceNumber = NCM_IF_DATA,
+            .bAlternateSetting = 0,
+            .bNumEndpoints = 0,
+            .bInterfaceClass = CDC_CLASS_DATA,
+            .bInterfaceProtocol = CDC_PROTO_NTB,
+            .iInterface = STR_DATA,
+        };
+        d->ifaces[sp][2] = (USBDescIface) {
+            .bInterfaceNumber = NCM_IF_DATA,
+            .bAlternateSetting = 1,
+            .bNumEndpoints = 2,
+            .bInterfaceClass = CDC_CLASS_DATA,
+            .bInterfaceProtocol = CDC_PROTO_NTB,
+            .iInterface = STR_DATA,
+            .eps = d->bulk_eps[sp],
+        };
+        d->iad[sp] = (USBDescIfaceAssoc) {
+            .bFirstInterface = NCM_IF_CONTROL,
+            .bInterfaceCount = NCM_IF_COUNT,
+            .bFunctionClass = CDC_CLASS_COMM,
+            .bFunctionSubClass = CDC_SUBCLASS_NCM,
+            .bFunctionProtocol = CDC_PROTO_NONE,
+            .iFunction = STR_CONTROL,
+            .nif = 3,
+            .ifs = d->ifaces[sp],
+        };
+        d->config[sp] = (USBDescConfig) {
+            .bNumInterfaces = NCM_IF_COUNT,
+            .bConfigurationValue = 1,
+            .bmAttributes = USB_CFG_ATT_ONE | USB_CFG_ATT_SELFPOWER,
+            .bMaxPower = 0,
+            .nif_groups = 1,
+            .if_groups = &d->iad[sp],
+        };
+        d->device[sp] = (USBDescDevice) {
+            .bcdUSB = speed->bcd_usb,
+            /* composite with IAD, as the DisplayLink docks are */
+            .bDeviceClass = 0xef,  /* miscellaneous */
+            .bDeviceSubClass = 0x02,
+            .bDeviceProtocol = 0x01,
+            .bMaxPacketSize0 = speed->max_packet0,
+            .bNumConfigurations = 1,
+            .confs = &d->config[sp],
+        };
+    }
+    d->device[NCM_SPEED_FULL].bcdUSB = 0x0200;
+
+    d->desc = (USBDesc) {
+        .id = {
+            .idVendor = s->vendor_id,
+            .idProduct = s->product_id,
+            .bcdDevice = 0x0100,
+            .iManufacturer = STR_MANUFACTURER,
+            .iProduct = STR_PRODUCT,
+            .iSerialNumber = STR_SERIALNUMBER,
+        },
+        .full = &d->device[NCM_SPEED_FULL],
+        .high = &d->device[NCM_SPEED_HIGH],
+        .super = &d->device[NCM_SPEED_SUPER],
+        .str = usb_ncm_strings,
+    };
+}
+
+/* Wakeups are deferred so that a burst of frames becomes one NTB. */
+static void usb_ncm_wakeup_bh(void *opaque)
+{
+    USBNcmState *s = opaque;
+
+    if (!s->dev.attached) {
+        return;
+    }
+    if (s->wake_notify) {
+        s->wake_notify = false;
+        usb_wakeup(s->ep_notify, 0);
+    }
+    if (s->wake_bulk_in) {
+        s->wake_bulk_in = false;
+        usb_wakeup(s->ep_bulk_in, 0);
+    }
+}
+
+static void usb_ncm_schedule_wakeup(USBNcmState *s, bool bulk_in, bool notify)
+{
+    s->wake_bulk_in |= bulk_in;
+    s->wake_notify |= notify;
+    qemu_bh_schedule(s->wakeup_bh);
+}
+
+static void usb_ncm_flush_rx(USBNcmState *s)
+{
+    if (s->nic) {
+        qemu_flush_queued_packets(qemu_get_queue(s->nic));
+    }
+}
+
+static void usb_ncm_handle_reset(USBDevice *dev)
+{
+    USBNcmState *s = USB_NCM(dev);
+
+    trace_usb_ncm_reset(dev->addr);
+    ncm_function_reset(&s->fn);
+    usb_ncm_flush_rx(s);
+}
+
+static void usb_ncm_set_interface(USBDevice *dev, int iface,
+                                  int alt_old, int alt_new)
+{
+    USBNcmState *s = USB_NCM(dev);
+
+    if (iface != NCM_IF_DATA) {
+        return;
+    }
+    ncm_function_set_data_alt(&s->fn, alt_new);
+    if (alt_new) {
+        usb_ncm_schedule_wakeup(s, false, true);
+    }
+    usb_ncm_flush_rx(s);
+}
+
+static void usb_ncm_handle_control(USBDevice *dev, USBPacket *p, int request,
+                                   int value, int index, int length,
+                                   uint8_t *data)
+{
+    USBNcmState *s = USB_NCM(dev);
+    int ret;
+
+    ret = usb_desc_handle_control(dev, p, request, value, index, length, data);
+    if (ret >= 0) {
+        return;
+    }
+
+    if (request == (EndpointOutRequest | USB_REQ_CLEAR_FEATURE) &&
+        value == 0) {
+        /* ENDPOINT_HALT: nothing is halted inside the model */
+        p->actual_length = 0;
+        return;
+    }
+    if ((request & 0xff00) == ClassInterfaceRequest ||
+        (request & 0xff00) == ClassInterfaceOutRequest) {
+        ret = ncm_function_control(&s->fn, request, value, index, length,
+                                   data);
+        if (ret < 0) {
+            p->status = USB_RET_STALL;
+        } else {
+            p->actual_length = ret;
+        }
+        return;
+    }
+
+    s->fn.stats.bad_requests++;
+    trace_usb_ncm_bad_request(request, value, length);
+    qemu_log_mask(LOG_GUEST_ERROR,
+                  "usb-ncm: unsupported control request 0x%04x value 0x%x "
+                  "index 0x%x\n", request, value, index);
+    p->status = USB_RET_STALL;
+}
+
+static void usb_ncm_emit(void *opaque, const uint8_t *frame, size_t len)
+{
+    USBNcmState *s = opaque;
+
+    qemu_send_packet(qemu_get_queue(s->nic), frame, len);
+}
+
+static void usb_ncm_bulk_out(USBNcmState *s, USBPacket *p)
+{
+    uint32_t avail, copied;
+    uint8_t *dst = ncm_function_out_space(&s->fn, &avail);
+
+    copied = MIN(p->iov.size, avail);
+    usb_packet_copy(p, dst, copied);
+    if (copied < p->iov.size) {
+        usb_packet_skip(p, p->iov.size - copied);
+    }
+    ncm_function_out_packet(&s->fn, p->iov.size, copied,
+                            p->ep->max_packet_size, usb_ncm_emit, s);
+}
+
+static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
+{
+    const uint8_t *src;
+    uint32_t len;
+
+    src = ncm_function_in_next(&s->fn, p->iov.size, &len);
+    if (!src) {
+        p->status = USB_RET_NAK;
+        return;
+    }
+    usb_packet_copy(p, (void *)src, len);
+    if (ncm_function_in_sent(&s->fn, len)) {
+        usb_ncm_flush_rx(s);
+    }
+}
+
+static void usb_ncm_notify_in(USBNcmState *s, USBPacket *p)
+{
+    uint8_t buf[CDC_NOTIFY_SPEED_CHANGE_LEN];
+    uint32_t len;
+
+    len = ncm_function_notify_next(&s->fn, buf, MIN(p->iov.size,
+                                                    sizeof(buf)));
+    if (!len) {
+        p->status = USB_RET_NAK;
+        return;
+    }
+    usb_packet_copy(p, buf, len);
+}
+
+static void usb_ncm_handle_data(USBDevice *dev, USBPacket *p)
+{
+    USBNcmState *s = USB_NCM(dev);
+
+    if (p->pid == USB_TOKEN_IN && p->ep->nr == NCM_EP_NOTIFY) {
+        usb_ncm_notify_in(s, p);
+        return;
+    }
+    if (!s->fn.data_active) {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "usb-ncm: data transfer on ep %d while the data "
+                      "interface is in alt 0\n", p->ep->nr);
+        p->status = USB_RET_STALL;
+        return;
+    }
+    if (p->pid == USB_TOKEN_IN && p->ep->nr == NCM_EP_BULK_IN) {
+        usb_ncm_bulk_in(s, p);
+    } else if (p->pid == USB_TOKEN_OUT && p->ep->nr == NCM_EP_BULK_OUT) {
+        usb_ncm_bulk_out(s, p);
+    } else {
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "usb-ncm: transfer to unknown endpoint %d pid 0x%x\n",
+                      p->ep->nr, p->pid);
+        p->status = USB_RET_STALL;
+    }
+}
+
+/* Net client */
+
+static bool usb_ncm_can_receive(NetClientState *nc)
+{
+    USBNcmState *s = qemu_get_nic_opaque(nc);
+
+    return ncm_function_rx_can_queue(&s->fn);
+}
+
+static ssize_t usb_ncm_receive(NetClientState *nc, const uint8_t *buf,
+                               size_t size)
+{
+    USBNcmState *s = qemu_get_nic_opaque(nc);
+
+    switch (ncm_function_rx(&s->fn, buf, size)) {
+    case NCM_RX_QUEUED:
+        usb_ncm_schedule_wakeup(s, true, false);
+        return size;
+    case NCM_RX_BUSY:
+        usb_ncm_schedule_wakeup(s, true, false);
+        return 0;
+    case NCM_RX_DROPPED:
+    default:
+        return size;
+    }
+}
+
+static void usb_ncm_link_status_changed(NetClientState *nc)
+{
+    USBNcmState *s = qemu_get_nic_opaque(nc);
+
+    trace_usb_ncm_link(s->dev.addr, !nc->link_down);
+    ncm_function_set_link(&s->fn, !nc->link_down);
+    usb_ncm_schedule_wakeup(s, false, true);
+}
+
+static NetClientInfo usb_ncm_net_info = {
+    .type = NET_CLIENT_DRIVER_NIC,
+    .size = sizeof(NICState),
+    .can_receive = usb_ncm_can_receive,
+    .receive = usb_ncm_receive,
+    .link_status_changed = usb_ncm_link_status_changed,
+};
+
+/* Realize */
+
+static bool usb_ncm_is_pow2_in(uint32_t v, uint32_t lo, uint32_t hi)
+{
+    return v >= lo && v <= hi && !(v & (v - 1));
+}
+
+static bool usb_ncm_check_properties(USBNcmState *s, NcmZlpPolicy *zlp,
+                                     Error **errp)
+{
+    const USBNcmVariant *variant = USB_NCM_GET_CLASS(s)->variant;
+    uint32_t smallest_ntb = MIN(s->ntb_in_max_size, s->ntb_out_max_size);
+
+    if (s->ntb_in_max_size < NCM_NTB_MIN_SIZE ||
+        s->ntb_in_max_size > NCM_NTB16_MAX_SIZE) {
+        error_setg(errp, "ntb-in-max-size %u is outside %u..%u (NCM 1.0 "
+                   "minimum, NTB16 maximum)", s->ntb_in_max_size,
+                   NCM_NTB_MIN_SIZE, NCM_NTB16_MAX_SIZE);
+        return false;
+    }
+    if (s->ntb_out_max_size < NCM_NTB_MIN_SIZE ||
+        s->ntb_out_max_size > NCM_NTB16_MAX_SIZE) {
+        error_setg(errp, "ntb-out-max-size %u is outside %u..%u (NCM 1.0 "
+                   "minimum, NTB16 maximum)", s->ntb_out_max_size,
+                   NCM_NTB_MIN_SIZE, NCM_NTB16_MAX_SIZE);
+        return false;
+    }
+    if (!usb_ncm_is_pow2_in(s->in_divisor, 4, 4096) ||
+        !usb_ncm_is_pow2_in(s->out_divisor, 4, 4096)) {
+        error_setg(errp, "ntb-in-divisor and ntb-out-divisor must be powers "
+                   "of two in 4..4096 (got %u and %u)",
+                   s->in_divisor, s->out_divisor);
+        return false;
+    }
+    if (s->in_remainder >= s->in_divisor ||
+        s->out_remainder >= s->out_divisor) {
+        error_setg(errp, "ntb-in-remainder and ntb-out-remainder must be "
+                   "smaller than their divisors (got %u and %u)",
+                   s->in_remainder, s->out_remainder);
+        return false;
+    }
+    if (!usb_ncm_is_pow2_in(s->in_alignment, 4, 4096) ||
+        !usb_ncm_is_pow2_in(s->out_alignment, 4, 4096)) {
+        error_setg(errp, "ntb-in-alignment and ntb-out-alignment must be "
+                   "powers of two in 4..4096 (got %u and %u)",
+                   s->in_alignment, s->out_alignment);
+        return false;
+    }
+    if (s->out_max_datagrams < 1 || s->out_max_datagrams > NCM_MAX_DATAGRAMS) {
+        error_setg(errp, "ntb-out-max-datagrams must be in 1..%u (got %u)",
+                   NCM_MAX_DATAGRAMS, s->out_max_datagrams);
+        return false;
+    }
+    if (s->max_segment_size < 1514 ||
+        s->max_segment_size + 64 > smallest_ntb) {
+        error_setg(errp, "max-segment-size %u must be at least 1514 and fit "
+                   "an NTB of %u bytes with its headers",
+                   s->max_segment_size, smallest_ntb);
+        return false;
+    }
+    if (!s->zlp) {
+        *zlp = variant->zlp;
+    } else if (!strcmp(s->zlp, "auto")) {
+        *zlp = NCM_ZLP_AUTO;
+    } else if (!strcmp(s->zlp, "required")) {
+        *zlp = NCM_ZLP_REQUIRED;
+    } else {
+        error_setg(errp, "zlp must be 'auto' or 'required' (got '%s')",
+                   s->zlp);
+        return false;
+    }
+    return true;
+}
+
+static void usb_ncm_realize(USBDevice *dev, Error **errp)
+{
+    USBNcmState *s = USB_NCM(dev);
+    const USBNcmVariant *variant = USB_NCM_GET_CLASS(s)->variant;
+    uint8_t caps = NCM_CAP_PACKET_FILTER | NCM_CAP_NET_ADDRESS |
+                   NCM_CAP_MAX_DATAGRAM_SIZE;
+    NcmConfig cfg = { 0 };
+    NcmZlpPolicy zlp;
+    uint8_t *mac;
+
+    if (!usb_ncm_check_properties(s, &zlp, errp)) {
+        return;
+    }
+    if (!s->vendor_id) {
+        s->vendor_id = variant->vendor_id;
+    }
+    if (!s->product_id) {
+        s->product_id = variant->product_id;
+    }
+
+    qemu_macaddr_default_if_unset(&s->conf.macaddr);
+    mac = s->conf.macaddr.a;
+
+    usb_ncm_build_descriptors(s, caps);
+    dev->usb_desc = &s->descs.desc;
+    usb_desc_create_serial(dev);
+    usb_desc_init(dev);
+    snprintf(s->mac_string, sizeof(s->mac_string),
+             "%02x%02x%02x%02x%02x%02x",
+             mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+    usb_desc_set_string(dev, STR_MAC, s->mac_string);
+    usb_desc_set_string(dev, STR_MANUFACTURER,
+                        s->manufacturer ?: variant->manufacturer);
+    usb_desc_set_string(dev, STR_PRODUCT, s->product ?: variant->product);
+
+    cfg.ntb_in_max_size = s->ntb_in_max_size;
+    cfg.ntb_out_max_size = s->ntb_out_max_size;
+    cfg.in_divisor = s->in_divisor;
+    cfg.in_remainder = s->in_remainder;
+    cfg.in_alignment = s->in_alignment;
+    cfg.out_divisor = s->out_divisor;
+    cfg.out_remainder = s->out_remainder;
+    cfg.out_alignment = s->out_alignment;
+    cfg.out_max_datagrams = s->out_max_datagrams;
+    cfg.max_segment_size = s->max_segment_size;
+    cfg.network_caps = caps;
+    cfg.ntb_formats = NCM_NTB_FORMAT_16 | (s->ntb32 ? NCM_NTB_FORMAT_32 : 0);
+    memcpy(cfg.mac, mac, sizeof(cfg.mac));
+    cfg.link_speed_bps = 1000 * 1000 * 1000;
+    cfg.zlp = zlp;
+    ncm_function_init(&s->fn, &cfg);
+
+    s->ep_notify = usb_ep_get(dev, USB_TOKEN_IN, NCM_EP_NOTIFY);
+    s->ep_bulk_in = usb_ep_get(dev, USB_TOKEN_IN, NCM_EP_BULK_IN);
+    s->wakeup_bh = qemu_bh_new_guarded(usb_ncm_wakeup_bh, s,
+                                       &DEVICE(dev)->mem_reentrancy_guard);
+
+    s->nic = qemu_new_nic(&usb_ncm_net_info, &s->conf,
+                          object_get_typename(OBJECT(s)), DEVICE(dev)->id,
+                          &DEVICE(dev)->mem_reentrancy_guard, s);
+    qemu_format_nic_info_str(qemu_get_queue(s->nic), mac);
+    s->fn.link_up = !qemu_get_queue(s->nic)->link_down;
+}
+
+static void usb_ncm_unrealize(USBDevice *dev)
+{
+    USBNcmState *s = USB_NCM(dev);
+
+    qemu_bh_delete(s->wakeup_bh);
+    qemu_del_nic(s->nic);
+    s->nic = NULL;
+    ncm_function_cleanup(&s->fn);
+}
+
+static void usb_ncm_instance_init(Object *obj)
+{
+    USBNcmState *s = USB_NCM(obj);
+
+    device_add_bootindex_property(obj, &s->conf.bootindex, "bootindex",
+                                  "/ethernet-phy@0", DEVICE(obj));
+}
+
+static const VMStateDescription vmstate_usb_ncm = {
+    .name = "usb-ncm",
+    .unmigratable = 1,
+};
+
+static const Property usb_ncm_properties[] = {
+    DEFINE_NIC_PROPERTIES(USBNcmState, conf),
+    DEFINE_PROP_UINT32("ntb-in-max-size", USBNcmState, ntb_in_max_size,
+                       NCM_NTB16_MAX_SIZE),
+    DEFINE_PROP_UINT32("ntb-out-max-size", USBNcmState, ntb_out_max_size,
+                       NCM_NTB16_MAX_SIZE),
+    DEFINE_PROP_UINT16("ntb-in-divisor", USBNcmState, in_divisor, 4),
+    DEFINE_PROP_UINT16("ntb-in-remainder", USBNcmState, in_remainder, 0),
+    DEFINE_PROP_UINT16("ntb-in-alignment", USBNcmState, in_alignment, 4),
+    DEFINE_PROP_UINT16("ntb-out-divisor", USBNcmState, out_divisor, 4),
+    DEFINE_PROP_UINT16("ntb-out-remainder", USBNcmState, out_remainder, 0),
+    DEFINE_PROP_UINT16("ntb-out-alignment", USBNcmState, out_alignment, 4),
+    DEFINE_PROP_UINT16("ntb-out-max-datagrams", USBNcmState,
+                       out_max_datagrams, 64),
+    DEFINE_PROP_UINT16("max-segment-size", USBNcmState, max_segment_size,
+                       1514),
+    DEFINE_PROP_BOOL("ntb32", USBNcmState, ntb32, true),
+    DEFINE_PROP_STRING("zlp", USBNcmState, zlp),
+    DEFINE_PROP_UINT16("vendorid", USBNcmState, vendor_id, 0),
+    DEFINE_PROP_UINT16("productid", USBNcmState, product_id, 0),
+    DEFINE_PROP_STRING("manufacturer", USBNcmState, manufacturer),
+    DEFINE_PROP_STRING("product", USBNcmState, product),
+};
+
+static void usb_ncm_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    USBDeviceClass *uc = USB_DEVICE_CLASS(klass);
+
+    USB_NCM_CLASS(klass)->variant = &usb_ncm_variant;
+    uc->product_desc = "QEMU USB NCM Ethernet";
+    dc->desc = "USB CDC-NCM Ethernet adapter";
+    uc->realize = usb_ncm_realize;
+    uc->unrealize = usb_ncm_unrealize;
+    uc->handle_attach = usb_desc_attach;
+    uc->handle_reset = usb_ncm_handle_reset;
+    uc->handle_control = usb_ncm_handle_control;
+    uc->handle_data = usb_ncm_handle_data;
+    uc->set_interface = usb_ncm_set_interface;
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+    dc->fw_name = "network";
+    dc->vmsd = &vmstate_usb_ncm;
+    device_class_set_props(dc, usb_ncm_properties);
+}
+
+static void usb_ncm_dl_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    USBDeviceClass *uc = USB_DEVICE_CLASS(klass);
+
+    USB_NCM_CLASS(klass)->variant = &usb_ncm_dl_variant;
+    uc->product_desc = "USB-NCM-DL Giga Ethernet";
+    dc->desc = "DisplayLink-style USB CDC-NCM Ethernet (64 KiB NTBs, "
+               "ZLP-required firmware)";
+}
+
+static const TypeInfo usb_ncm_types[] = {
+    {
+        .name = TYPE_USB_NCM,
+        .parent = TYPE_USB_DEVICE,
+        .instance_size = sizeof(USBNcmState),
+        .instance_init = usb_ncm_instance_init,
+        .class_size = sizeof(USBNcmClass),
+        .class_init = usb_ncm_class_init,
+    }, {
+        /* the same function, presented as a DisplayLink dock's NIC */
+        .name = TYPE_USB_NCM_DL,
+        .parent = TYPE_USB_NCM,
+        .class_init = usb_ncm_dl_class_init,
+    },
+};
+
+DEFINE_TYPES(usb_ncm_types)

@@ -1,0 +1,696 @@
+/*
+ * USB CDC-NCM function: the protocol state machine behind usb-ncm-dl
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/log.h"
+#include "hw/usb/ncm-function.h"
+#include "trace.h"
+
+/* bmRequestType << 8 | bRequest, class requests to an interface */
+#define NCM_REQ_IN(r)   ((0xa1 << 8) | (r))
+#define NCM_REQ_OUT(r)  ((0x21 << 8) | (r))
+
+#define NCM_DEFAULT_FILTER \
+    (CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST | CDC_FILTER_ALL_MULTICAST)
+
+/*
+ * A DisplayLink-style firmware collects a transfer that lacks its
+ * terminator in a buffer of this many maximum-size NTBs; past that it
+ * discards.
+ */
+#define NCM_ZLP_REQUIRED_BUFFER_NTBS    4
+
+static void ncm_in_restart(NcmFunction *f)
+{
+    NcmNtbLayout layout = {
+        .max_len = f->ntb_in_size,
+        .divisor = f->cfg.in_divisor,
+        .remainder = f->cfg.in_remainder,
+        .ndp_alignment = f->cfg.in_alignment,
+        .max_datagrams = f->ntb_in_max_datagrams,
+    };
+
+    f->in_ntb_len = 0;
+    f->in_send_off = 0;
+    ncm_ntb_builder_init(&f->in_builder, f->format, &layout, f->in_buf);
+}
+
+/* Drop everything in flight in both directions, counting what is lost. */
+static void ncm_flush_data(NcmFunction *f)
+{
+    uint32_t lost = f->in_builder.n_datagrams;
+
+    if (lost) {
+        f->stats.in_flushed_datagrams += lost;
+        trace_usb_ncm_in_flush(lost);
+    }
+    f->out_len = 0;
+    f->out_discarding = false;
+    ncm_in_restart(f);
+}
+
+/* NCM 1.0 section 7.2: selecting data alt 0 resets the function. */
+static void ncm_reset_data_state(NcmFunction *f)
+{
+    f->format = &ncm_ntb16_format;
+    f->ntb_in_size = f->cfg.ntb_in_max_size;
+    f->ntb_in_max_datagrams = 0;
+    f->max_datagram_size = f->cfg.max_segment_size;
+    f->packet_filter = NCM_DEFAULT_FILTER;
+    memcpy(f->net_address, f->cfg.mac, sizeof(f->net_address));
+    f->in_sequence = 0;
+    ncm_flush_data(f);
+}
+
+void ncm_function_init(NcmFunction *f, const NcmConfig *cfg)
+{
+    memset(f, 0, sizeof(*f));
+    f->cfg = *cfg;
+    f->out_buf_size = cfg->ntb_out_max_size;
+    if (cfg->zlp == NCM_ZLP_REQUIRED) {
+        f->out_buf_size *= NCM_ZLP_REQUIRED_BUFFER_NTBS;
+    }
+    f->out_buf = g_malloc(f->out_buf_size);
+    f->in_buf = g_malloc(cfg->ntb_in_max_size);
+    f->link_up = true;
+    f->format = &ncm_ntb16_format;
+    f->ntb_in_size = cfg->ntb_in_max_size;
+    ncm_function_reset(f);
+}
+
+void ncm_function_cleanup(NcmFunction *f)
+{
+    g_free(f->out_buf);
+    g_free(f->in_buf);
+    f->out_buf = NULL;
+    f->in_buf = NULL;
+}
+
+void ncm_function_reset(NcmFunction *f)
+{
+    f->data_active = false;
+    f->notify_pending = 0;
+    f->notify_len = 0;
+    f->notify_off = 0;
+    ncm_reset_data_state(f);
+}
+
+void ncm_function_set_data_alt(NcmFunction *f, int alt)
+{
+    trace_usb_ncm_data_alt(alt);
+    if (alt == 0) {
+        f->data_active = false;
+        f->notify_pending = 0;
+        f->notify_len = 0;
+        f->notify_off = 0;
+        ncm_reset_data_state(f);
+        return;
+    }
+    /* keep what was negotiated in alt 0, start the data path afresh */
+    f->in_sequence = 0;
+    ncm_flush_data(f);
+    f->data_active = true;
+    f->notify_pending = NCM_NOTIFY_SPEED | NCM_NOTIFY_CONNECTION;
+}
+
+void ncm_function_set_link(NcmFunction *f, bool up)
+{
+    f->link_up = up;
+    if (f->data_active) {
+        f->notify_pending |= NCM_NOTIFY_CONNECTION;
+        if (up) {
+            f->notify_pending |= NCM_NOTIFY_SPEED;
+        }
+    }
+}
+
+/* Notifications */
+
+static void ncm_notify_build(NcmFunction *f, uint8_t code, uint16_t value,
+                             uint16_t data_len)
+{
+    uint8_t *b = f->notify_buf;
+
+    b[0] = CDC_NOTIFY_REQUEST_TYPE;
+    b[1] = code;
+    stw_le_p(b + 2, value);
+    stw_le_p(b + 4, f->control_interface);
+    stw_le_p(b + 6, data_len);
+    f->notify_len = CDC_NOTIFY_HEADER_LEN + data_len;
+    f->notify_off = 0;
+}
+
+uint32_t ncm_function_notify_next(NcmFunction *f, uint8_t *buf,
+                                  uint32_t room)
+{
+    uint32_t n;
+
+    if (f->notify_off >= f->notify_len) {
+        if (f->notify_pending & NCM_NOTIFY_SPEED) {
+            f->notify_pending &= ~NCM_NOTIFY_SPEED;
+            ncm_notify_build(f, CDC_NOTIFY_SPEED_CHANGE, 0, 8);
+            stl_le_p(f->notify_buf + 8, f->cfg.link_speed_bps);
+            stl_le_p(f->notify_buf + 12, f->cfg.link_speed_bps);
+        } else if (f->notify_pending & NCM_NOTIFY_CONNECTION) {
+            f->notify_pending &= ~NCM_NOTIFY_CONNECTION;
+            ncm_notify_build(f, CDC_NOTIFY_NETWORK_CONNECTION,
+                             f->link_up, 0);
+        } else {
+            return 0;
+        }
+        f->stats.notifications++;
+        trace_usb_ncm_notify(f->notify_buf[1], lduw_le_p(f->notify_buf + 2));
+    }
+    n = MIN(room, (uint32_t)(f->notify_len - f->notify_off));
+    memcpy(buf, f->notify_buf + f->notify_off, n);
+    f->notify_off += n;
+    return n;
+}
+
+/* Class requests */
+
+static int ncm_bad_request(NcmFunction *f, int request, int value,
+                           int length, const char *why)
+{
+    f->stats.bad_requests++;
+    trace_usb_ncm_bad_request(request, value, length);
+    qemu_log_mask(LOG_GUEST_ERROR,
+                  "usb-ncm: stalling request 0x%04x value 0x%x length %d: "
+                  "%s\n", request, value, length, why);
+    return -1;
+}
+
+static int ncm_get_ntb_parameters(NcmFunction *f, int length, uint8_t *d)
+{
+    memset(d, 0, NCM_NTB_PARAMETERS_LEN);
+    stw_le_p(d + 0, NCM_NTB_PARAMETERS_LEN);
+    stw_le_p(d + 2, f->cfg.ntb_formats);
+    stl_le_p(d + 4, f->cfg.ntb_in_max_size);
+    stw_le_p(d + 8, f->cfg.in_divisor);
+    stw_le_p(d + 10, f->cfg.in_remainder);
+    stw_le_p(d + 12, f->cfg.in_alignment);
+    stl_le_p(d + 16, f->cfg.ntb_out_max_size);
+    stw_le_p(d + 20, f->cfg.out_divisor);
+    stw_le_p(d + 22, f->cfg.out_remainder);
+    stw_le_p(d + 24, f->cfg.out_alignment);
+    stw_le_p(d + 26, f->cfg.out_max_datagrams);
+    return MIN(length, NCM_NTB_PARAMETERS_LEN);
+}
+
+static int ncm_set_ntb_input_size(NcmFunction *f, int request, int length,
+                                  const uint8_t *d)
+{
+    uint32_t size;
+    uint16_t max_datagrams = 0;
+
+    if (length != 4 && length != 8) {
+        return ncm_bad_request(f, request, 0, length,
+                               "SET_NTB_INPUT_SIZE needs 4 or 8 bytes");
+    }
+    if (length == 8 && !(f->cfg.network_caps & NCM_CAP_NTB_INPUT_SIZE_8)) {
+        return ncm_bad_request(f, request, 0, length,
+                               "8-byte SET_NTB_INPUT_SIZE not advertised");
+    }
+    size = ldl_le_p(d);
+    if (length == 8) {
+        max_datagrams = lduw_le_p(d + 4);
+    }
+    if (size < NCM_NTB_MIN_SIZE || size > f->cfg.ntb_in_max_size) {
+        return ncm_bad_request(f, request, size, length,
+                               "NTB input size outside 2048..dwNtbInMaxSize");
+    }
+    trace_usb_ncm_ntb_input_size(size, max_datagrams);
+    f->ntb_in_size = size;
+    f->ntb_in_max_datagrams = max_datagrams;
+
+    if (f->in_ntb_len) {
+        return 0;   /* the NTB on its way out keeps its size */
+    }
+    if (f->in_builder.n_datagrams &&
+        f->in_builder.len + f->format->ndp_min_len +
+        (f->in_builder.n_datagrams + 1) * 2 * f->format->field_size +
+        f->in_builder.layout.ndp_alignment > size) {
+        /* what was queued would not fit the new size: count it lost */
+        f->stats.in_flushed_datagrams += f->in_builder.n_datagrams;
+        ncm_in_restart(f);
+        return 0;
+    }
+    f->in_builder.layout.max_len = MIN(size, f->format->max_block_len);
+    if (max_datagrams && max_datagrams < f->in_builder.max_datagrams) {
+        f->in_builder.max_datagrams = MAX(max_datagrams,
+                                          f->in_builder.n_datagrams);
+    }
+    return 0;
+}
+
+int ncm_function_control(NcmFunction *f, int request, int value, int index,
+                         int length, uint8_t *data)
+{
+    uint8_t caps = f->cfg.network_caps;
+
+    if ((index & 0xff) != f->control_interface) {
+        return ncm_bad_request(f, request, value, length,
+                               "wIndex is not the control interface");
+    }
+
+    switch (request) {
+    case NCM_REQ_IN(NCM_GET_NTB_PARAMETERS):
+        if (value != 0) {
+            break;
+        }
+        return ncm_get_ntb_parameters(f, length, data);
+
+    case NCM_REQ_IN(NCM_GET_NTB_FORMAT):
+        if (value != 0 || length < 2) {
+            break;
+        }
+        stw_le_p(data, f->format == &ncm_ntb32_format ?
+                 NCM_NTB_FORMAT_SELECT_32 : NCM_NTB_FORMAT_SELECT_16);
+        return 2;
+
+    case NCM_REQ_OUT(NCM_SET_NTB_FORMAT):
+        if (f->data_active) {
+            return ncm_bad_request(f, request, value, length,
+                                   "SET_NTB_FORMAT while data alt 1");
+        }
+        if (value == NCM_NTB_FORMAT_SELECT_16) {
+            f->format = &ncm_ntb16_format;
+        } else if (value == NCM_NTB_FORMAT_SELECT_32 &&
+                   (f->cfg.ntb_formats & NCM_NTB_FORMAT_32)) {
+            f->format = &ncm_ntb32_format;
+        } else {
+            break;
+        }
+        trace_usb_ncm_ntb_format(f->format->name);
+        ncm_in_restart(f);
+        return 0;
+
+    case NCM_REQ_IN(NCM_GET_NTB_INPUT_SIZE):
+        if (value != 0 || length < 4) {
+            break;
+        }
+        stl_le_p(data, f->ntb_in_size);
+        if (length >= 8 && (caps & NCM_CAP_NTB_INPUT_SIZE_8)) {
+            stw_le_p(data + 4, f->ntb_in_max_datagrams);
+            stw_le_p(data + 6, 0);
+            return 8;
+        }
+        return 4;
+
+    case NCM_REQ_OUT(NCM_SET_NTB_INPUT_SIZE):
+        return ncm_set_ntb_input_size(f, request, length, data);
+
+    case NCM_REQ_IN(NCM_GET_MAX_DATAGRAM_SIZE):
+        if (!(caps & NCM_CAP_MAX_DATAGRAM_SIZE) || value != 0 ||
+            length < 2) {
+            break;
+        }
+        stw_le_p(data, f->max_datagram_size);
+        return 2;
+
+    case NCM_REQ_OUT(NCM_SET_MAX_DATAGRAM_SIZE):
+        if (!(caps & NCM_CAP_MAX_DATAGRAM_SIZE) || length != 2) {
+            break;
+        }
+        value = lduw_le_p(data);
+        if (value < NCM_ETH_HEADER_LEN || value > f->cfg.max_segment_size) {
+            return ncm_bad_request(f, request, value, length,
+                                   "max datagram size above wMaxSegmentSize");
+        }
+        f->max_datagram_size = value;
+        return 0;
+
+    case NCM_REQ_IN(NCM_GET_NET_ADDRESS):
+        if (!(caps & NCM_CAP_NET_ADDRESS) || value != 0 || length < 6) {
+            break;
+        }
+        memcpy(data, f->net_address, 6);
+        return 6;
+
+    case NCM_REQ_OUT(NCM_SET_NET_ADDRESS):
+        if (!(caps & NCM_CAP_NET_ADDRESS) || length != 6) {
+            break;
+        }
+        if (f->data_active) {
+            return ncm_bad_request(f, request, value, length,
+                                   "SET_NET_ADDRESS while data alt 1");
+        }
+        memcpy(f->net_address, data, 6);
+        return 0;
+
+    case NCM_REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER):
+        if (!(caps & NCM_CAP_PACKET_FILTER) || length != 0 ||
+            (value & ~0x1f)) {
+            break;
+        }
+        trace_usb_ncm_packet_filter(value);
+        f->packet_filter = value;
+        return 0;
+    }
+    return ncm_bad_request(f, request, value, length,
+                           "unsupported or malformed class request");
+}
+
+/* OUT */
+
+typedef struct NcmEmitCtx {
+    NcmFunction *f;
+    NcmEmitFn *emit;
+    void *opaque;
+} NcmEmitCtx;
+
+static void ncm_out_emit_one(void *opaque, const uint8_t *data, size_t len)
+{
+    NcmEmitCtx *ctx = opaque;
+
+    ctx->f->stats.out_datagrams++;
+    ctx->f->stats.out_bytes += len;
+    ctx->emit(ctx->opaque, data, len);
+}
+
+static void ncm_out_count_only(void *opaque, const uint8_t *data, size_t len)
+{
+    uint64_t *count = opaque;
+
+    (*count)++;
+}
+
+static NcmParseLimits ncm_out_limits(const NcmFunction *f)
+{
+    NcmParseLimits limits = {
+        .max_ntb_len = f->cfg.ntb_out_max_size,
+        .max_datagram_len = f->max_datagram_size,
+        .max_datagrams = f->cfg.out_max_datagrams,
+    };
+    return limits;
+}
+
+static void ncm_out_parse_error(NcmFunction *f, NcmParseError err,
+                                uint32_t len)
+{
+    f->stats.out_parse_errors[err]++;
+    trace_usb_ncm_out_parse_error(ncm_parse_error_name(err), len);
+    qemu_log_mask(LOG_GUEST_ERROR,
+                  "usb-ncm: dropping malformed OUT %s (%u bytes): %s\n",
+                  f->format->name, len, ncm_parse_error_name(err));
+}
+
+/* Parse and emit one NTB at the start of out_buf; returns its length. */
+static uint32_t ncm_out_take_ntb(NcmFunction *f, uint32_t len,
+                                 NcmEmitFn *emit, void *opaque)
+{
+    NcmParseLimits limits = ncm_out_limits(f);
+    NcmEmitCtx ctx = { f, emit, opaque };
+    NcmNtbView *view = &f->out_view;
+    NcmParseError err;
+    uint32_t i;
+
+    err = ncm_ntb_parse_one(f->format, f->out_buf, len, &limits, view);
+    if (err != NCM_PARSE_OK) {
+        ncm_out_parse_error(f, err, len);
+        return 0;
+    }
+    f->stats.out_ntbs++;
+    trace_usb_ncm_out_ntb(view->block_len, view->n_datagrams);
+    for (i = 0; i < view->n_datagrams; i++) {
+        ncm_out_emit_one(&ctx, f->out_buf + view->datagrams[i].offset,
+                         view->datagrams[i].len);
+    }
+    return view->block_len;
+}
+
+static bool ncm_out_is_windows_pad(const uint8_t *buf, uint32_t len)
+{
+    return len == 1 && buf[0] == 0;
+}
+
+static void ncm_out_consume(NcmFunction *f, uint32_t len)
+{
+    memmove(f->out_buf, f->out_buf + len, f->out_len - len);
+    f->out_len -= len;
+}
+
+/*
+ * NCM 1.0 delimiting: an NTB whose wBlockLength has fully arrived is
+ * complete, whatever follows.  Each pass consumes at least the minimum
+ * NTB size or stops, so this terminates.
+ */
+static void ncm_out_take_complete_ntbs(NcmFunction *f, NcmEmitFn *emit,
+                                       void *opaque)
+{
+    const NcmNtbFormat *fmt = f->format;
+
+    while (!f->out_discarding && f->out_len >= fmt->nth_len) {
+        uint32_t block_len, taken;
+
+        block_len = fmt->field_size == 2 ?
+            lduw_le_p(f->out_buf + fmt->nth_block_len_off) :
+            (uint32_t)ldl_le_p(f->out_buf + fmt->nth_block_len_off);
+        if (block_len == 0 || block_len > f->out_len) {
+            return;
+        }
+        taken = ncm_out_take_ntb(f, block_len, emit, opaque);
+        if (!taken) {
+            f->out_discarding = true;
+            return;
+        }
+        ncm_out_consume(f, taken);
+    }
+}
+
+static void ncm_out_end_auto(NcmFunction *f, NcmEmitFn *emit, void *opaque)
+{
+    if (!f->out_discarding && f->out_len &&
+        !ncm_out_is_windows_pad(f->out_buf, f->out_len)) {
+        NcmParseLimits limits = ncm_out_limits(f);
+        NcmEmitCtx ctx = { f, emit, opaque };
+        NcmParseError err;
+        unsigned ntbs = 0;
+
+        err = ncm_transfer_parse(f->format, f->out_buf, f->out_len, &limits,
+                                 &f->out_view, ncm_out_emit_one, &ctx,
+                                 &ntbs);
+        f->stats.out_ntbs += ntbs;
+        if (err != NCM_PARSE_OK) {
+            ncm_out_parse_error(f, err, f->out_len);
+        }
+    }
+    f->out_len = 0;
+    f->out_discarding = false;
+}
+
+/*
+ * How far the firmware believes an NTB reaches: wBlockLength, or for
+ * NTB16's 0 the rest of the transfer capped at dwNtbOutMaxSize.
+ */
+static uint32_t ncm_out_firmware_extent(NcmFunction *f, const uint8_t *buf,
+                                        uint32_t len)
+{
+    const NcmNtbFormat *fmt = f->format;
+    uint32_t block_len;
+
+    if (len < fmt->nth_len) {
+        return len;
+    }
+    block_len = fmt->field_size == 2 ?
+        lduw_le_p(buf + fmt->nth_block_len_off) :
+        (uint32_t)ldl_le_p(buf + fmt->nth_block_len_off);
+    if (block_len == 0) {
+        block_len = MIN(len, f->cfg.ntb_out_max_size);
+    }
+    return MIN(block_len, len);
+}
+
+/*
+ * ZLP-required firmware: the transfer ended only now, and only its first
+ * NTB is used.  NTBs that merged into it because the host sent neither a
+ * short packet nor a ZLP are lost; count their datagrams.
+ */
+static void ncm_out_end_required(NcmFunction *f, NcmEmitFn *emit,
+                                 void *opaque)
+{
+    uint32_t first, off;
+    uint64_t lost = 0;
+    unsigned guard;
+
+    if (!f->out_len || ncm_out_is_windows_pad(f->out_buf, f->out_len)) {
+        f->out_len = 0;
+        return;
+    }
+    first = ncm_out_firmware_extent(f, f->out_buf, f->out_len);
+    if (!ncm_out_take_ntb(f, first, emit, opaque)) {
+        first = f->out_len;
+    }
+    off = first;
+    if (off < f->out_len &&
+        !ncm_out_is_windows_pad(f->out_buf + off, f->out_len - off)) {
+        NcmParseLimits limits = ncm_out_limits(f);
+
+        f->stats.out_merged_transfers++;
+        for (guard = 0; off < f->out_len && guard < 64; guard++) {
+            uint32_t extent = ncm_out_firmware_extent(f, f->out_buf + off,
+                                                      f->out_len - off);
+            unsigned ntbs;
+
+            if (ncm_transfer_parse(f->format, f->out_buf + off, extent,
+                                   &limits, &f->out_view, ncm_out_count_only,
+                                   &lost, &ntbs) != NCM_PARSE_OK ||
+                extent == 0) {
+                break;
+            }
+            off += extent;
+        }
+        f->stats.out_merge_lost_datagrams += lost;
+        trace_usb_ncm_out_merged(f->out_len, first, lost);
+    }
+    f->out_len = 0;
+}
+
+uint8_t *ncm_function_out_space(NcmFunction *f, uint32_t *avail)
+{
+    *avail = f->out_buf_size - f->out_len;
+    return f->out_buf + f->out_len;
+}
+
+void ncm_function_out_packet(NcmFunction *f, uint32_t packet_len,
+                             uint32_t copied, uint32_t max_packet,
+                             NcmEmitFn *emit, void *opaque)
+{
+    bool terminated = packet_len == 0 ||
+                      (max_packet && packet_len % max_packet != 0);
+
+    trace_usb_ncm_out_packet(packet_len, f->out_len, terminated);
+    if (packet_len == 0) {
+        f->stats.out_zlps++;
+    }
+    f->out_len += copied;
+    if (copied < packet_len) {
+        f->stats.out_overflow_bytes += packet_len - copied;
+        qemu_log_mask(LOG_GUEST_ERROR,
+                      "usb-ncm: OUT transfer exceeds %u bytes without "
+                      "terminator, discarding %u bytes\n",
+                      f->out_buf_size, packet_len - copied);
+    }
+    if (terminated) {
+        f->stats.out_transfers++;
+    }
+
+    if (f->cfg.zlp == NCM_ZLP_REQUIRED) {
+        if (terminated) {
+            ncm_out_end_required(f, emit, opaque);
+        }
+        return;
+    }
+
+    ncm_out_take_complete_ntbs(f, emit, opaque);
+    /* NCM 1.0: a transfer of dwNtbOutMaxSize needs no terminator */
+    if (terminated || f->out_len >= f->cfg.ntb_out_max_size) {
+        if (!terminated) {
+            f->stats.out_transfers++;
+        }
+        ncm_out_end_auto(f, emit, opaque);
+    }
+}
+
+/* IN */
+
+static bool ncm_rx_filter_accepts(const NcmFunction *f, const uint8_t *frame)
+{
+    static const uint8_t broadcast[6] = {
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff
+    };
+    uint16_t filter = f->packet_filter;
+
+    if (filter & CDC_FILTER_PROMISCUOUS) {
+        return true;
+    }
+    if (!memcmp(frame, broadcast, 6)) {
+        return filter & CDC_FILTER_BROADCAST;
+    }
+    if (frame[0] & 1) {
+        return filter & (CDC_FILTER_ALL_MULTICAST | CDC_FILTER_MULTICAST);
+    }
+    return (filter & CDC_FILTER_DIRECTED) &&
+           !memcmp(frame, f->net_address, 6);
+}
+
+bool ncm_function_rx_can_queue(const NcmFunction *f)
+{
+    if (!f->data_active) {
+        return true;    /* frames are dropped and counted */
+    }
+    return !f->in_ntb_len &&
+           ncm_ntb_builder_fits(&f->in_builder, f->max_datagram_size);
+}
+
+NcmRxResult ncm_function_rx(NcmFunction *f, const uint8_t *frame, size_t len)
+{
+    uint8_t *dst;
+
+    if (!f->data_active) {
+        f->stats.rx_inactive_drops++;
+        return NCM_RX_DROPPED;
+    }
+    if (len < NCM_ETH_HEADER_LEN || len > f->max_datagram_size) {
+        f->stats.rx_oversize++;
+        trace_usb_ncm_rx_drop("length", len);
+        return NCM_RX_DROPPED;
+    }
+    if (!ncm_rx_filter_accepts(f, frame)) {
+        f->stats.rx_filtered++;
+        return NCM_RX_DROPPED;
+    }
+    if (f->in_ntb_len) {
+        f->stats.rx_backpressure++;
+        return NCM_RX_BUSY;
+    }
+    dst = ncm_ntb_builder_reserve(&f->in_builder, len);
+    if (!dst) {
+        if (f->in_builder.n_datagrams) {
+            f->stats.rx_backpressure++;
+            return NCM_RX_BUSY;
+        }
+        f->stats.rx_oversize++;
+        trace_usb_ncm_rx_drop("ntb-input-size", len);
+        return NCM_RX_DROPPED;
+    }
+    memcpy(dst, frame, len);
+    return NCM_RX_QUEUED;
+}
+
+const uint8_t *ncm_function_in_next(NcmFunction *f, uint32_t room,
+                                    uint32_t *len)
+{
+    if (!f->in_ntb_len) {
+        NcmNtbBuilder *b = &f->in_builder;
+
+        if (!b->n_datagrams) {
+            f->stats.in_naks++;
+            return NULL;
+        }
+        f->in_ntb_len = ncm_ntb_builder_finish(b, f->in_sequence++);
+        f->in_send_off = 0;
+        f->stats.in_ntbs++;
+        f->stats.in_datagrams += b->n_datagrams;
+        f->stats.in_bytes += f->in_ntb_len;
+        trace_usb_ncm_in_ntb(f->in_ntb_len, b->n_datagrams);
+    }
+    *len = MIN(room, f->in_ntb_len - f->in_send_off);
+    return f->in_buf + f->in_send_off;
+}
+
+bool ncm_function_in_sent(NcmFunction *f, uint32_t len)
+{
+    f->in_send_off += len;
+    if (f->in_send_off < f->in_ntb_len) {
+        return false;
+    }
+    ncm_in_restart(f);
+    return true;
+}

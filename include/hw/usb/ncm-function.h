@@ -1,0 +1,161 @@
+/*
+ * USB CDC-NCM function: the protocol state machine behind usb-ncm-dl
+ *
+ * Class requests, OUT transfer delimiting (the ZLP policy), IN NTB
+ * aggregation, notifications and counters.  It knows nothing of USB
+ * packets or QEMU's net layer; hw/usb/dev-ncm.c is the glue.
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_USB_NCM_FUNCTION_H
+#define HW_USB_NCM_FUNCTION_H
+
+#include "hw/usb/ncm-ntb.h"
+
+typedef enum NcmZlpPolicy {
+    /* NCM 1.0: a short packet, a ZLP, wBlockLength or dwNtbOutMaxSize */
+    NCM_ZLP_AUTO,
+    /* DisplayLink firmware: only a short packet or a ZLP ends a transfer */
+    NCM_ZLP_REQUIRED,
+} NcmZlpPolicy;
+
+/* What the device advertises; fixed at realize from the properties. */
+typedef struct NcmConfig {
+    uint32_t ntb_in_max_size;
+    uint32_t ntb_out_max_size;
+    uint16_t in_divisor;
+    uint16_t in_remainder;
+    uint16_t in_alignment;
+    uint16_t out_divisor;
+    uint16_t out_remainder;
+    uint16_t out_alignment;
+    uint16_t out_max_datagrams;
+    uint16_t max_segment_size;
+    uint8_t network_caps;
+    uint8_t ntb_formats;
+    uint8_t mac[6];
+    uint32_t link_speed_bps;
+    NcmZlpPolicy zlp;
+} NcmConfig;
+
+typedef struct NcmCounters {
+    uint64_t out_transfers;
+    uint64_t out_ntbs;
+    uint64_t out_datagrams;
+    uint64_t out_bytes;
+    uint64_t out_zlps;
+    uint64_t out_parse_errors[NCM_PARSE_ERROR__MAX];
+    uint64_t out_overflow_bytes;
+    uint64_t out_merged_transfers;
+    uint64_t out_merge_lost_datagrams;
+    uint64_t in_ntbs;
+    uint64_t in_datagrams;
+    uint64_t in_bytes;
+    uint64_t in_naks;
+    uint64_t rx_backpressure;
+    uint64_t rx_filtered;
+    uint64_t rx_oversize;
+    uint64_t rx_inactive_drops;
+    uint64_t in_flushed_datagrams;
+    uint64_t bad_requests;
+    uint64_t notifications;
+} NcmCounters;
+
+enum {
+    NCM_NOTIFY_SPEED = 1 << 0,
+    NCM_NOTIFY_CONNECTION = 1 << 1,
+};
+
+typedef enum NcmRxResult {
+    NCM_RX_QUEUED,      /* in the IN NTB under construction */
+    NCM_RX_BUSY,        /* no room now: retry after the host reads */
+    NCM_RX_DROPPED,     /* filtered, oversized or data interface off */
+} NcmRxResult;
+
+typedef struct NcmFunction {
+    NcmConfig cfg;
+
+    /* negotiated with the host; reset when the data interface goes alt 0 */
+    const NcmNtbFormat *format;
+    uint32_t ntb_in_size;
+    uint16_t ntb_in_max_datagrams;
+    uint16_t max_datagram_size;
+    uint16_t packet_filter;
+    uint8_t net_address[6];
+    bool data_active;               /* data interface in alt 1 */
+    bool link_up;
+
+    /* OUT: one transfer being collected until it is known to be complete */
+    uint8_t *out_buf;
+    uint32_t out_buf_size;
+    uint32_t out_len;
+    bool out_discarding;            /* overflowed: drop until transfer end */
+    NcmNtbView out_view;
+
+    /* IN: NTB built in place in in_buf, then sent from in_send_off */
+    uint8_t *in_buf;
+    NcmNtbBuilder in_builder;
+    uint32_t in_ntb_len;            /* non-zero while a finished NTB drains */
+    uint32_t in_send_off;
+    uint16_t in_sequence;
+
+    /* interrupt endpoint */
+    uint8_t notify_pending;
+    uint8_t notify_buf[CDC_NOTIFY_SPEED_CHANGE_LEN];
+    uint8_t notify_len;
+    uint8_t notify_off;
+    uint8_t control_interface;
+
+    NcmCounters stats;
+} NcmFunction;
+
+typedef void NcmEmitFn(void *opaque, const uint8_t *frame, size_t len);
+
+void ncm_function_init(NcmFunction *f, const NcmConfig *cfg);
+void ncm_function_cleanup(NcmFunction *f);
+/* Bus reset: back to the power-on state, data interface off. */
+void ncm_function_reset(NcmFunction *f);
+/* SET_INTERFACE on the data interface. */
+void ncm_function_set_data_alt(NcmFunction *f, int alt);
+void ncm_function_set_link(NcmFunction *f, bool up);
+
+/*
+ * A class request addressed to the control interface.  Returns the number
+ * of bytes placed in @data for IN requests, 0 for OUT requests, or -1 when
+ * the request must be stalled (already logged as a guest error).
+ */
+int ncm_function_control(NcmFunction *f, int request, int value, int index,
+                         int length, uint8_t *data);
+
+/*
+ * OUT: where the glue copies the next bulk OUT packet, and how much room
+ * there is.  Then ncm_function_out_packet() with the packet's size and the
+ * bytes actually copied; @max_packet is the endpoint's wMaxPacketSize.
+ */
+uint8_t *ncm_function_out_space(NcmFunction *f, uint32_t *avail);
+void ncm_function_out_packet(NcmFunction *f, uint32_t packet_len,
+                             uint32_t copied, uint32_t max_packet,
+                             NcmEmitFn *emit, void *opaque);
+
+/* IN: frames from the network. */
+NcmRxResult ncm_function_rx(NcmFunction *f, const uint8_t *frame,
+                            size_t len);
+bool ncm_function_rx_can_queue(const NcmFunction *f);
+/*
+ * IN: the bytes to send for the next bulk IN packet of up to @room bytes,
+ * or NULL when nothing is pending (NAK).  Call ncm_function_in_sent() with
+ * the count actually sent; it returns true when a whole NTB has gone and
+ * queued network frames may flow again.
+ */
+const uint8_t *ncm_function_in_next(NcmFunction *f, uint32_t room,
+                                    uint32_t *len);
+bool ncm_function_in_sent(NcmFunction *f, uint32_t len);
+
+/* Interrupt IN: next notification bytes, or 0 when none. */
+uint32_t ncm_function_notify_next(NcmFunction *f, uint8_t *buf,
+                                  uint32_t room);
+
+#endif /* HW_USB_NCM_FUNCTION_H */

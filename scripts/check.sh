@@ -1,0 +1,85 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Run test suites and total their results.  Every suite prints one line per
+# case at column 0: "PASS: name", "FAIL: name (...)" or "SKIP: name (...)".
+# The last line is "N passed, N failed, N skipped"; exit status is non-zero
+# when anything failed.
+#
+#   scripts/check.sh [all|unit|fuzz|device|qtest|guest]...
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+
+CHECK_FUZZ_SECONDS=${CHECK_FUZZ_SECONDS:-20}
+LOG_DIR=$NCM_BUILD/check-logs
+mkdir -p "$LOG_DIR"
+
+suites=${*:-all}
+[ "$suites" = all ] && suites="unit fuzz device qtest guest"
+
+needs_qemu=0
+for s in $suites; do
+    case $s in device|qtest|guest) needs_qemu=1 ;; esac
+done
+
+passed=0
+failed=0
+skipped=0
+failures=()
+
+run_suite() {
+    local name=$1; shift
+    local log=$LOG_DIR/$name.log rc p f k
+
+    step "suite '$name': $*"
+    "$@" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    p=$(grep -c '^PASS: ' "$log")
+    f=$(grep -c '^FAIL: ' "$log")
+    k=$(grep -c '^SKIP: ' "$log")
+    if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+        echo "FAIL: $name (suite exited with status $rc; log: $log)"
+        f=1
+        failures+=("$name: exited $rc without a FAIL line, see $log")
+    fi
+    while IFS= read -r line; do
+        failures+=("$line")
+    done < <(grep '^FAIL: ' "$log")
+    passed=$((passed + p))
+    failed=$((failed + f))
+    skipped=$((skipped + k))
+    note "suite '$name': $p passed, $f failed, $k skipped"
+}
+
+if [ "$needs_qemu" = 1 ]; then
+    step "making sure QEMU with usb-ncm-dl is built"
+    if ! bash "$NCM_TOP/scripts/build-qemu.sh"; then
+        echo "FAIL: build/qemu (QEMU did not build; see the messages above)"
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+fi
+
+for s in $suites; do
+    case $s in
+    unit) run_suite unit bash "$NCM_TOP/scripts/check-unit.sh" ;;
+    fuzz) run_suite fuzz bash "$NCM_TOP/scripts/fuzz.sh" "$CHECK_FUZZ_SECONDS" ;;
+    device) run_suite device bash "$NCM_TOP/tests/device/check-properties.sh" ;;
+    qtest) run_suite qtest bash "$NCM_TOP/scripts/check-qtest.sh" ;;
+    guest) run_suite guest bash "$NCM_TOP/tests/guest/run-all.sh" ;;
+    *) die "unknown suite '$s'" "use unit, fuzz, device, qtest, guest or all" ;;
+    esac
+done
+
+if [ "${#failures[@]}" -gt 0 ]; then
+    echo
+    echo "Failures (logs in $LOG_DIR):"
+    printf '  %s\n' "${failures[@]}"
+fi
+echo
+if [ "$skipped" -gt 0 ]; then
+    echo "$passed passed, $failed failed, $skipped skipped"
+else
+    echo "$passed passed, $failed failed"
+fi
+[ "$failed" = 0 ]

@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Command-line contract of -device usb-ncm-dl: the properties are listed,
+# good values realize, bad ones fail realize with a message that says why.
+set -uo pipefail
+. "$(dirname "$0")/../../scripts/common.sh"
+
+QEMU=${QEMU:-$NCM_BUILD/qemu/qemu-system-x86_64}
+[ -x "$QEMU" ] || die "$QEMU not built" "run: make qemu"
+
+qemu_try() {
+    timeout 60 "$QEMU" -M q35 -display none -nodefaults -S \
+        -L /usr/share/seabios -L /usr/share/qemu \
+        -netdev user,id=n0 -device qemu-xhci,id=xhci "$@" \
+        -qmp stdio 2>&1 <<<'{"execute":"qmp_capabilities"}
+{"execute":"quit"}'
+}
+
+help=$("$QEMU" -device usb-ncm-dl,help 2>&1)
+for prop in netdev mac ntb-in-max-size ntb-out-max-size ntb-in-divisor \
+            ntb-out-max-datagrams max-segment-size ntb32 zlp vendorid \
+            productid; do
+    if grep -q "^  $prop=" <<<"$help"; then
+        echo "PASS: device/help-lists/$prop"
+    else
+        echo "FAIL: device/help-lists/$prop (not in -device usb-ncm-dl,help)"
+    fi
+done
+
+for dev in usb-ncm-dl usb-ncm; do
+    out=$(qemu_try -device "$dev,netdev=n0,bus=xhci.0")
+    if grep -q '"return"' <<<"$out" && ! grep -qi 'error' <<<"$out"; then
+        echo "PASS: device/realize/$dev"
+    else
+        echo "FAIL: device/realize/$dev ($(head -n 3 <<<"$out" | tr '\n' ' '))"
+    fi
+done
+
+# property=value | text the error must contain
+bad_cases=(
+    "ntb-in-max-size=1024|ntb-in-max-size 1024 is outside 2048..65536"
+    "ntb-out-max-size=131072|ntb-out-max-size 131072 is outside 2048..65536"
+    "ntb-in-divisor=3|must be powers of two"
+    "ntb-out-remainder=8|smaller than their divisors"
+    "ntb-in-alignment=2|must be powers of two"
+    "ntb-out-max-datagrams=0|ntb-out-max-datagrams must be in 1..1024"
+    "max-segment-size=1000|max-segment-size 1000 must be at least 1514"
+    "zlp=sometimes|zlp must be 'auto' or 'required'"
+)
+for c in "${bad_cases[@]}"; do
+    prop=${c%%|*}
+    want=${c#*|}
+    out=$(qemu_try -device "usb-ncm-dl,netdev=n0,bus=xhci.0,$prop")
+    rc=$?
+    if [ "$rc" != 0 ] && grep -qF "$want" <<<"$out"; then
+        echo "PASS: device/rejects/$prop"
+    else
+        echo "FAIL: device/rejects/$prop (rc $rc, wanted '$want', got:" \
+             "$(head -n 2 <<<"$out" | tr '\n' ' '))"
+    fi
+done
