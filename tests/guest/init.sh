@@ -1,0 +1,319 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# /init of the usb-ncm-dl test guest (busybox ash). scripts/guest-image.sh
+# copies this file into the initramfs.
+#
+# Kernel command line parameters (all optional):
+#   ncm.mode=test|run|bench|shell   default shell
+#   ncm.driver=cdc_ncm     driver whose interface to use (cdc_ether for
+#                          usb-net, virtio_net for virtio-net-pci, any = first)
+#   ncm.wait=60            seconds to wait for that interface, then any non-lo
+#   ncm.server=10.0.2.2    iperf3 server (slirp's host address)
+#   ncm.port=5201          iperf3 port
+#   ncm.time=5             iperf3 seconds per direction
+#   ncm.parallel=1         iperf3 -P
+#   ncm.dirs=up,down       iperf3 directions (up: guest->host, down: -R)
+#   ncm.rx_max=65536 ncm.tx_max=65536   written to cdc_ncm sysfs; "none"
+#                          skips (bench mode default: none)
+#   ncm.mtu=N              set the interface MTU
+#   ncm.ip=10.0.2.15/24 ncm.gw=10.0.2.2
+#   ncm.ping=20            ping count (0 skips)
+#   ncm.carrier_wait=20    seconds to wait for carrier
+#
+# test/run/bench print machine-readable "NCMTEST key=value" lines, then dump
+# dmesg between "NCMTEST dmesg-begin" / "NCMTEST dmesg-end" and power off.
+# "NCMTEST phase=X" lines mark progress for the host scripts.
+
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+export HOME=/root
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+# The initramfs has no /dev/console node: take it from devtmpfs now.
+exec 0</dev/console 1>/dev/console 2>&1
+# Only emergencies on the console from here on: our lines stay whole.
+dmesg -n 1
+hostname ncm-guest
+ip link set lo up
+
+MODE=shell
+DRIVER=cdc_ncm
+WAIT=60
+SERVER=10.0.2.2
+PORT=5201
+TIME=5
+PARALLEL=1
+DIRS=up,down
+RX_MAX=default
+TX_MAX=default
+MTU=
+IPADDR=10.0.2.15/24
+GW=10.0.2.2
+PING=20
+CARRIER_WAIT=20
+
+for arg in $(cat /proc/cmdline); do
+    case $arg in
+    ncm.mode=*) MODE=${arg#*=} ;;
+    ncm.driver=*) DRIVER=${arg#*=} ;;
+    ncm.wait=*) WAIT=${arg#*=} ;;
+    ncm.server=*) SERVER=${arg#*=} ;;
+    ncm.port=*) PORT=${arg#*=} ;;
+    ncm.time=*) TIME=${arg#*=} ;;
+    ncm.parallel=*) PARALLEL=${arg#*=} ;;
+    ncm.dirs=*) DIRS=${arg#*=} ;;
+    ncm.rx_max=*) RX_MAX=${arg#*=} ;;
+    ncm.tx_max=*) TX_MAX=${arg#*=} ;;
+    ncm.mtu=*) MTU=${arg#*=} ;;
+    ncm.ip=*) IPADDR=${arg#*=} ;;
+    ncm.gw=*) GW=${arg#*=} ;;
+    ncm.ping=*) PING=${arg#*=} ;;
+    ncm.carrier_wait=*) CARRIER_WAIT=${arg#*=} ;;
+    esac
+done
+if [ "$RX_MAX" = default ]; then
+    if [ "$MODE" = bench ]; then RX_MAX=none; else RX_MAX=65536; fi
+fi
+if [ "$TX_MAX" = default ]; then
+    if [ "$MODE" = bench ]; then TX_MAX=none; else TX_MAX=65536; fi
+fi
+
+t() { echo "NCMTEST $*"; }
+
+# Seconds since boot with two decimals.
+now() { cut -d' ' -f1 /proc/uptime; }
+
+finish() {
+    t phase=done
+    t uptime=$(now)
+    t dmesg-begin
+    dmesg
+    t dmesg-end
+    sync
+    poweroff -f
+    sleep 5
+}
+
+load_modules() {
+    local m
+    for m in $(cat /etc/ncm/modules 2>/dev/null); do
+        modprobe "$m" 2>/tmp/modprobe.err ||
+            t "modprobe_failed=$m $(head -n1 /tmp/modprobe.err)"
+    done
+}
+
+driver_of() {
+    local l
+    l=$(readlink "/sys/class/net/$1/device/driver" 2>/dev/null) || return 1
+    basename "$l"
+}
+
+# Find the interface: the one bound to $DRIVER, else (after $WAIT s) any
+# non-lo interface. Sets IFACE (empty when none).
+find_iface() {
+    local end d n drv
+    IFACE=
+    end=$(($(cut -d. -f1 /proc/uptime) + WAIT))
+    while :; do
+        for d in /sys/class/net/*; do
+            n=${d##*/}
+            [ "$n" = lo ] && continue
+            drv=$(driver_of "$n") || drv=none
+            if [ "$DRIVER" = any ] || [ "$drv" = "$DRIVER" ]; then
+                IFACE=$n
+                return 0
+            fi
+        done
+        [ "$(cut -d. -f1 /proc/uptime)" -ge "$end" ] && break
+        sleep 0.25
+    done
+    for d in /sys/class/net/*; do
+        n=${d##*/}
+        [ "$n" = lo ] && continue
+        IFACE=$n
+        return 0
+    done
+    return 1
+}
+
+report_device() {
+    local dev usbdev drv line f
+    dev=/sys/class/net/$IFACE
+    drv=$(driver_of "$IFACE") || drv=none
+    t "iface=$IFACE"
+    t "driver=$drv"
+    t "mac=$(cat "$dev/address")"
+    t "mtu=$(cat "$dev/mtu")"
+    # The USB device is the parent of the interface's device (an interface).
+    usbdev=$(readlink -f "$dev/device/..")
+    if [ -r "$usbdev/speed" ]; then
+        t "usb_speed_mbps=$(cat "$usbdev/speed")"
+        t "usb_id=$(cat "$usbdev/idVendor"):$(cat "$usbdev/idProduct")"
+        t "usb_version=$(cat "$usbdev/version" | tr -d ' ')"
+        t "usb_product=$(cat "$usbdev/product" 2>/dev/null)"
+    fi
+    line=$(dmesg | grep -m1 'CDC NCM')
+    [ -n "$line" ] || line=$(dmesg | grep -m1 "register '$drv'")
+    [ -n "$line" ] || line=$(dmesg | grep -m1 "$IFACE:")
+    t "dmesg=$line"
+    if [ -d "$dev/cdc_ncm" ]; then
+        for f in "$dev"/cdc_ncm/*; do
+            [ -r "$f" ] && t "cdc_ncm.${f##*/}=$(cat "$f" 2>/dev/null)"
+        done
+    fi
+}
+
+set_ntb_size() {
+    # set_ntb_size rx_max|tx_max VALUE
+    local f=/sys/class/net/$IFACE/cdc_ncm/$1
+    [ "$2" = none ] && return 0
+    if [ ! -w "$f" ]; then
+        t "$1.write=absent"
+        return 0
+    fi
+    if echo "$2" > "$f" 2>/tmp/set.err; then
+        t "$1.write=ok"
+    else
+        t "$1.write=fail $(cat /tmp/set.err)"
+    fi
+    t "$1.readback=$(cat "$f")"
+}
+
+wait_carrier() {
+    local start end c
+    start=$(now)
+    end=$(($(cut -d. -f1 /proc/uptime) + CARRIER_WAIT))
+    while :; do
+        c=$(cat "/sys/class/net/$IFACE/carrier" 2>/dev/null)
+        [ "$c" = 1 ] && break
+        [ "$(cut -d. -f1 /proc/uptime)" -ge "$end" ] && break
+        sleep 0.1
+    done
+    t "carrier=${c:-0}"
+    t "carrier_wait_s=$(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }')"
+    [ "$c" = 1 ]
+}
+
+configure_ip() {
+    [ -n "$MTU" ] && { ip link set "$IFACE" mtu "$MTU" || t "mtu.set=fail"; }
+    ip addr add "$IPADDR" dev "$IFACE"
+    ip route add default via "$GW" dev "$IFACE"
+}
+
+run_ping() {
+    local out
+    [ "$PING" = 0 ] && return 0
+    t phase=ping
+    out=$(ping -c "$PING" -i 0.2 -W 2 "$GW" 2>&1)
+    echo "$out" | tail -n 3
+    t "ping_loss_pct=$(echo "$out" | sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p')"
+    t "ping_received=$(echo "$out" | sed -n 's/.*, \([0-9]*\) packets received.*/\1/p')"
+    t "ping_rtt_ms=$(echo "$out" | sed -n 's|.*min/avg/max = \([0-9./]*\).*|\1|p')"
+}
+
+# run_iperf up|down
+run_iperf() {
+    local dir=$1 flag= rc
+    [ "$dir" = down ] && flag=-R
+    t "phase=iperf-$dir"
+    timeout $((TIME + 40)) iperf3 -c "$SERVER" -p "$PORT" -t "$TIME" \
+        -P "$PARALLEL" -f m --connect-timeout 10000 $flag > /tmp/iperf.out 2>&1
+    rc=$?
+    grep -E 'sender$|receiver$|error' /tmp/iperf.out
+    t "iperf_${dir}_rc=$rc"
+    # With -P N only the [SUM] lines count; else the single stream's.
+    awk -v d="$dir" -v p="$PARALLEL" '
+        /sender$|receiver$/ {
+            if (p > 1 && $0 !~ /SUM/) next
+            for (i = 1; i <= NF; i++) if ($i == "Mbits/sec") v = $(i - 1)
+            role = ($NF == "sender") ? "sender" : "receiver"
+            printf "NCMTEST iperf_%s_%s_mbps=%s\n", d, role, v
+        }' /tmp/iperf.out
+    awk -v d="$dir" '
+        /sender$/ { for (i = 1; i <= NF; i++) if ($i == "Mbits/sec" && $(i + 1) ~ /^[0-9]+$/)
+            printf "NCMTEST iperf_%s_retr=%s\n", d, $(i + 1) }' /tmp/iperf.out
+}
+
+report_counters() {
+    local f
+    for f in rx_packets tx_packets rx_errors tx_errors rx_dropped tx_dropped \
+             rx_length_errors rx_over_errors rx_crc_errors rx_frame_errors \
+             rx_fifo_errors rx_missed_errors; do
+        [ -r "/sys/class/net/$IFACE/statistics/$f" ] &&
+            t "stat.$f=$(cat "/sys/class/net/$IFACE/statistics/$f")"
+    done
+    ethtool -S "$IFACE" 2>/dev/null | awk -F': *' 'NR > 1 {
+        gsub(/^ +/, "", $1); printf "NCMTEST ethtool.%s=%s\n", $1, $2 }'
+}
+
+shell_mode() {
+    echo
+    echo "usb-ncm-dl guest shell (busybox). Kernel $(uname -r)."
+    if [ -n "$IFACE" ]; then
+        echo "Network: $IFACE (driver $(driver_of "$IFACE")), $IPADDR, gateway $GW."
+    else
+        echo "No network interface was found: see 'dmesg | grep -i usb'."
+    fi
+    local i=${IFACE:-eth0}
+    cat <<EOF
+Try:  ip link; ip addr              interfaces and addresses
+      grep . /sys/class/net/$i/cdc_ncm/*    negotiated NTB parameters
+      echo 65536 > /sys/class/net/$i/cdc_ncm/rx_max   (also tx_max)
+      ethtool -S $i                 cdc_ncm counters (tx_reason_*, ntbs)
+      ping -c 5 $GW                 slirp's gateway (the host)
+      iperf3 -c $SERVER -p $PORT -t 5 [-R]   to the host's iperf3 server
+      dmesg | grep -i -e usb -e cdc    kernel messages (dmesg -n 7: live)
+Leave with 'exit' (powers off) or Ctrl-A X (quits QEMU).
+EOF
+    setsid cttyhack sh -l
+    poweroff -f
+}
+
+t phase=boot
+t "kernel=$(uname -r)"
+t "mode=$MODE"
+t phase=modules
+load_modules
+t phase=iface
+if ! find_iface; then
+    t iface=none
+    t "error=no network interface appeared (driver $DRIVER) within ${WAIT}s"
+    [ "$MODE" = shell ] && shell_mode
+    finish
+fi
+
+case $MODE in
+shell)
+    ip link set "$IFACE" up
+    wait_carrier >/dev/null
+    configure_ip
+    shell_mode
+    ;;
+test|run|bench)
+    report_device
+    set_ntb_size rx_max "$RX_MAX"
+    set_ntb_size tx_max "$TX_MAX"
+    t phase=carrier
+    ip link set "$IFACE" up
+    wait_carrier || t "warning=no carrier after ${CARRIER_WAIT}s, trying anyway"
+    configure_ip
+    if [ "$MODE" != bench ]; then
+        run_ping
+    fi
+    for d in $(echo "$DIRS" | tr ',' ' '); do
+        run_iperf "$d"
+    done
+    report_counters
+    finish
+    ;;
+*)
+    t "error=unknown ncm.mode=$MODE"
+    finish
+    ;;
+esac

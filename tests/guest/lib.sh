@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Host-side helpers shared by tests/guest/run-guest-test.sh and
+# scripts/run-guest.sh: find QEMU, build the device arguments, run an iperf3
+# server on loopback, boot the guest and read its "NCMTEST key=value" lines.
+# Source scripts/common.sh first.
+
+GUEST_QEMU=${QEMU:-$NCM_BUILD/qemu/qemu-system-x86_64}
+
+guest_need_qemu() {
+    [ -x "$GUEST_QEMU" ] ||
+        die "QEMU is not built: $GUEST_QEMU is missing" \
+            "run: make qemu   (or set QEMU=/path/to/qemu-system-x86_64)"
+}
+
+# guest_has_device NAME: does this QEMU know -device NAME?
+guest_has_device() {
+    "$GUEST_QEMU" -device help 2>/dev/null | grep -q "^name \"$1\""
+}
+
+# guest_device_args CONTROLLER DEVICE
+#   CONTROLLER: xhci | ehci, optionally with properties (xhci,p3=0)
+#   DEVICE:     usb-ncm-dl | usb-net | virtio-net-pci ..., optionally with
+#               properties (usb-ncm-dl,pcap=/tmp/x.pcap)
+# Sets GUEST_DEV_ARGS (array), GUEST_DEV_NAME, GUEST_DRIVER (the Linux driver
+# expected to bind) and GUEST_IS_USB.
+guest_device_args() {
+    local ctrl=$1 dev=$2 cname copts dopts
+    cname=${ctrl%%,*}
+    copts=${ctrl#"$cname"}
+    GUEST_DEV_NAME=${dev%%,*}
+    dopts=${dev#"$GUEST_DEV_NAME"}
+    case $GUEST_DEV_NAME in
+    usb-ncm-dl) GUEST_DRIVER=cdc_ncm ;;
+    usb-net) GUEST_DRIVER=cdc_ether ;;
+    virtio-net*) GUEST_DRIVER=virtio_net ;;
+    *) GUEST_DRIVER=any ;;
+    esac
+    case $GUEST_DEV_NAME in
+    usb-*)
+        GUEST_IS_USB=1
+        case $cname in
+        xhci) cname=qemu-xhci ;;
+        ehci) cname=usb-ehci ;;
+        qemu-xhci|usb-ehci|ich9-usb-ehci1|nec-usb-xhci) ;;
+        *) die "unknown USB controller '$cname'" "use xhci or ehci" ;;
+        esac
+        GUEST_DEV_ARGS=(-device "$cname,id=usbctl$copts"
+            -device "$GUEST_DEV_NAME,netdev=n0,bus=usbctl.0$dopts")
+        ;;
+    *)
+        GUEST_IS_USB=0
+        GUEST_DEV_ARGS=(-device "$GUEST_DEV_NAME,netdev=n0,romfile=$dopts")
+        ;;
+    esac
+}
+
+GUEST_IPERF_PID=""
+GUEST_IPERF_PORT=""
+
+# guest_iperf_start LOGFILE: an iperf3 server on 127.0.0.1 (the guest sees it
+# as 10.0.2.2) on a free port; sets GUEST_IPERF_PORT. Stopped by
+# guest_iperf_stop (call it from an EXIT trap).
+guest_iperf_start() {
+    local log=$1 try port
+    command -v iperf3 >/dev/null ||
+        die "iperf3 is missing on the host" "run: make deps (or apt-get install iperf3)"
+    for try in 1 2 3 4 5 6 7 8 9 10; do
+        port=$((20000 + (RANDOM % 20000)))
+        # Something already answers there: try another port.
+        if (exec 2>/dev/null; : </dev/tcp/127.0.0.1/$port); then
+            continue
+        fi
+        iperf3 -s -B 127.0.0.1 -p "$port" >"$log" 2>&1 &
+        GUEST_IPERF_PID=$!
+        sleep 0.3
+        if kill -0 "$GUEST_IPERF_PID" 2>/dev/null; then
+            GUEST_IPERF_PORT=$port
+            return 0
+        fi
+        wait "$GUEST_IPERF_PID" 2>/dev/null || true
+        GUEST_IPERF_PID=""
+    done
+    die "could not start an iperf3 server on 127.0.0.1" "see $log"
+}
+
+guest_iperf_stop() {
+    if [ -n "$GUEST_IPERF_PID" ]; then
+        kill "$GUEST_IPERF_PID" 2>/dev/null || true
+        wait "$GUEST_IPERF_PID" 2>/dev/null || true
+        GUEST_IPERF_PID=""
+    fi
+}
+
+# guest_qemu_cmd GUESTDIR APPEND: sets GUEST_CMD (array) for a boot of the
+# image in GUESTDIR with GUEST_DEV_ARGS and kernel parameters APPEND.
+# -nodefaults: with q35's default devices SeaBIOS spends ~30 s (TCG) before
+# it starts the kernel; without them it is a second or two. The serial port
+# and the monitor share stdio (Ctrl-A X quits, Ctrl-A C: monitor).
+guest_qemu_cmd() {
+    local dir=$1 append=$2
+    GUEST_CMD=("$GUEST_QEMU" -L /usr/share/seabios -L /usr/share/qemu
+        -M q35 -m 512 -smp 1 -accel tcg
+        -kernel "$dir/vmlinuz" -initrd "$dir/initrd.img"
+        -append "console=ttyS0 loglevel=3 quiet panic=-1 $append"
+        -netdev user,id=n0 "${GUEST_DEV_ARGS[@]}"
+        -nodefaults -nographic -serial mon:stdio -no-reboot)
+    # shellcheck disable=SC2206 # word splitting intended
+    [ -n "${QEMU_EXTRA:-}" ] && GUEST_CMD+=($QEMU_EXTRA)
+    return 0
+}
+
+# guest_run_logged LOG TIMEOUT: run GUEST_CMD without input, the console
+# (carriage returns removed) into LOG, announcing "NCMTEST phase=" lines as
+# steps. Returns QEMU's status (124: timed out).
+guest_run_logged() {
+    local log=$1 tmo=$2 line rc
+    mkdir -p "$(dirname "$log")"
+    {
+        printf '# %s\n' "$(date -u '+%Y-%m-%dT%H:%M:%SZ')"
+        printf '#'
+        printf ' %q' "${GUEST_CMD[@]}"
+        printf '\n'
+    } > "$log"
+    set +e
+    timeout -k 10 "$tmo" "${GUEST_CMD[@]}" </dev/null 2>&1 |
+    while IFS= read -r line || [ -n "$line" ]; do
+        line=${line%$'\r'}
+        printf '%s\n' "$line" >> "$log"
+        case $line in
+        *"NCMTEST phase="*) guest_phase "${line##*NCMTEST phase=}" ;;
+        esac
+    done
+    rc=${PIPESTATUS[0]}
+    set -e
+    [ "$rc" = 124 ] && printf '# timed out after %ss\n' "$tmo" >> "$log"
+    return "$rc"
+}
+
+guest_phase() {
+    case $1 in
+    boot) step "guest: kernel up, /init running" ;;
+    modules) step "guest: loading modules" ;;
+    iface) step "guest: waiting for the network interface" ;;
+    carrier) step "guest: link up, waiting for carrier" ;;
+    ping) step "guest: ping 10.0.2.2" ;;
+    iperf-up) step "guest: iperf3 upload (guest -> host)" ;;
+    iperf-down) step "guest: iperf3 download (host -> guest)" ;;
+    done) step "guest: done, powering off" ;;
+    *) step "guest: $1" ;;
+    esac
+}
+
+# guest_val LOG KEY: the value of the first "NCMTEST KEY=value" line.
+guest_val() {
+    sed -n "/NCMTEST $2=/{s/.*NCMTEST $2=//p;q}" "$1"
+}
+
+# guest_dmesg LOG: the guest's dmesg dumped at the end of the run.
+guest_dmesg() {
+    sed -n '/NCMTEST dmesg-begin/,/NCMTEST dmesg-end/p' "$1" | sed '1d;$d'
+}

@@ -1,0 +1,141 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Boot the test guest (Linux + busybox, TCG) on one USB controller with the
+# network device under test, and check what the Linux driver made of it.
+#
+#   tests/guest/run-guest-test.sh [CONTROLLER] [DEVICE[,PROPS]]
+#
+#   CONTROLLER  xhci (-device qemu-xhci) or ehci (-device usb-ehci); default
+#               xhci; properties may follow: xhci,p3=0
+#   DEVICE      usb-ncm-dl (default, or $NCM_DEVICE); properties are passed
+#               through: usb-ncm-dl,pcap=/tmp/ncm.pcap. usb-net and
+#               virtio-net-pci work too, for comparison (NCM-only checks are
+#               then left out).
+#
+# Environment: KERNEL / KERNEL_IMAGE (see scripts/guest-image.sh),
+#   QEMU (default build/qemu/qemu-system-x86_64), GUEST_TIMEOUT (300 s),
+#   IPERF_TIME (5 s per direction), NCM_APPEND (extra kernel parameters,
+#   e.g. "ncm.mtu=4000"), QEMU_EXTRA (extra QEMU arguments),
+#   LOG_NAME (log file name, default CONTROLLER-DEVICE).
+#
+# Prints "PASS: guest/<controller>/<check>" or
+# "FAIL: guest/<controller>/<check> (<what was seen>)" per check; the full
+# console log is in build/guest-logs/. Exits 1 when any check failed.
+set -euo pipefail
+. "$(dirname "$0")/../../scripts/common.sh"
+. "$NCM_TOP/tests/guest/lib.sh"
+
+case ${1:-} in -h|--help) sed -n '3,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
+CTRL=${1:-xhci}
+DEVICE=${2:-${NCM_DEVICE:-usb-ncm-dl}}
+GUEST_TIMEOUT=${GUEST_TIMEOUT:-300}
+IPERF_TIME=${IPERF_TIME:-5}
+CNAME=${CTRL%%,*}
+guest_device_args "$CTRL" "$DEVICE"
+[ "$GUEST_IS_USB" = 1 ] || CNAME=pci
+LOG_NAME=${LOG_NAME:-$CNAME-$GUEST_DEV_NAME}
+LOG=$NCM_BUILD/guest-logs/$LOG_NAME.log
+REL_LOG=${LOG#"$NCM_TOP"/}
+
+npass=0
+nfail=0
+pass() { echo "PASS: guest/$CNAME/$1"; npass=$((npass + 1)); }
+fail() { echo "FAIL: guest/$CNAME/$1 ($2)"; nfail=$((nfail + 1)); }
+# check NAME CONDITION-RESULT(0/1) SEEN
+check() { if [ "$2" = 0 ]; then pass "$1"; else fail "$1" "$3"; fi; }
+
+step "guest test: $CNAME with $DEVICE"
+guest_need_qemu
+if ! guest_has_device "$GUEST_DEV_NAME"; then
+    fail device "$GUEST_QEMU has no -device $GUEST_DEV_NAME"
+    exit 1
+fi
+
+step "guest image"
+GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir) ||
+    die "could not build the guest image" "see the messages above"
+
+mkdir -p "$NCM_BUILD/guest-logs"
+trap guest_iperf_stop EXIT
+guest_iperf_start "$NCM_BUILD/guest-logs/$LOG_NAME.iperf3-server.log"
+note "iperf3 server on 127.0.0.1:$GUEST_IPERF_PORT"
+
+guest_qemu_cmd "$GDIR" "ncm.mode=test ncm.driver=$GUEST_DRIVER \
+ncm.port=$GUEST_IPERF_PORT ncm.time=$IPERF_TIME ${NCM_APPEND:-}"
+step "booting the guest (TCG, timeout ${GUEST_TIMEOUT}s); log: $REL_LOG"
+rc=0
+guest_run_logged "$LOG" "$GUEST_TIMEOUT" || rc=$?
+guest_iperf_stop
+step "guest finished (QEMU exit status $rc)"
+
+v() { guest_val "$LOG" "$1"; }
+
+if ! grep -q 'NCMTEST phase=boot' "$LOG"; then
+    if [ "$rc" = 124 ]; then
+        seen="no output from /init within ${GUEST_TIMEOUT}s"
+    else
+        seen="QEMU status $rc: $(grep -v '^#' "$LOG" | grep -a . | tail -n 1 | cut -c1-200)"
+    fi
+    fail boot "$seen"
+    note "full console log: $REL_LOG"
+    exit 1
+fi
+pass boot
+
+is() { if [ "$(v "$1")" = "$2" ]; then echo 0; else echo 1; fi; }
+
+driver=$(v driver)
+check driver "$(is driver "$GUEST_DRIVER")" "driver=${driver:-none}, expected $GUEST_DRIVER"
+
+if [ "$GUEST_DRIVER" = cdc_ncm ]; then
+    dline=$(v dmesg)
+    case $dline in *"CDC NCM (SEND ZLP)"*) r=0 ;; *) r=1 ;; esac
+    check zlp-info "$r" "dmesg: ${dline:-nothing}"
+    check ntb-in-max "$(is cdc_ncm.dwNtbInMaxSize 65536)" \
+        "dwNtbInMaxSize=$(v cdc_ncm.dwNtbInMaxSize)"
+    check ntb-out-max "$(is cdc_ncm.dwNtbOutMaxSize 65536)" \
+        "dwNtbOutMaxSize=$(v cdc_ncm.dwNtbOutMaxSize)"
+    for m in rx_max tx_max; do
+        r=1
+        [ "$(v $m.write)" = ok ] && [ "$(v $m.readback)" = 65536 ] && r=0
+        check "${m/_/-}" "$r" "write 65536: $(v $m.write), read back $(v $m.readback)"
+    done
+fi
+
+check carrier "$(is carrier 1)" "carrier=$(v carrier) after $(v carrier_wait_s)s"
+
+loss=$(v ping_loss_pct)
+r=1
+[ "$loss" = 0 ] && [ "$(v ping_received)" = 20 ] && r=0
+check ping "$r" "loss ${loss:-?}%, $(v ping_received) of 20 replies"
+
+for d in up down; do
+    mbps=$(v iperf_${d}_receiver_mbps)
+    r=1
+    [ "$(v iperf_${d}_rc)" = 0 ] && [ -n "$mbps" ] &&
+        awk -v m="$mbps" 'BEGIN { exit !(m > 0) }' && r=0
+    check "iperf-$d" "$r" "rc=$(v iperf_${d}_rc), ${mbps:-no} Mbit/s"
+done
+
+r=1
+[ "$rc" = 0 ] && grep -q 'NCMTEST phase=done' "$LOG" && r=0
+if [ "$rc" = 124 ]; then seen="timed out after ${GUEST_TIMEOUT}s"
+else seen="QEMU status $rc, guest $(grep -q 'NCMTEST phase=done' "$LOG" && echo finished || echo 'did not finish')"; fi
+check poweroff "$r" "$seen"
+
+usb=$(v usb_speed_mbps)
+note "$CNAME/$GUEST_DEV_NAME:${usb:+ USB bus $usb Mbit/s,}" \
+    "up $(v iperf_up_receiver_mbps) Mbit/s, down $(v iperf_down_receiver_mbps) Mbit/s," \
+    "ping $(v ping_rtt_ms) ms, guest uptime $(v uptime)s"
+
+if [ "$nfail" -gt 0 ]; then
+    note "full console log: $REL_LOG"
+    if [ "$GUEST_IS_USB" = 1 ]; then
+        note "guest dmesg (USB/network lines):"
+        guest_dmesg "$LOG" | grep -iE 'usb [0-9]|cdc|usbnet|xhci|ehci|error|fail|warn' |
+            tail -n 25 | sed 's/^/      /' || true
+    fi
+fi
+note "guest/$CNAME: $npass checks passed, $nfail failed"
+[ "$nfail" = 0 ]
