@@ -23,6 +23,7 @@
 #include "hw/usb.h"
 #include "migration/vmstate.h"
 #include "net/net.h"
+#include "system/system.h"
 #include "qom/object.h"
 #include "desc.h"
 #include "hw/usb/ncm-function.h"

@@ -639,7 +639,7 @@ NcmRxResult ncm_function_rx(NcmFunction *f, const uint8_t *frame, size_t len)
     }
     if (len < NCM_ETH_HEADER_LEN || len > f->max_datagram_size) {
         f->stats.rx_oversize++;
-        trace_usb_ncm_rx_drop("length", len);
+        trace_usb_ncm_rx_drop(len, "length");
         return NCM_RX_DROPPED;
     }
     if (!ncm_rx_filter_accepts(f, frame)) {
@@ -657,7 +657,7 @@ NcmRxResult ncm_function_rx(NcmFunction *f, const uint8_t *frame, size_t len)
             return NCM_RX_BUSY;
         }
         f->stats.rx_oversize++;
-        trace_usb_ncm_rx_drop("ntb-input-size", len);
+        trace_usb_ncm_rx_drop(len, "ntb-input-size");
         return NCM_RX_DROPPED;
     }
     memcpy(dst, frame, len);
