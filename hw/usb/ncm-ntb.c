@@ -268,7 +268,8 @@ NcmParseError ncm_transfer_parse(const NcmNtbFormat *fmt,
 
 /* Builder */
 
-static inline uint32_t ncm_align_up(uint32_t v, uint32_t a)
+/* 64-bit so that offset + a huge datagram length cannot wrap to a small NDP */
+static inline uint64_t ncm_align_up(uint64_t v, uint32_t a)
 {
     return a > 1 ? ROUND_UP(v, a) : v;
 }
