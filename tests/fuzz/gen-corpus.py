@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Write the seed corpora under tests/fuzz/corpus/ (run from anywhere; the
+# files are committed, so only rerun this after changing it).  NTBs are
+# laid out field by field from NCM 1.0 section 3, not by the codec, and
+# include the malformed shapes the unit test checks.
+
+import os
+import struct
+import sys
+
+TOP = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(TOP, 'corpus')
+
+# fuzz-ncm-parse selector byte: bit 0 NTB32, bits 1-3 max NTB size index
+# (4 = 65536, 7 = 4 GiB), bits 4-5 datagram size, bits 6-7 max datagrams
+SEL16 = 4 << 1
+SEL32 = 1 | (4 << 1)
+SEL32_4G = 1 | (7 << 1)
+SEL16_MAX1 = SEL16 | (1 << 6)
+
+
+def frame(n, seed=0):
+    return bytes((seed * 131 + i * 7) & 0xff for i in range(n))
+
+
+def ntb16(lens, seq=1, block_len=None, ndp_sig=b'NCM0', ndp_next=0,
+          ndp_len=None, entries=None):
+    n = len(lens)
+    nl = ndp_len if ndp_len is not None else max(8 + (n + 1) * 4, 16)
+    room = max(8 + (n + 1) * 4, 16)
+    pos = 12 + room
+    body = bytearray(pos)
+    offs = []
+    for i, ln in enumerate(lens):
+        while pos % 4:
+            body.append(0)
+            pos += 1
+        offs.append(pos)
+        body += frame(ln, i)
+        pos += ln
+    ents = entries if entries is not None else list(zip(offs, lens))
+    struct.pack_into('<4sHHHH', body, 0, b'NCMH', 12, seq,
+                     pos if block_len is None else block_len, 12)
+    struct.pack_into('<4sHH', body, 12, ndp_sig, nl, ndp_next)
+    for i, (o, ln) in enumerate(ents):
+        struct.pack_into('<HH', body, 20 + 4 * i, o, ln)
+    return bytes(body)
+
+
+def ntb32(lens, seq=1, block_len=None, ndp_sig=b'ncm0', entries=None):
+    n = len(lens)
+    room = max(16 + (n + 1) * 8, 32)
+    pos = 16 + room
+    body = bytearray(pos)
+    offs = []
+    for i, ln in enumerate(lens):
+        while pos % 4:
+            body.append(0)
+            pos += 1
+        offs.append(pos)
+        body += frame(ln, i)
+        pos += ln
+    ents = entries if entries is not None else list(zip(offs, lens))
+    struct.pack_into('<4sHHII', body, 0, b'ncmh', 16, seq,
+                     pos if block_len is None else block_len, 16)
+    struct.pack_into('<4sHHII', body, 16, ndp_sig, room, 0, 0, 0)
+    for i, (o, ln) in enumerate(ents):
+        struct.pack_into('<II', body, 32 + 8 * i, o, ln)
+    return bytes(body)
+
+
+def chain16(n, loop_to=0):
+    dg = 12 + 16 * n
+    b = bytearray(dg) + frame(14)
+    struct.pack_into('<4sHHHH', b, 0, b'NCMH', 12, 0, dg + 14, 12)
+    for i in range(n):
+        ndp = 12 + 16 * i
+        nxt = ndp + 16 if i + 1 < n else (12 + 16 * (loop_to - 1)
+                                          if loop_to else 0)
+        struct.pack_into('<4sHHHH', b, ndp, b'NCM0', 16, nxt, dg, 14)
+    return bytes(b)
+
+
+def linux_out(tx_max=2048, count=8):
+    # cdc_ncm_fill_tx_frame(): NDP after the NTH sized for 40 + 1 entries,
+    # datagrams at ALIGN(len, 4) + 2, zero padding to tx_max
+    b = bytearray(tx_max)
+    struct.pack_into('<4sHHHH', b, 0, b'NCMH', 12, 0, tx_max, 12)
+    pos = 12 + 8 + 41 * 4
+    for i in range(count):
+        a = (pos + 3) // 4 * 4 + 2
+        pos = a if a != pos else pos
+        ln = 60 + 11 * i
+        struct.pack_into('<HH', b, 20 + 4 * i, pos, ln)
+        b[pos:pos + ln] = frame(ln, i)
+        pos += ln
+    struct.pack_into('<4sHH', b, 12, b'NCM0', 12 + 4 * count, 0)
+    return bytes(b)
+
+
+def poke16(data, off, val):
+    b = bytearray(data)
+    struct.pack_into('<H', b, off, val)
+    return bytes(b)
+
+
+def poke32(data, off, val):
+    b = bytearray(data)
+    struct.pack_into('<I', b, off, val)
+    return bytes(b)
+
+
+def parse_seeds():
+    m16 = ntb16([14])
+    m32 = ntb32([14])
+    two = ntb16([60, 1514, 14], seq=1) + ntb16([99], seq=2)
+    s = {
+        'ok-ntb16-min': (SEL16, m16),
+        'ok-ntb32-min': (SEL32, m32),
+        'ok-windows-pad': (SEL16, m16 + b'\0'),
+        'ok-ntb32-windows-pad': (SEL32, m32 + b'\0'),
+        'ok-back-to-back': (SEL16, two + ntb16([1514, 200, 42], seq=3)),
+        'ok-back-to-back-ntb32': (SEL32, ntb32([60, 1514]) + ntb32([99])),
+        'ok-block-len-0': (SEL16, poke16(m16, 8, 0) + bytes(58)),
+        'ok-linux-out-2k': (SEL16, linux_out()),
+        'ok-chain-16': (SEL16, chain16(16)),
+        'nth-truncated': (SEL16, m16[:11]),
+        'nth-signature': (SEL16, m32),
+        'nth-header-len': (SEL16, poke16(m16, 4, 16)),
+        'block-too-short': (SEL16, poke16(m16, 8, 27)),
+        'block-len-0-ntb32': (SEL32, poke32(m32, 8, 0)),
+        'block-past-transfer': (SEL32_4G, poke32(m32, 8, 0x80000000)),
+        'ndp-alignment': (SEL16, poke16(m16, 10, 14)),
+        'ndp-bounds': (SEL16, poke16(m16, 10, 36)),
+        'ndp-ncm1': (SEL16, ntb16([14], ndp_sig=b'NCM1')),
+        'ndp-length-odd': (SEL16, poke16(m16, 16, 18)),
+        'ndp-unterminated': (SEL16, poke16(poke16(m16, 24, 28), 26, 14)),
+        'ndp-self-loop': (SEL16, poke16(m16, 18, 12)),
+        'ndp-chain-loop': (SEL16, chain16(3, 2)),
+        'ndp-chain-17': (SEL16, chain16(17)),
+        'dg-0xfff0-wraps': (SEL16, poke16(poke16(m16, 20, 0xfff0), 22, 0x20)),
+        'dg-ntb32-wraps': (SEL32, poke32(poke32(m32, 32, 0xfffffff0),
+                                         36, 0x20)),
+        'dg-too-short': (SEL16, poke16(m16, 22, 13)),
+        'dg-too-long': (SEL16, ntb16([1515])),
+        'too-many': (SEL16_MAX1, ntb16([14, 14])),
+        'malformed-second': (SEL16, m16 + poke16(m16, 22, 13)),
+        'nonzero-pad': (SEL16, m16 + b'\x01'),
+    }
+    # NDP whose header ends the block: its entries run past wBlockLength
+    end = bytearray(44)
+    struct.pack_into('<4sHHHH', end, 0, b'NCMH', 12, 0, 36, 28)
+    end[12:26] = frame(14)
+    struct.pack_into('<4sHHHH', end, 28, b'NCM0', 16, 0, 12, 14)
+    s['ndp-at-end'] = (SEL16, bytes(end))
+    return s
+
+
+def roundtrip_seeds():
+    def rt(flags, max_len, div, rem, maxd, sizes):
+        return (struct.pack('<BHHHB', flags, max_len, div, rem, maxd) +
+                b''.join(struct.pack('<H', v) for v in sizes))
+    return {
+        'div4-16k-1514': rt(0, 14336, 4, 0, 0, [1500] * 12),
+        'div512-rem14': rt(0, 30720, 512, 14, 0, [1500] * 24),
+        'ntb32-div8-rem6-align16': rt(1 | (2 << 1), 3584, 8, 6, 0,
+                                      [0, 1, 46, 1500, 319] * 4),
+        'max3': rt(0, 14336, 0, 0, 3, [86] * 8),
+        'small-64': rt(0, 6144, 1, 0, 0, [50] * 200),
+        '64k': rt(0, 63488, 4, 0, 0, [1500] * 50),
+        'jumbo-ntb32': rt(1 | (1 << 4), 65000, 4, 2, 0, [9000] * 40),
+    }
+
+
+def write(name, seeds):
+    d = os.path.join(OUT, name)
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    for seed_name, data in seeds.items():
+        with open(os.path.join(d, seed_name), 'wb') as f:
+            f.write(data)
+
+
+def main():
+    write('ncm-parse', {k: bytes([sel]) + v
+                        for k, (sel, v) in parse_seeds().items()})
+    write('ncm-roundtrip', roundtrip_seeds())
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
