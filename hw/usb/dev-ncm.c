@@ -19,6 +19,8 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
+#include "qemu/timer.h"
+#include "qapi/visitor.h"
 #include "hw/qdev-properties.h"
 #include "hw/usb.h"
 #include "migration/vmstate.h"
@@ -126,6 +128,8 @@ struct USBNcmState {
     USBEndpoint *ep_notify;
     USBEndpoint *ep_bulk_in;
     QEMUBH *wakeup_bh;
+    QEMUTimer *fault_link_timer;
+    QEMUTimer *fault_busy_timer;
     bool wake_bulk_in;
     bool wake_notify;
     char mac_string[13];
@@ -400,7 +404,13 @@ static void usb_ncm_emit(void *opaque, const uint8_t *frame, size_t len)
 static void usb_ncm_bulk_out(USBNcmState *s, USBPacket *p)
 {
     uint32_t avail, copied;
-    uint8_t *dst = ncm_function_out_space(&s->fn, &avail);
+    uint8_t *dst;
+
+    if (s->fn.faults.busy) {
+        p->status = USB_RET_NAK;
+        return;
+    }
+    dst = ncm_function_out_space(&s->fn, &avail);
 
     copied = MIN(p->iov.size, avail);
     usb_packet_copy(p, dst, copied);
@@ -413,11 +423,15 @@ static void usb_ncm_bulk_out(USBNcmState *s, USBPacket *p)
 
 static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
 {
+    uint64_t dropped = s->fn.stats.fault_dropped_in_ntbs;
     const uint8_t *src;
     uint32_t len;
 
     src = ncm_function_in_next(&s->fn, p->iov.size, &len);
     if (!src) {
+        if (dropped != s->fn.stats.fault_dropped_in_ntbs) {
+            usb_ncm_flush_rx(s);    /* the dropped NTB freed the buffer */
+        }
         p->status = USB_RET_NAK;
         return;
     }
@@ -502,6 +516,165 @@ static void usb_ncm_link_status_changed(NetClientState *nc)
     trace_usb_ncm_link(s->dev.addr, !nc->link_down);
     ncm_function_set_link(&s->fn, !nc->link_down);
     usb_ncm_schedule_wakeup(s, false, true);
+}
+
+/* Statistics and fault injection, through qom-get / qom-set */
+
+#define NCM_STAT(field) { #field, offsetof(NcmCounters, field) }
+
+static const struct {
+    const char *name;
+    size_t offset;
+} usb_ncm_stat_fields[] = {
+    NCM_STAT(out_transfers), NCM_STAT(out_ntbs), NCM_STAT(out_datagrams),
+    NCM_STAT(out_bytes), NCM_STAT(out_zlps), NCM_STAT(out_overflow_bytes),
+    NCM_STAT(out_merged_transfers), NCM_STAT(out_merge_lost_datagrams),
+    NCM_STAT(in_ntbs), NCM_STAT(in_datagrams), NCM_STAT(in_bytes),
+    NCM_STAT(in_naks), NCM_STAT(rx_backpressure), NCM_STAT(rx_filtered),
+    NCM_STAT(rx_oversize), NCM_STAT(rx_inactive_drops),
+    NCM_STAT(in_flushed_datagrams), NCM_STAT(bad_requests),
+    NCM_STAT(notifications), NCM_STAT(link_down_drops),
+    NCM_STAT(fault_dropped_in_ntbs), NCM_STAT(fault_corrupted_in_ntbs),
+};
+
+static void usb_ncm_get_stats(Object *obj, Visitor *v, const char *name,
+                              void *opaque, Error **errp)
+{
+    USBNcmState *s = USB_NCM(obj);
+    NcmCounters *c = &s->fn.stats;
+    uint64_t total = 0;
+    size_t i;
+    bool ok;
+
+    if (!visit_start_struct(v, name, NULL, 0, errp)) {
+        return;
+    }
+    ok = true;
+    for (i = 0; ok && i < ARRAY_SIZE(usb_ncm_stat_fields); i++) {
+        uint64_t *field = (uint64_t *)((uint8_t *)c +
+                                       usb_ncm_stat_fields[i].offset);
+        ok = visit_type_uint64(v, usb_ncm_stat_fields[i].name, field, errp);
+    }
+    if (ok) {
+        ok = visit_start_struct(v, "out_parse_errors", NULL, 0, errp);
+    }
+    if (ok) {
+        for (i = NCM_PARSE_OK + 1; ok && i < NCM_PARSE_ERROR__MAX; i++) {
+            total += c->out_parse_errors[i];
+            ok = visit_type_uint64(v, ncm_parse_error_name(i),
+                                   &c->out_parse_errors[i], errp);
+        }
+        ok = ok && visit_type_uint64(v, "total", &total, errp);
+        ok = ok && visit_check_struct(v, errp);
+        visit_end_struct(v, NULL);
+    }
+    ok = ok && visit_check_struct(v, errp);
+    visit_end_struct(v, NULL);
+}
+
+static void usb_ncm_fault_link_restore(void *opaque)
+{
+    USBNcmState *s = opaque;
+
+    ncm_function_set_fault_link_down(&s->fn, false);
+    usb_ncm_schedule_wakeup(s, false, true);
+    usb_ncm_flush_rx(s);
+}
+
+static void usb_ncm_fault_busy_end(void *opaque)
+{
+    USBNcmState *s = opaque;
+
+    s->fn.faults.busy = false;
+    if (s->dev.attached) {
+        usb_wakeup(usb_ep_get(&s->dev, USB_TOKEN_OUT, NCM_EP_BULK_OUT), 0);
+    }
+    usb_ncm_schedule_wakeup(s, true, false);
+}
+
+static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
+                                  void *opaque, Error **errp)
+{
+    USBNcmState *s = USB_NCM(obj);
+    int64_t now = qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
+    uint32_t value;
+
+    if (!visit_type_uint32(v, name, &value, errp)) {
+        return;
+    }
+    if (!s->wakeup_bh) {
+        error_setg(errp, "%s can only be set on a realized device", name);
+        return;
+    }
+    if (!strcmp(name, "fault-link-down-ms")) {
+        ncm_function_set_fault_link_down(&s->fn, value != 0);
+        usb_ncm_schedule_wakeup(s, false, true);
+        if (value) {
+            timer_mod(s->fault_link_timer, now + value);
+        } else {
+            timer_del(s->fault_link_timer);
+            usb_ncm_flush_rx(s);
+        }
+    } else if (!strcmp(name, "fault-busy-ms")) {
+        s->fn.faults.busy = value != 0;
+        if (value) {
+            timer_mod(s->fault_busy_timer, now + value);
+        } else {
+            timer_del(s->fault_busy_timer);
+            usb_ncm_fault_busy_end(s);
+        }
+    } else if (!strcmp(name, "fault-drop-in-every")) {
+        s->fn.faults.drop_in_every = value;
+        s->fn.faults.in_ntb_counter = 0;
+    } else if (!strcmp(name, "fault-corrupt-count")) {
+        s->fn.faults.corrupt_remaining = value;
+    }
+    trace_usb_ncm_fault(name, value);
+}
+
+static void usb_ncm_get_fault_u32(Object *obj, Visitor *v, const char *name,
+                                  void *opaque, Error **errp)
+{
+    USBNcmState *s = USB_NCM(obj);
+    uint32_t value = 0;
+
+    if (!strcmp(name, "fault-link-down-ms")) {
+        value = s->fn.faults.link_down;
+    } else if (!strcmp(name, "fault-busy-ms")) {
+        value = s->fn.faults.busy;
+    } else if (!strcmp(name, "fault-drop-in-every")) {
+        value = s->fn.faults.drop_in_every;
+    } else if (!strcmp(name, "fault-corrupt-count")) {
+        value = s->fn.faults.corrupt_remaining;
+    }
+    visit_type_uint32(v, name, &value, errp);
+}
+
+static char *usb_ncm_get_fault_corrupt(Object *obj, Error **errp)
+{
+    USBNcmState *s = USB_NCM(obj);
+
+    return g_strdup(ncm_in_corruption_names[s->fn.faults.corrupt]);
+}
+
+static void usb_ncm_set_fault_corrupt(Object *obj, const char *value,
+                                      Error **errp)
+{
+    USBNcmState *s = USB_NCM(obj);
+    int i;
+
+    for (i = 0; i < NCM_CORRUPT__MAX; i++) {
+        if (!strcmp(value, ncm_in_corruption_names[i])) {
+            s->fn.faults.corrupt = i;
+            if (!s->fn.faults.corrupt_remaining) {
+                s->fn.faults.corrupt_remaining = 1;
+            }
+            return;
+        }
+    }
+    error_setg(errp, "fault-corrupt-in: unknown corruption '%s'; use none, "
+               "ndp-at-end, datagram-offset-wrap, ndp-chain-loop, "
+               "block-length-over-input-size or short-notification", value);
 }
 
 static NetClientInfo usb_ncm_net_info = {
@@ -642,12 +815,16 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
     s->ep_bulk_in = usb_ep_get(dev, USB_TOKEN_IN, NCM_EP_BULK_IN);
     s->wakeup_bh = qemu_bh_new_guarded(usb_ncm_wakeup_bh, s,
                                        &DEVICE(dev)->mem_reentrancy_guard);
+    s->fault_link_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
+                                       usb_ncm_fault_link_restore, s);
+    s->fault_busy_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
+                                       usb_ncm_fault_busy_end, s);
 
     s->nic = qemu_new_nic(&usb_ncm_net_info, &s->conf,
                           object_get_typename(OBJECT(s)), DEVICE(dev)->id,
                           &DEVICE(dev)->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), mac);
-    s->fn.link_up = !qemu_get_queue(s->nic)->link_down;
+    ncm_function_set_link(&s->fn, !qemu_get_queue(s->nic)->link_down);
 }
 
 static void usb_ncm_unrealize(USBDevice *dev)
@@ -655,6 +832,9 @@ static void usb_ncm_unrealize(USBDevice *dev)
     USBNcmState *s = USB_NCM(dev);
 
     qemu_bh_delete(s->wakeup_bh);
+    s->wakeup_bh = NULL;
+    timer_free(s->fault_link_timer);
+    timer_free(s->fault_busy_timer);
     qemu_del_nic(s->nic);
     s->nic = NULL;
     ncm_function_cleanup(&s->fn);
@@ -664,8 +844,24 @@ static void usb_ncm_instance_init(Object *obj)
 {
     USBNcmState *s = USB_NCM(obj);
 
+    static const char *const fault_u32[] = {
+        "fault-link-down-ms", "fault-busy-ms", "fault-drop-in-every",
+        "fault-corrupt-count",
+    };
+    size_t i;
+
     device_add_bootindex_property(obj, &s->conf.bootindex, "bootindex",
                                   "/ethernet-phy@0", DEVICE(obj));
+    object_property_add(obj, "stats", "UsbNcmStats", usb_ncm_get_stats,
+                        NULL, NULL, NULL);
+    for (i = 0; i < ARRAY_SIZE(fault_u32); i++) {
+        object_property_add(obj, fault_u32[i], "uint32",
+                            usb_ncm_get_fault_u32, usb_ncm_set_fault_u32,
+                            NULL, NULL);
+    }
+    object_property_add_str(obj, "fault-corrupt-in",
+                            usb_ncm_get_fault_corrupt,
+                            usb_ncm_set_fault_corrupt);
 }
 
 static const VMStateDescription vmstate_usb_ncm = {

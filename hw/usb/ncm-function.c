@@ -79,6 +79,7 @@ void ncm_function_init(NcmFunction *f, const NcmConfig *cfg)
     f->out_buf = g_malloc(f->out_buf_size);
     f->in_buf = g_malloc(cfg->ntb_in_max_size);
     f->link_up = true;
+    f->netdev_link_up = true;
     f->format = &ncm_ntb16_format;
     f->ntb_in_size = cfg->ntb_in_max_size;
     ncm_function_reset(f);
@@ -119,8 +120,22 @@ void ncm_function_set_data_alt(NcmFunction *f, int alt)
     f->notify_pending = NCM_NOTIFY_SPEED | NCM_NOTIFY_CONNECTION;
 }
 
-void ncm_function_set_link(NcmFunction *f, bool up)
+const char *const ncm_in_corruption_names[NCM_CORRUPT__MAX] = {
+    [NCM_CORRUPT_NONE] = "none",
+    [NCM_CORRUPT_NDP_AT_END] = "ndp-at-end",
+    [NCM_CORRUPT_DATAGRAM_WRAP] = "datagram-offset-wrap",
+    [NCM_CORRUPT_NDP_LOOP] = "ndp-chain-loop",
+    [NCM_CORRUPT_BLOCK_LEN] = "block-length-over-input-size",
+    [NCM_CORRUPT_SHORT_NOTIFY] = "short-notification",
+};
+
+static void ncm_update_link(NcmFunction *f)
 {
+    bool up = f->netdev_link_up && !f->faults.link_down;
+
+    if (up == f->link_up) {
+        return;
+    }
     f->link_up = up;
     if (f->data_active) {
         f->notify_pending |= NCM_NOTIFY_CONNECTION;
@@ -128,6 +143,18 @@ void ncm_function_set_link(NcmFunction *f, bool up)
             f->notify_pending |= NCM_NOTIFY_SPEED;
         }
     }
+}
+
+void ncm_function_set_link(NcmFunction *f, bool up)
+{
+    f->netdev_link_up = up;
+    ncm_update_link(f);
+}
+
+void ncm_function_set_fault_link_down(NcmFunction *f, bool down)
+{
+    f->faults.link_down = down;
+    ncm_update_link(f);
 }
 
 /* Notifications */
@@ -166,6 +193,11 @@ uint32_t ncm_function_notify_next(NcmFunction *f, uint8_t *buf,
         }
         f->stats.notifications++;
         trace_usb_ncm_notify(f->notify_buf[1], lduw_le_p(f->notify_buf + 2));
+        if (f->faults.corrupt == NCM_CORRUPT_SHORT_NOTIFY &&
+            f->faults.corrupt_remaining) {
+            f->faults.corrupt_remaining--;
+            f->notify_len = 4;
+        }
     }
     n = MIN(room, (uint32_t)(f->notify_len - f->notify_off));
     memcpy(buf, f->notify_buf + f->notify_off, n);
@@ -369,6 +401,10 @@ static void ncm_out_emit_one(void *opaque, const uint8_t *data, size_t len)
 {
     NcmEmitCtx *ctx = opaque;
 
+    if (!ctx->f->link_up) {
+        ctx->f->stats.link_down_drops++;
+        return;
+    }
     ctx->f->stats.out_datagrams++;
     ctx->f->stats.out_bytes += len;
     ctx->emit(ctx->opaque, data, len);
@@ -637,6 +673,10 @@ NcmRxResult ncm_function_rx(NcmFunction *f, const uint8_t *frame, size_t len)
         f->stats.rx_inactive_drops++;
         return NCM_RX_DROPPED;
     }
+    if (!f->link_up) {
+        f->stats.link_down_drops++;
+        return NCM_RX_DROPPED;
+    }
     if (len < NCM_ETH_HEADER_LEN || len > f->max_datagram_size) {
         f->stats.rx_oversize++;
         trace_usb_ncm_rx_drop(len, "length");
@@ -664,9 +704,66 @@ NcmRxResult ncm_function_rx(NcmFunction *f, const uint8_t *frame, size_t len)
     return NCM_RX_QUEUED;
 }
 
+/* Rewrite a finished IN NTB in one of the documented broken ways. */
+static void ncm_in_corrupt(NcmFunction *f, NcmInCorruption how)
+{
+    const NcmNtbFormat *fmt = f->format;
+    unsigned fs = fmt->field_size;
+    uint8_t *ntb = f->in_buf;
+    uint32_t ndp = fs == 2 ? lduw_le_p(ntb + fmt->nth_ndp_index_off) :
+                   (uint32_t)ldl_le_p(ntb + fmt->nth_ndp_index_off);
+    uint32_t end = ROUND_DOWN(f->in_ntb_len - 8, 4);
+
+    switch (how) {
+    case NCM_CORRUPT_NDP_AT_END:
+        stl_le_p(ntb + end, fmt->ndp_signature);
+        stw_le_p(ntb + end + 4, fmt->ndp_min_len);
+        stw_le_p(ntb + end + 6, 0);
+        if (fs == 2) {
+            stw_le_p(ntb + fmt->nth_ndp_index_off, end);
+        } else {
+            stl_le_p(ntb + fmt->nth_ndp_index_off, end);
+        }
+        break;
+    case NCM_CORRUPT_DATAGRAM_WRAP:
+        if (fs == 2) {
+            stw_le_p(ntb + ndp + fmt->ndp_header_len, 0xfff0);
+            stw_le_p(ntb + ndp + fmt->ndp_header_len + 2, 0x20);
+        } else {
+            stl_le_p(ntb + ndp + fmt->ndp_header_len, 0xfffffff0);
+            stl_le_p(ntb + ndp + fmt->ndp_header_len + 4, 0x20);
+        }
+        break;
+    case NCM_CORRUPT_NDP_LOOP:
+        if (fs == 2) {
+            stw_le_p(ntb + ndp + fmt->ndp_next_off, ndp);
+        } else {
+            stl_le_p(ntb + ndp + fmt->ndp_next_off, ndp);
+        }
+        break;
+    case NCM_CORRUPT_BLOCK_LEN:
+        if (fs == 2) {
+            stw_le_p(ntb + fmt->nth_block_len_off,
+                     MIN(f->ntb_in_size + 4, UINT16_MAX));
+        } else {
+            stl_le_p(ntb + fmt->nth_block_len_off, f->ntb_in_size + 4);
+        }
+        break;
+    default:
+        return;
+    }
+    f->stats.fault_corrupted_in_ntbs++;
+    trace_usb_ncm_fault_corrupt(ncm_in_corruption_names[how]);
+}
+
 const uint8_t *ncm_function_in_next(NcmFunction *f, uint32_t room,
                                     uint32_t *len)
 {
+    NcmFaults *faults = &f->faults;
+
+    if (faults->busy) {
+        return NULL;
+    }
     if (!f->in_ntb_len) {
         NcmNtbBuilder *b = &f->in_builder;
 
@@ -676,10 +773,25 @@ const uint8_t *ncm_function_in_next(NcmFunction *f, uint32_t room,
         }
         f->in_ntb_len = ncm_ntb_builder_finish(b, f->in_sequence++);
         f->in_send_off = 0;
+        faults->in_ntb_counter++;
+        if (faults->drop_in_every &&
+            faults->in_ntb_counter % faults->drop_in_every == 0) {
+            f->stats.fault_dropped_in_ntbs++;
+            f->stats.in_flushed_datagrams += b->n_datagrams;
+            trace_usb_ncm_fault_drop(f->in_ntb_len, b->n_datagrams);
+            ncm_in_restart(f);
+            return NULL;
+        }
         f->stats.in_ntbs++;
         f->stats.in_datagrams += b->n_datagrams;
         f->stats.in_bytes += f->in_ntb_len;
         trace_usb_ncm_in_ntb(f->in_ntb_len, b->n_datagrams);
+        if (faults->corrupt != NCM_CORRUPT_NONE &&
+            faults->corrupt != NCM_CORRUPT_SHORT_NOTIFY &&
+            faults->corrupt_remaining) {
+            faults->corrupt_remaining--;
+            ncm_in_corrupt(f, faults->corrupt);
+        }
     }
     *len = MIN(room, f->in_ntb_len - f->in_send_off);
     return f->in_buf + f->in_send_off;

@@ -62,7 +62,35 @@ typedef struct NcmCounters {
     uint64_t in_flushed_datagrams;
     uint64_t bad_requests;
     uint64_t notifications;
+    uint64_t link_down_drops;
+    uint64_t fault_dropped_in_ntbs;
+    uint64_t fault_corrupted_in_ntbs;
 } NcmCounters;
+
+/*
+ * IN-side corruptions for exercising a host driver's NTB parser.  Each is
+ * applied to a finished NTB in a fixed way so that a failure replays.
+ */
+typedef enum NcmInCorruption {
+    NCM_CORRUPT_NONE,
+    NCM_CORRUPT_NDP_AT_END,         /* NDP in the last 8 bytes */
+    NCM_CORRUPT_DATAGRAM_WRAP,      /* first entry: index 0xfff0, len 0x20 */
+    NCM_CORRUPT_NDP_LOOP,           /* wNextNdpIndex points at itself */
+    NCM_CORRUPT_BLOCK_LEN,          /* wBlockLength past the input size */
+    NCM_CORRUPT_SHORT_NOTIFY,       /* next notification is 4 bytes */
+    NCM_CORRUPT__MAX,
+} NcmInCorruption;
+
+extern const char *const ncm_in_corruption_names[NCM_CORRUPT__MAX];
+
+typedef struct NcmFaults {
+    uint32_t drop_in_every;         /* 0: off; N: drop IN NTB N, 2N, ... */
+    uint32_t in_ntb_counter;
+    NcmInCorruption corrupt;
+    uint32_t corrupt_remaining;
+    bool link_down;                 /* forced down on top of the netdev */
+    bool busy;                      /* bulk endpoints NAK */
+} NcmFaults;
 
 enum {
     NCM_NOTIFY_SPEED = 1 << 0,
@@ -109,6 +137,8 @@ typedef struct NcmFunction {
     uint8_t notify_off;
     uint8_t control_interface;
 
+    NcmFaults faults;
+    bool netdev_link_up;
     NcmCounters stats;
 } NcmFunction;
 
@@ -120,7 +150,9 @@ void ncm_function_cleanup(NcmFunction *f);
 void ncm_function_reset(NcmFunction *f);
 /* SET_INTERFACE on the data interface. */
 void ncm_function_set_data_alt(NcmFunction *f, int alt);
+/* Link of the backend; a fault may hold it down on top of that. */
 void ncm_function_set_link(NcmFunction *f, bool up);
+void ncm_function_set_fault_link_down(NcmFunction *f, bool down);
 
 /*
  * A class request addressed to the control interface.  Returns the number
