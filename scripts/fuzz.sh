@@ -103,7 +103,7 @@ for name in "${FUZZERS[@]}"; do
     execs=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$run_log")
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$run_log")
     files=$(find "$corpus" -type f | wc -l)
-    kib=$(du -sk "$corpus" | cut -f1)
+    kib=$(( ($(du -sb "$corpus" | cut -f1) + 1023) / 1024 ))
     summary+=("$name: ${execs:-?} execs/s, ${runs:-?} runs in ${fuzz_secs}s,\
  corpus $files files / $kib KiB")
     note "${summary[-1]}"
