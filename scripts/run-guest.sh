@@ -10,10 +10,12 @@
 #   scripts/run-guest.sh [--shell] [--ehci] [--time SECONDS]
 #
 #   --shell       an interactive busybox shell on the serial console instead
-#                 (`make shell`). The interface is up as 10.0.2.15/24; try
-#                 `ip link`, `grep . /sys/class/net/eth0/cdc_ncm/*`,
-#                 `ethtool -S eth0`, `ping 10.0.2.2`, and the iperf3 command
-#                 the banner shows. `exit` powers off; Ctrl-A X quits QEMU.
+#                 (`make shell`). The interface (cdc_ncm names it usb0)
+#                 is up as 10.0.2.15/24; try `ip link`, `ip addr`,
+#                 `grep . /sys/class/net/usb0/cdc_ncm/*`, `ethtool -S usb0`,
+#                 `ping 10.0.2.2`, `dmesg | grep cdc_ncm` and the iperf3
+#                 command the banner shows (the host's server is running).
+#                 `exit` powers off; Ctrl-A X quits QEMU.
 #   --ehci        usb-ehci (high speed) instead of qemu-xhci
 #   --time N      iperf3 seconds per direction (default 3)
 #
@@ -73,8 +75,12 @@ where=$GUEST_DEV_NAME
 [ "$GUEST_IS_USB" = 1 ] && where="$GUEST_DEV_NAME on $CTRL"
 
 if [ "$SHELL_MODE" = 1 ]; then
+    size=""
+    if [ -t 0 ] && sz=$(stty size 2>/dev/null) && [ -n "$sz" ]; then
+        size="ncm.rows=${sz% *} ncm.cols=${sz#* }"
+    fi
     guest_qemu_cmd "$GDIR" "ncm.mode=shell ncm.driver=$GUEST_DRIVER \
-ncm.port=$GUEST_IPERF_PORT ${NCM_APPEND:-}"
+ncm.port=$GUEST_IPERF_PORT $size ${NCM_APPEND:-}"
     step "booting $where into a shell (TCG: ~10-20 s)"
     note "host iperf3 server: 127.0.0.1:$GUEST_IPERF_PORT, in the guest: 10.0.2.2:$GUEST_IPERF_PORT"
     note "leave with 'exit' in the guest, or Ctrl-A X"

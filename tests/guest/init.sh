@@ -20,6 +20,7 @@
 #   ncm.ip=10.0.2.15/24 ncm.gw=10.0.2.2
 #   ncm.ping=20            ping count (0 skips)
 #   ncm.carrier_wait=20    seconds to wait for carrier
+#   ncm.cols=N ncm.rows=N  terminal size for the shell
 #
 # test/run/bench print machine-readable "NCMTEST key=value" lines, then dump
 # dmesg between "NCMTEST dmesg-begin" / "NCMTEST dmesg-end" and power off.
@@ -57,6 +58,8 @@ IPADDR=10.0.2.15/24
 GW=10.0.2.2
 PING=20
 CARRIER_WAIT=20
+COLS=
+ROWS=
 
 for arg in $(cat /proc/cmdline); do
     case $arg in
@@ -75,6 +78,8 @@ for arg in $(cat /proc/cmdline); do
     ncm.gw=*) GW=${arg#*=} ;;
     ncm.ping=*) PING=${arg#*=} ;;
     ncm.carrier_wait=*) CARRIER_WAIT=${arg#*=} ;;
+    ncm.cols=*) COLS=${arg#*=} ;;
+    ncm.rows=*) ROWS=${arg#*=} ;;
     esac
 done
 if [ "$RX_MAX" = default ]; then
@@ -173,6 +178,7 @@ set_ntb_size() {
     # set_ntb_size rx_max|tx_max VALUE
     local f=/sys/class/net/$IFACE/cdc_ncm/$1
     [ "$2" = none ] && return 0
+    t "$1.requested=$2"
     if [ ! -w "$f" ]; then
         t "$1.write=absent"
         return 0
@@ -271,6 +277,8 @@ Try:  ip link; ip addr              interfaces and addresses
       dmesg | grep -i -e usb -e cdc    kernel messages (dmesg -n 7: live)
 Leave with 'exit' (powers off) or Ctrl-A X (quits QEMU).
 EOF
+    # The serial line has no size: take the host terminal's.
+    [ -n "$COLS" ] && [ -n "$ROWS" ] && stty cols "$COLS" rows "$ROWS" 2>/dev/null
     setsid cttyhack sh -l
     poweroff -f
 }

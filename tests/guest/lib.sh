@@ -31,7 +31,7 @@ guest_device_args() {
     GUEST_DEV_NAME=${dev%%,*}
     dopts=${dev#"$GUEST_DEV_NAME"}
     case $GUEST_DEV_NAME in
-    usb-ncm-dl) GUEST_DRIVER=cdc_ncm ;;
+    usb-ncm*) GUEST_DRIVER=cdc_ncm ;;
     usb-net) GUEST_DRIVER=cdc_ether ;;
     virtio-net*) GUEST_DRIVER=virtio_net ;;
     *) GUEST_DRIVER=any ;;
