@@ -92,7 +92,10 @@ deb_file() {
     fi
     [ -s "$DEBS/$name" ] || die "apt-get download did not leave $DEBS/$name" \
         "remove $DEBS and retry"
-    rm -f $(ls "$DEBS"/.resolved-* 2>/dev/null | grep -v "$RESOLVED")
+    local r
+    for r in "$DEBS"/.resolved-*; do
+        [ "$r" = "$RESOLVED" ] || rm -f "$r"
+    done
     printf '%s %s\n' "$spec" "$name" >> "$RESOLVED"
     printf '%s\n' "$DEBS/$name"
 }

@@ -129,7 +129,7 @@ fi
 if [ -n "$(c dwNtbInMaxSize)" ]; then
     fmt=$(c bmNtbFormatsSupported)
     case $(( ${fmt:-0} & 3 )) in 1) f=NTB16 ;; 3) f="NTB16+NTB32" ;; *) f="?" ;; esac
-    row "NTB formats" "$fmt ($f), at most $(c wNtbOutMaxDatagrams) datagrams per OUT NTB"
+    row "NTB formats" "$fmt ($f); device takes $(c wNtbOutMaxDatagrams) datagrams per OUT NTB (Linux sends <= 40)"
     row "NTB IN" "device offers $(c dwNtbInMaxSize) bytes; divisor $(c wNdpInDivisor), remainder $(c wNdpInPayloadRemainder), alignment $(c wNdpInAlignment)"
     row "NTB OUT" "device accepts $(c dwNtbOutMaxSize) bytes; divisor $(c wNdpOutDivisor), remainder $(c wNdpOutPayloadRemainder), alignment $(c wNdpOutAlignment)"
     row "Host sizes" "driver default rx_max $(c rx_max), tx_max $(c tx_max); after writing 65536"

@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=dash
 #
 # /init of the usb-ncm-dl test guest (busybox ash). scripts/guest-image.sh
 # copies this file into the initramfs.
@@ -96,7 +97,7 @@ now() { cut -d' ' -f1 /proc/uptime; }
 
 finish() {
     t phase=done
-    t uptime=$(now)
+    t "uptime=$(now)"
     t dmesg-begin
     dmesg
     t dmesg-end
@@ -225,7 +226,7 @@ run_ping() {
 
 # run_iperf up|down
 run_iperf() {
-    local dir=$1 flag= rc
+    local dir=$1 flag='' rc
     [ "$dir" = down ] && flag=-R
     t "phase=iperf-$dir"
     timeout $((TIME + 40)) iperf3 -c "$SERVER" -p "$PORT" -t "$TIME" \

@@ -1,4 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=bash disable=SC2034,SC2054
+# (SC2034: the GUEST_* variables are for the scripts that source this;
+#  SC2054: commas inside -device/-netdev arguments are intended.)
 #
 # Host-side helpers shared by tests/guest/run-guest-test.sh and
 # scripts/run-guest.sh: find QEMU, build the device arguments, run an iperf3
@@ -62,10 +65,10 @@ GUEST_IPERF_PORT=""
 # as 10.0.2.2) on a free port; sets GUEST_IPERF_PORT. Stopped by
 # guest_iperf_stop (call it from an EXIT trap).
 guest_iperf_start() {
-    local log=$1 try port
+    local log=$1 port
     command -v iperf3 >/dev/null ||
         die "iperf3 is missing on the host" "run: make deps (or apt-get install iperf3)"
-    for try in 1 2 3 4 5 6 7 8 9 10; do
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
         port=$((20000 + (RANDOM % 20000)))
         # Something already answers there: try another port.
         if (exec 2>/dev/null; : </dev/tcp/127.0.0.1/$port); then
