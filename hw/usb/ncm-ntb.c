@@ -295,7 +295,9 @@ void ncm_ntb_builder_init(NcmNtbBuilder *b, const NcmNtbFormat *fmt,
 {
     b->fmt = fmt;
     b->layout = *layout;
-    if (b->layout.ndp_alignment < 4) {
+    /* NDPs are 4-byte aligned whatever the host asked (NCM 3.3.1) */
+    if (b->layout.ndp_alignment < 4 ||
+        (b->layout.ndp_alignment & (b->layout.ndp_alignment - 1))) {
         b->layout.ndp_alignment = 4;
     }
     b->layout.max_len = MIN(b->layout.max_len, fmt->max_block_len);
@@ -313,7 +315,8 @@ static uint32_t ncm_builder_place(const NcmNtbBuilder *b, uint32_t len)
 {
     uint64_t off, end, ndp;
 
-    if (b->n_datagrams >= b->max_datagrams) {
+    /* a datagram shorter than an Ethernet header is not one (NCM 3.7) */
+    if (b->n_datagrams >= b->max_datagrams || len < NCM_ETH_HEADER_LEN) {
         return 0;
     }
     off = ncm_payload_offset(&b->layout, b->len);
@@ -368,6 +371,9 @@ uint32_t ncm_ntb_builder_finish(NcmNtbBuilder *b, uint16_t sequence)
     uint8_t *p;
     uint32_t i;
 
+    if (!b->n_datagrams) {
+        return 0;   /* only reserve() proved that the headers fit */
+    }
     memset(b->buf + b->len, 0, ndp - b->len);
     memset(b->buf + ndp, 0, ndp_len);
     stl_le_p(b->buf + ndp, fmt->ndp_signature);

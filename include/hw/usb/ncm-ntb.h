@@ -146,7 +146,8 @@ void ncm_ntb_builder_init(NcmNtbBuilder *b, const NcmNtbFormat *fmt,
 
 /*
  * Reserve room for a datagram of @len bytes and return where to write it,
- * or NULL when it does not fit (the NTB should then be sent).
+ * or NULL when it does not fit (the NTB should then be sent) or is shorter
+ * than an Ethernet header.
  */
 uint8_t *ncm_ntb_builder_reserve(NcmNtbBuilder *b, uint32_t len);
 
@@ -158,7 +159,8 @@ bool ncm_ntb_builder_fits(const NcmNtbBuilder *b, uint32_t len);
 
 /*
  * Write the NDP after the last datagram and the NTH in front, in place,
- * and return the NTB length.  Call ncm_ntb_builder_init() before reuse.
+ * and return the NTB length; 0 (nothing written) for an empty NTB.  Call
+ * ncm_ntb_builder_init() before reuse.
  */
 uint32_t ncm_ntb_builder_finish(NcmNtbBuilder *b, uint16_t sequence);
 
