@@ -22,6 +22,7 @@
 # Idempotent: nothing is rebuilt while the .debs, tests/guest/init.sh and
 # this script are unchanged. Downloads go to $NCM_CACHE/debs.
 set -euo pipefail
+shopt -s inherit_errexit
 . "$(dirname "$0")/common.sh"
 
 PRINT_DIR=0
@@ -71,8 +72,8 @@ LISTS_ID=$(stat -c '%n %Y %s' /var/lib/apt/lists/*Packages* 2>/dev/null |
     sha256sum | cut -c1-16)
 RESOLVED=$DEBS/.resolved-$LISTS_ID
 deb_file() {
-    local spec=$1 uri name
-    name=$(awk -v s="$spec" '$1 == s { print $2 }' "$RESOLVED" 2>/dev/null)
+    local spec=$1 uri name=""
+    [ -f "$RESOLVED" ] && name=$(awk -v s="$spec" '$1 == s { print $2 }' "$RESOLVED")
     if [ -n "$name" ] && [ -s "$DEBS/$name" ]; then
         printf '%s\n' "$DEBS/$name"
         return
@@ -154,7 +155,8 @@ step "resolving guest inputs"
         "run on an amd64 Debian host"
 user_debs=()
 for p in $USER_PKGS; do
-    user_debs+=("$(deb_file "$p")")
+    d=$(deb_file "$p")
+    user_debs+=("$d")
 done
 
 kernel_deb=""

@@ -18,7 +18,9 @@ guest_need_qemu() {
 
 # guest_has_device NAME: does this QEMU know -device NAME?
 guest_has_device() {
-    "$GUEST_QEMU" -device help 2>/dev/null | grep -q "^name \"$1\""
+    local list
+    list=$("$GUEST_QEMU" -device help 2>/dev/null) || return 1
+    grep -q "^name \"$1\"" <<<"$list"
 }
 
 # guest_device_args CONTROLLER DEVICE

@@ -58,8 +58,10 @@ if ! guest_has_device "$GUEST_DEV_NAME"; then
 fi
 
 step "guest image"
-GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir) ||
-    die "could not build the guest image" "see the messages above"
+if ! GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir); then
+    fail image "scripts/guest-image.sh failed, see the messages above"
+    exit 1
+fi
 
 mkdir -p "$NCM_BUILD/guest-logs"
 trap guest_iperf_stop EXIT
