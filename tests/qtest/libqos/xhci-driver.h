@@ -1,0 +1,198 @@
+/*
+ * libqos xHCI driver: enumerate a USB device and move real transfers
+ *
+ * A small host controller driver for qtests.  It resets and starts an
+ * xHCI, keeps command, event and transfer rings (with Link TRBs and cycle
+ * bit toggling on wrap-around), resets ports, enables and addresses
+ * slots, configures endpoints from their descriptors and runs control,
+ * bulk and interrupt transfers.  Waiting for a transfer steps the virtual
+ * clock until its Transfer Event arrives or a deadline passes.
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef LIBQOS_XHCI_DRIVER_H
+#define LIBQOS_XHCI_DRIVER_H
+
+#include "pci.h"
+#include "libqos-malloc.h"
+
+/* Completion codes (xHCI 1.2, table 6-90) */
+#define QXHCI_CC_INVALID                0
+#define QXHCI_CC_SUCCESS                1
+#define QXHCI_CC_DATA_BUFFER_ERROR      2
+#define QXHCI_CC_BABBLE                 3
+#define QXHCI_CC_USB_TRANSACTION_ERROR  4
+#define QXHCI_CC_TRB_ERROR              5
+#define QXHCI_CC_STALL                  6
+#define QXHCI_CC_SHORT_PACKET           13
+#define QXHCI_CC_CONTEXT_STATE_ERROR    19
+#define QXHCI_CC_STOPPED                26
+/* Not from the controller: the driver gave up or cancelled the TD */
+#define QXHCI_CC_TIMEOUT                256
+#define QXHCI_CC_CANCELLED              257
+
+/* Port speed ids as PORTSC reports them */
+#define QXHCI_SPEED_FULL                1
+#define QXHCI_SPEED_LOW                 2
+#define QXHCI_SPEED_HIGH                3
+#define QXHCI_SPEED_SUPER               4
+
+/* Most TRBs one TD may take (buffers are split at 64 KiB boundaries) */
+#define QXHCI_TD_MAX_TRBS               8
+
+/* Default deadline for a transfer, in virtual nanoseconds */
+#define QXHCI_DEFAULT_TIMEOUT_NS        (5 * 1000 * 1000 * 1000LL)
+
+typedef struct QXhci QXhci;
+typedef struct QXhciDevice QXhciDevice;
+typedef struct QXhciRing QXhciRing;
+
+typedef struct QXhciOptions {
+    unsigned cmd_ring_trbs;     /* ring size including its Link TRB */
+    unsigned event_ring_trbs;   /* 16..4096 */
+    unsigned xfer_ring_trbs;    /* per endpoint, including its Link TRB */
+    unsigned max_slots;         /* CONFIG.MaxSlotsEn; 0 = all */
+    int64_t clock_step_ns;      /* virtual time per polling step */
+} QXhciOptions;
+
+/* What the driver needs from an endpoint descriptor (and SS companion) */
+typedef struct QXhciEndpoint {
+    uint8_t address;            /* bEndpointAddress */
+    uint8_t attributes;         /* bmAttributes */
+    uint16_t max_packet;        /* wMaxPacketSize */
+    uint8_t interval;           /* bInterval */
+    uint8_t max_burst;          /* SS companion bMaxBurst */
+    uint16_t bytes_per_interval; /* SS companion wBytesPerInterval */
+} QXhciEndpoint;
+
+/* One TD on an endpoint's transfer ring */
+typedef struct QXhciTransfer {
+    QXhci *xhci;
+    QXhciDevice *dev;           /* NULL once the device is freed */
+    uint8_t dci;
+    bool control;
+    bool in;
+    unsigned ntrbs;
+    uint64_t trb_addr[QXHCI_TD_MAX_TRBS];
+    uint32_t trb_len[QXHCI_TD_MAX_TRBS];
+    uint64_t buf;               /* guest buffer owned by the transfer */
+    uint32_t length;            /* bytes asked for */
+    uint32_t data_len;          /* control: data stage length */
+    /* filled in on completion */
+    bool done;
+    int cc;
+    uint32_t actual;
+    bool short_seen;
+} QXhciTransfer;
+
+struct QXhciDevice {
+    QXhci *xhci;
+    int port;
+    int speed;                  /* QXHCI_SPEED_* */
+    int slot;
+    uint16_t max_packet0;
+    uint64_t in_ctx;
+    uint64_t out_ctx;
+    uint32_t ep_mask;           /* DCIs with an enabled endpoint */
+    QXhciRing *rings[32];
+    QXhciEndpoint eps[32];
+    GList *pending;             /* QXhciTransfer not yet completed */
+    bool gone;                  /* detached: no more transfers */
+};
+
+/* Controller */
+QPCIDevice *qxhci_pci_find(QPCIBus *bus);
+QXhci *qxhci_new(QTestState *qts, QPCIDevice *pdev, QGuestAllocator *alloc,
+                 const QXhciOptions *opts);
+void qxhci_free(QXhci *x);
+QTestState *qxhci_qts(QXhci *x);
+/* Drain the event ring; returns the number of events consumed. */
+int qxhci_poll(QXhci *x);
+/* Step the virtual clock once by the polling step, then poll. */
+void qxhci_step(QXhci *x);
+int qxhci_max_ports(QXhci *x);
+uint32_t qxhci_portsc(QXhci *x, int port);
+/* First port with a device connected, or 0. */
+int qxhci_find_connected_port(QXhci *x);
+/* Reset @port; returns its speed (QXHCI_SPEED_*) or -1. */
+int qxhci_port_reset(QXhci *x, int port);
+/* Port Status Change events seen for @port since the last call. */
+int qxhci_take_port_events(QXhci *x, int port);
+/* Wrap-around counters, for tests of the driver itself */
+unsigned qxhci_event_ring_wraps(QXhci *x);
+unsigned qxhci_cmd_ring_wraps(QXhci *x);
+
+/* Commands: return the completion code, or QXHCI_CC_TIMEOUT */
+int qxhci_cmd_enable_slot(QXhci *x, int *slot);
+int qxhci_cmd_disable_slot(QXhci *x, int slot);
+int qxhci_cmd_noop(QXhci *x);
+
+/* Devices */
+/* Port reset, Enable Slot, Address Device, bMaxPacketSize0 fix-up. */
+QXhciDevice *qxhci_device_enumerate(QXhci *x, int port);
+/* Disable the slot and free everything (also after a detach). */
+void qxhci_device_free(QXhciDevice *d);
+
+/*
+ * Control transfer on the default endpoint.  Returns the completion code
+ * of the TD (QXHCI_CC_SUCCESS also when the data stage was short), with
+ * the data stage length in *@actual.  After a stall the endpoint is
+ * reset and moved past the TD, so the next request works.
+ */
+int qxhci_control(QXhciDevice *d, uint8_t request_type, uint8_t request,
+                  uint16_t value, uint16_t index, void *data,
+                  uint16_t length, uint32_t *actual);
+int qxhci_get_descriptor(QXhciDevice *d, uint8_t type, uint8_t index,
+                         uint16_t lang, void *buf, uint16_t length,
+                         uint32_t *actual);
+
+/*
+ * Find the endpoints of interface @iface, alternate setting @alt in a
+ * configuration descriptor.  Returns how many were stored in @eps, or -1
+ * when the interface is not there.
+ */
+int qxhci_config_find_endpoints(const uint8_t *config, size_t len,
+                                int iface, int alt,
+                                QXhciEndpoint *eps, int max);
+/*
+ * Configure Endpoint: drop the endpoints in @drop and add those in @add,
+ * with contexts computed from their descriptors.  Pending TDs on dropped
+ * endpoints are cancelled.
+ */
+int qxhci_configure_endpoints(QXhciDevice *d,
+                              const QXhciEndpoint *add, int nadd,
+                              const uint8_t *drop, int ndrop);
+/* Deconfigure every endpoint but the default one. */
+int qxhci_deconfigure(QXhciDevice *d);
+
+/*
+ * Queue one TD of @len bytes on endpoint @ep (OUT: copied from @data; a
+ * length of 0 queues a zero-length TD) and ring the doorbell.
+ */
+QXhciTransfer *qxhci_submit(QXhciDevice *d, uint8_t ep, const void *data,
+                            uint32_t len);
+/* Wait until @t completes or @timeout_ns of virtual time pass. */
+bool qxhci_wait(QXhciTransfer *t, int64_t timeout_ns);
+/* Copy what an IN transfer received (t->actual bytes) to @buf. */
+void qxhci_transfer_read(QXhciTransfer *t, void *buf);
+void qxhci_transfer_free(QXhciTransfer *t);
+
+/*
+ * Synchronous helpers: submit, wait, copy back, free.  Return the
+ * completion code (QXHCI_CC_TIMEOUT when nothing completed: the TD is then
+ * cancelled with Stop Endpoint).
+ */
+int qxhci_transfer_sync(QXhciDevice *d, uint8_t ep, void *data,
+                        uint32_t len, uint32_t *actual, int64_t timeout_ns);
+
+/*
+ * Stop endpoint @ep, cancel its pending TDs and move its dequeue pointer
+ * to the enqueue pointer.  Also recovers a halted endpoint.
+ */
+int qxhci_endpoint_cancel(QXhciDevice *d, uint8_t ep);
+int qxhci_endpoint_max_packet(QXhciDevice *d, uint8_t ep);
+
+#endif /* LIBQOS_XHCI_DRIVER_H */

@@ -1,0 +1,1879 @@
+/*
+ * QTest testcase for the USB CDC-NCM adapters usb-ncm-dl and usb-ncm
+ *
+ * The device sits on a qemu-xhci driven by libqos/xhci-driver.c, at super
+ * speed or (with p3=0) high speed; its netdev is one end of a socketpair,
+ * so the test writes the frames the device receives and reads the frames
+ * it sends (each a 4-byte big-endian length and the frame).
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/timer.h"
+#include "libqtest.h"
+#include "libqos/libqos-pc.h"
+#include "libqos/xhci-driver.h"
+#include "qobject/qdict.h"
+#include <poll.h>
+#include <sys/ioctl.h>
+
+#define NCM_MAC_STR             "52:54:00:12:34:56"
+#define NCM_MAC_HEX             "525400123456"
+#define XHCI_DEVFN              QPCI_DEVFN(4, 0)
+
+/* CDC / NCM class requests */
+#define REQ_SET_ETHERNET_MULTICAST_FILTERS  0x40
+#define REQ_SET_ETHERNET_PACKET_FILTER      0x43
+#define REQ_GET_ETHERNET_STATISTIC          0x44
+#define REQ_GET_NTB_PARAMETERS              0x80
+#define REQ_GET_NTB_FORMAT                  0x83
+#define REQ_SET_NTB_FORMAT                  0x84
+#define REQ_GET_NTB_INPUT_SIZE              0x85
+#define REQ_SET_NTB_INPUT_SIZE              0x86
+#define REQ_GET_MAX_DATAGRAM_SIZE           0x87
+#define REQ_SET_CRC_MODE                    0x8a
+
+#define USB_REQ_GET_CONFIGURATION   0x08
+#define USB_REQ_SET_CONFIGURATION   0x09
+#define USB_REQ_GET_INTERFACE       0x0a
+#define USB_REQ_SET_INTERFACE       0x0b
+
+#define IF_CONTROL              0
+#define IF_DATA                 1
+
+#define RX_TIMEOUT_NS           (5 * NANOSECONDS_PER_SECOND)
+#define SOCK_TIMEOUT_MS         5000
+
+static const uint8_t ncm_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+static const uint8_t peer_mac[6] = { 0x52, 0x54, 0x00, 0xaa, 0xbb, 0xcc };
+static const uint8_t other_mac[6] = { 0x52, 0x54, 0x00, 0x99, 0x99, 0x99 };
+static const uint8_t bcast_mac[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+typedef struct NcmEnv NcmEnv;
+typedef struct NcmCase NcmCase;
+
+struct NcmCase {
+    bool super;                 /* else high speed */
+    const char *model;          /* usb-ncm-dl or usb-ncm */
+    const char *props;          /* extra -device properties, or NULL */
+    int arg;                    /* case-specific */
+    void (*fn)(NcmEnv *e, const NcmCase *c);
+};
+
+/* GET_NTB_PARAMETERS */
+typedef struct NtbParams {
+    uint16_t formats;
+    uint32_t in_max;
+    uint16_t in_divisor;
+    uint16_t in_remainder;
+    uint16_t in_alignment;
+    uint32_t out_max;
+    uint16_t out_divisor;
+    uint16_t out_remainder;
+    uint16_t out_alignment;
+    uint16_t out_max_datagrams;
+} NtbParams;
+
+struct NcmEnv {
+    const NcmCase *c;
+    QOSState *qs;
+    QTestState *qts;
+    QPCIDevice *pdev;
+    QXhci *xhci;
+    QXhciDevice *dev;
+    int port;
+    int sock;
+    uint8_t config[512];
+    uint32_t config_len;
+    QXhciEndpoint ep_notify;
+    QXhciEndpoint ep_in;
+    QXhciEndpoint ep_out;
+    uint32_t mps;               /* bulk wMaxPacketSize */
+    NtbParams p;
+    bool ntb32;
+    uint32_t in_size;           /* NTB input size in force */
+    uint16_t rx_seq;            /* next expected IN wSequence */
+    unsigned rx_ntbs;           /* IN NTBs parsed */
+};
+
+/* Frames */
+
+static GByteArray *make_frame(const uint8_t *dst, uint32_t tag, size_t len)
+{
+    GByteArray *f = g_byte_array_sized_new(len);
+    uint8_t hdr[18];
+    size_t i;
+
+    g_assert(len >= 14);
+    memcpy(hdr, dst, 6);
+    memcpy(hdr + 6, peer_mac, 6);
+    stw_be_p(hdr + 12, 0x88b5);         /* local experimental ethertype */
+    stl_be_p(hdr + 14, tag);
+    g_byte_array_append(f, hdr, MIN(len, sizeof(hdr)));
+    for (i = f->len; i < len; i++) {
+        uint8_t b = tag * 7 + i;
+
+        g_byte_array_append(f, &b, 1);
+    }
+    return f;
+}
+
+static GPtrArray *frames_new(void)
+{
+    return g_ptr_array_new_with_free_func((GDestroyNotify)g_byte_array_unref);
+}
+
+static void frames_add(GPtrArray *a, const uint8_t *dst, uint32_t tag,
+                       size_t len)
+{
+    g_ptr_array_add(a, make_frame(dst, tag, len));
+}
+
+static void frames_assert_equal(GPtrArray *got, GPtrArray *want)
+{
+    unsigned i;
+
+    for (i = 0; i < MIN(got->len, want->len); i++) {
+        GByteArray *g = g_ptr_array_index(got, i);
+        GByteArray *w = g_ptr_array_index(want, i);
+
+        if (g->len != w->len || memcmp(g->data, w->data, w->len)) {
+            g_test_message("frame %u of %u differs: got %u bytes, wanted %u",
+                           i, want->len, g->len, w->len);
+        }
+        g_assert_cmpmem(g->data, g->len, w->data, w->len);
+    }
+    g_assert_cmpuint(got->len, ==, want->len);
+}
+
+/* The socket side of the netdev */
+
+static void sock_write_all(NcmEnv *e, const uint8_t *buf, size_t len)
+{
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    size_t off = 0;
+
+    while (off < len) {
+        ssize_t n = send(e->sock, buf + off, len - off, MSG_DONTWAIT);
+
+        if (n > 0) {
+            off += n;
+            continue;
+        }
+        g_assert(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+        g_assert(g_get_monotonic_time() < deadline);
+        /* let QEMU's main loop read from its end */
+        qxhci_step(e->xhci);
+    }
+}
+
+static void sock_send_frames(NcmEnv *e, GPtrArray *frames)
+{
+    g_autoptr(GByteArray) buf = g_byte_array_new();
+    unsigned i;
+
+    for (i = 0; i < frames->len; i++) {
+        GByteArray *f = g_ptr_array_index(frames, i);
+        uint8_t len[4];
+
+        stl_be_p(len, f->len);
+        g_byte_array_append(buf, len, 4);
+        g_byte_array_append(buf, f->data, f->len);
+    }
+    sock_write_all(e, buf->data, buf->len);
+}
+
+/* Bytes written to the socket that QEMU has not read yet, or -1. */
+static int sock_unread(NcmEnv *e)
+{
+#ifdef TIOCOUTQ
+    int n;
+
+    /* SIOCOUTQ on Linux: bytes the peer has not read */
+    if (ioctl(e->sock, TIOCOUTQ, &n) == 0) {
+        return n;
+    }
+#endif
+    return -1;
+}
+
+/* Let QEMU take in what the test wrote, as far as it is willing to. */
+static void sock_settle(NcmEnv *e)
+{
+    int last = -2, same = 0, i;
+
+    for (i = 0; i < 2000 && same < 20; i++) {
+        int n = sock_unread(e);
+
+        if (n == 0) {
+            break;
+        }
+        same = n == last ? same + 1 : 0;
+        last = n;
+        qxhci_step(e->xhci);
+    }
+    /* and give the device's bottom halves a few more iterations */
+    for (i = 0; i < 5; i++) {
+        qxhci_step(e->xhci);
+    }
+}
+
+static bool sock_read_exact(NcmEnv *e, uint8_t *buf, size_t len,
+                            int timeout_ms, bool started)
+{
+    gint64 deadline = g_get_monotonic_time() +
+                      (gint64)timeout_ms * G_TIME_SPAN_MILLISECOND;
+    size_t off = 0;
+
+    while (off < len) {
+        struct pollfd pfd = { .fd = e->sock, .events = POLLIN };
+        gint64 left = MAX(deadline - g_get_monotonic_time(), 0);
+        ssize_t n;
+
+        if (poll(&pfd, 1, left / 1000) <= 0) {
+            if (left > 0) {
+                continue;
+            }
+            g_assert(!started && off == 0);
+            return false;
+        }
+        n = recv(e->sock, buf + off, len - off, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            continue;
+        }
+        g_assert_cmpint(n, >, 0);
+        off += n;
+    }
+    return true;
+}
+
+/* Next frame QEMU sent, or NULL if none came within @timeout_ms. */
+static GByteArray *sock_recv_frame(NcmEnv *e, int timeout_ms)
+{
+    uint8_t hdr[4];
+    GByteArray *f;
+    uint32_t len;
+
+    if (!sock_read_exact(e, hdr, 4, timeout_ms, false)) {
+        return NULL;
+    }
+    len = ldl_be_p(hdr);
+    g_assert_cmpuint(len, <=, 65536);
+    f = g_byte_array_sized_new(len);
+    g_byte_array_set_size(f, len);
+    sock_read_exact(e, f->data, len, SOCK_TIMEOUT_MS, true);
+    return f;
+}
+
+static void sock_expect_frames(NcmEnv *e, GPtrArray *want)
+{
+    g_autoptr(GPtrArray) got = frames_new();
+    unsigned i;
+
+    for (i = 0; i < want->len; i++) {
+        GByteArray *f = sock_recv_frame(e, SOCK_TIMEOUT_MS);
+
+        if (!f) {
+            g_test_message("only %u of %u frames reached the socket",
+                           i, want->len);
+            break;
+        }
+        g_ptr_array_add(got, f);
+    }
+    frames_assert_equal(got, want);
+}
+
+static void sock_expect_silence(NcmEnv *e, int timeout_ms)
+{
+    GByteArray *f = sock_recv_frame(e, timeout_ms);
+
+    if (f) {
+        g_test_message("unexpected %u-byte frame on the socket", f->len);
+        g_byte_array_unref(f);
+        g_assert_not_reached();
+    }
+}
+
+/* NTB building (host to device) */
+
+typedef struct NtbLayout {
+    bool ntb32;
+    uint16_t ndp_alignment;
+    uint16_t divisor;
+    uint16_t remainder;
+} NtbLayout;
+
+static NtbLayout out_layout(NcmEnv *e)
+{
+    NtbLayout l = {
+        .ntb32 = e->ntb32,
+        .ndp_alignment = e->p.out_alignment,
+        .divisor = e->p.out_divisor,
+        .remainder = e->p.out_remainder,
+    };
+    return l;
+}
+
+static uint32_t align_up(uint32_t v, uint32_t a)
+{
+    return a > 1 ? ROUND_UP(v, a) : v;
+}
+
+static void put_field(uint8_t *p, bool ntb32, uint32_t v)
+{
+    if (ntb32) {
+        stl_le_p(p, v);
+    } else {
+        stw_le_p(p, v);
+    }
+}
+
+/*
+ * NTH, then one NDP, then the datagrams placed at offsets with
+ * offset % divisor == remainder.  Returns the NTB; wBlockLength is its
+ * length.
+ */
+static GByteArray *ntb_build(const NtbLayout *l, GPtrArray *frames,
+                             uint16_t seq)
+{
+    GByteArray *ntb = g_byte_array_new();
+    unsigned fs = l->ntb32 ? 4 : 2;
+    uint32_t nth_len = l->ntb32 ? 16 : 12;
+    uint32_t ndp_hdr = l->ntb32 ? 16 : 8;
+    uint32_t ndp_min = l->ntb32 ? 32 : 16;
+    uint32_t n = frames->len;
+    uint32_t ndp = align_up(nth_len, MAX(l->ndp_alignment, 4));
+    uint32_t ndp_len = MAX(ndp_hdr + (n + 1) * 2 * fs, ndp_min);
+    uint32_t pos = ndp + ndp_len, div = MAX(l->divisor, 1);
+    uint8_t *entry;
+    unsigned i;
+
+    g_byte_array_set_size(ntb, pos);
+    memset(ntb->data, 0, pos);
+    for (i = 0; i < n; i++) {
+        GByteArray *f = g_ptr_array_index(frames, i);
+        uint32_t off = pos + ((l->remainder % div) + div - pos % div) % div;
+
+        g_byte_array_set_size(ntb, off);
+        memset(ntb->data + pos, 0, off - pos);
+        g_byte_array_append(ntb, f->data, f->len);
+        entry = ntb->data + ndp + ndp_hdr + i * 2 * fs;
+        put_field(entry, l->ntb32, off);
+        put_field(entry + fs, l->ntb32, f->len);
+        pos = off + f->len;
+    }
+    memcpy(ntb->data, l->ntb32 ? "ncmh" : "NCMH", 4);
+    stw_le_p(ntb->data + 4, nth_len);
+    stw_le_p(ntb->data + 6, seq);
+    put_field(ntb->data + 8, l->ntb32, ntb->len);
+    put_field(ntb->data + (l->ntb32 ? 12 : 10), l->ntb32, ndp);
+    memcpy(ntb->data + ndp, l->ntb32 ? "ncm0" : "NCM0", 4);
+    stw_le_p(ntb->data + ndp + 4, ndp_len);
+    return ntb;
+}
+
+/* Zero-pad @ntb to @len bytes inside the block (NTB16 64 KiB: length 0). */
+static void ntb_pad_to(GByteArray *ntb, bool ntb32, uint32_t len)
+{
+    uint32_t old = ntb->len;
+
+    g_assert_cmpuint(len, >=, old);
+    g_byte_array_set_size(ntb, len);
+    memset(ntb->data + old, 0, len - old);
+    put_field(ntb->data + 8, ntb32, !ntb32 && len > 0xffff ? 0 : len);
+}
+
+/* As many @frame_len-byte frames as fit an NTB of exactly @len bytes. */
+static GByteArray *ntb_build_filled(NcmEnv *e, uint32_t len,
+                                    uint32_t frame_len, uint32_t tag,
+                                    GPtrArray *frames)
+{
+    NtbLayout l = out_layout(e);
+    GByteArray *ntb = NULL;
+
+    for (;;) {
+        GByteArray *next;
+
+        frames_add(frames, bcast_mac, tag + frames->len, frame_len);
+        next = ntb_build(&l, frames, 0);
+        if (next->len > len) {
+            g_byte_array_unref(next);
+            g_ptr_array_remove_index(frames, frames->len - 1);
+            break;
+        }
+        if (ntb) {
+            g_byte_array_unref(ntb);
+        }
+        ntb = next;
+    }
+    g_assert(ntb && frames->len > 0);
+    ntb_pad_to(ntb, l.ntb32, len);
+    return ntb;
+}
+
+/* Device */
+
+static char *firmware_args(void)
+{
+    const char *dirs = g_getenv("USB_NCM_QTEST_FIRMWARE");
+    g_auto(GStrv) v = g_strsplit(dirs ? dirs :
+                                 "/usr/share/seabios:/usr/share/qemu",
+                                 ":", -1);
+    GString *s = g_string_new("");
+    int i;
+
+    for (i = 0; v[i]; i++) {
+        if (*v[i] && g_file_test(v[i], G_FILE_TEST_IS_DIR)) {
+            g_string_append_printf(s, " -L %s", v[i]);
+        }
+    }
+    return g_string_free(s, false);
+}
+
+static int class_in(NcmEnv *e, uint8_t req, uint16_t value, void *buf,
+                    uint16_t len, uint32_t *actual)
+{
+    return qxhci_control(e->dev, 0xa1, req, value, IF_CONTROL, buf, len,
+                         actual);
+}
+
+static int class_out(NcmEnv *e, uint8_t req, uint16_t value,
+                     const void *buf, uint16_t len)
+{
+    return qxhci_control(e->dev, 0x21, req, value, IF_CONTROL, (void *)buf,
+                         len, NULL);
+}
+
+static void read_ntb_parameters(NcmEnv *e, NtbParams *p, uint8_t *raw)
+{
+    uint8_t b[28];
+    uint32_t actual = 0;
+
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_PARAMETERS, 0, b, sizeof(b),
+                             &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 28);
+    g_assert_cmpuint(lduw_le_p(b), ==, 28);
+    p->formats = lduw_le_p(b + 2);
+    p->in_max = ldl_le_p(b + 4);
+    p->in_divisor = lduw_le_p(b + 8);
+    p->in_remainder = lduw_le_p(b + 10);
+    p->in_alignment = lduw_le_p(b + 12);
+    p->out_max = ldl_le_p(b + 16);
+    p->out_divisor = lduw_le_p(b + 20);
+    p->out_remainder = lduw_le_p(b + 22);
+    p->out_alignment = lduw_le_p(b + 24);
+    p->out_max_datagrams = lduw_le_p(b + 26);
+    if (raw) {
+        memcpy(raw, b, sizeof(b));
+    }
+}
+
+/* Enumerate like a host driver: descriptors, endpoints, configuration. */
+static void ncm_enumerate(NcmEnv *e)
+{
+    QXhciEndpoint eps[4];
+    uint32_t actual = 0;
+    int n;
+
+    e->dev = qxhci_device_enumerate(e->xhci, e->port);
+    g_assert(e->dev);
+    g_assert_cmpint(e->dev->speed, ==, e->c->super ? QXHCI_SPEED_SUPER :
+                    QXHCI_SPEED_HIGH);
+
+    g_assert_cmpint(qxhci_get_descriptor(e->dev, 2, 0, 0, e->config, 9,
+                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 9);
+    e->config_len = lduw_le_p(e->config + 2);
+    g_assert_cmpuint(e->config_len, <=, sizeof(e->config));
+    g_assert_cmpint(qxhci_get_descriptor(e->dev, 2, 0, 0, e->config,
+                                         e->config_len, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, e->config_len);
+
+    n = qxhci_config_find_endpoints(e->config, e->config_len, IF_CONTROL, 0,
+                                    eps, ARRAY_SIZE(eps));
+    g_assert_cmpint(n, ==, 1);
+    e->ep_notify = eps[0];
+    g_assert_cmpint(qxhci_config_find_endpoints(e->config, e->config_len,
+                                                IF_DATA, 0, eps,
+                                                ARRAY_SIZE(eps)), ==, 0);
+    n = qxhci_config_find_endpoints(e->config, e->config_len, IF_DATA, 1,
+                                    eps, ARRAY_SIZE(eps));
+    g_assert_cmpint(n, ==, 2);
+    e->ep_in = (eps[0].address & 0x80) ? eps[0] : eps[1];
+    e->ep_out = (eps[0].address & 0x80) ? eps[1] : eps[0];
+    g_assert(e->ep_in.address & 0x80);
+    g_assert(!(e->ep_out.address & 0x80));
+    e->mps = e->ep_out.max_packet & 0x7ff;
+
+    g_assert_cmpint(qxhci_configure_endpoints(e->dev, &e->ep_notify, 1,
+                                              NULL, 0),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, USB_REQ_SET_CONFIGURATION,
+                                  1, 0, NULL, 0, NULL),
+                    ==, QXHCI_CC_SUCCESS);
+    read_ntb_parameters(e, &e->p, NULL);
+    e->ntb32 = false;
+    e->in_size = e->p.in_max;
+    e->rx_seq = 0;
+}
+
+static void ncm_set_alt(NcmEnv *e, int alt)
+{
+    uint8_t drop[2] = { e->ep_in.address, e->ep_out.address };
+    QXhciEndpoint add[2] = { e->ep_in, e->ep_out };
+
+    if (alt) {
+        g_assert_cmpint(qxhci_configure_endpoints(e->dev, add, 2, NULL, 0),
+                        ==, QXHCI_CC_SUCCESS);
+    }
+    g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE, alt,
+                                  IF_DATA, NULL, 0, NULL),
+                    ==, QXHCI_CC_SUCCESS);
+    if (!alt) {
+        g_assert_cmpint(qxhci_configure_endpoints(e->dev, NULL, 0, drop, 2),
+                        ==, QXHCI_CC_SUCCESS);
+        /* NCM 1.0 7.2: back to the defaults */
+        e->ntb32 = false;
+        e->in_size = e->p.in_max;
+    }
+    e->rx_seq = 0;
+}
+
+static NcmEnv *ncm_start(const NcmCase *c)
+{
+    NcmEnv *e = g_new0(NcmEnv, 1);
+    g_autofree char *fw = firmware_args();
+    QXhciOptions opts = {
+        /* small rings, so that every case wraps them */
+        .cmd_ring_trbs = 8,
+        .event_ring_trbs = 32,
+        .xfer_ring_trbs = 16,
+        .max_slots = 8,
+    };
+    int sv[2];
+
+    e->c = c;
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    e->qs = qtest_pc_boot("-nodefaults%s -netdev socket,id=n0,fd=%d "
+                          "-device qemu-xhci,id=xhci,addr=04.0%s "
+                          "-device %s,id=ncm0,bus=xhci.0,netdev=n0,"
+                          "mac=" NCM_MAC_STR "%s%s",
+                          fw, sv[1], c->super ? "" : ",p3=0", c->model,
+                          c->props ? "," : "", c->props ? c->props : "");
+    close(sv[1]);
+    e->sock = sv[0];
+    e->qts = e->qs->qts;
+    e->pdev = qpci_device_find(e->qs->pcibus, XHCI_DEVFN);
+    g_assert(e->pdev);
+    e->xhci = qxhci_new(e->qts, e->pdev, &e->qs->alloc, &opts);
+    e->port = qxhci_find_connected_port(e->xhci);
+    g_assert_cmpint(e->port, >, 0);
+    ncm_enumerate(e);
+    return e;
+}
+
+static void ncm_stop(NcmEnv *e)
+{
+    qxhci_free(e->xhci);
+    g_free(e->pdev);
+    close(e->sock);
+    qtest_shutdown(e->qs);
+    g_free(e);
+}
+
+static void assert_alive(NcmEnv *e)
+{
+    QDict *rsp = qtest_qmp(e->qts, "{'execute': 'query-status'}");
+
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+}
+
+/* Data path helpers */
+
+static void out_td(NcmEnv *e, const uint8_t *data, uint32_t len)
+{
+    uint32_t actual = 0;
+    int cc;
+
+    cc = qxhci_transfer_sync(e->dev, e->ep_out.address, (void *)data, len,
+                             &actual, RX_TIMEOUT_NS);
+    g_assert_cmpint(cc, ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, len);
+}
+
+/* One OUT transfer, ended by a ZLP when it is an exact multiple. */
+static void ncm_send(NcmEnv *e, const uint8_t *data, uint32_t len)
+{
+    out_td(e, data, len);
+    if (len && len % e->mps == 0) {
+        out_td(e, NULL, 0);
+    }
+}
+
+static void ncm_send_frames(NcmEnv *e, GPtrArray *frames)
+{
+    NtbLayout l = out_layout(e);
+    g_autoptr(GByteArray) ntb = ntb_build(&l, frames, 0);
+
+    ncm_send(e, ntb->data, ntb->len);
+}
+
+/* A valid NTB after whatever came before must come out alone and whole */
+static void ncm_check_marker(NcmEnv *e, uint32_t tag)
+{
+    g_autoptr(GPtrArray) marker = frames_new();
+
+    frames_add(marker, bcast_mac, tag, 60);
+    frames_add(marker, peer_mac, tag + 1, 1000);
+    frames_add(marker, other_mac, tag + 2, 1514);
+    ncm_send_frames(e, marker);
+    sock_expect_frames(e, marker);
+    sock_expect_silence(e, 20);
+}
+
+static uint32_t get_field(const uint8_t *p, bool ntb32)
+{
+    return ntb32 ? ldl_le_p(p) : lduw_le_p(p);
+}
+
+/* Check one IN NTB strictly and append its datagrams to @out. */
+static void ntb_parse_in(NcmEnv *e, const uint8_t *b, uint32_t len,
+                         uint32_t max_len, GPtrArray *out)
+{
+    bool n32 = e->ntb32;
+    unsigned fs = n32 ? 4 : 2;
+    uint32_t nth_len = n32 ? 16 : 12, ndp_hdr = n32 ? 16 : 8;
+    uint32_t ndp_min = n32 ? 32 : 16;
+    uint32_t block, ndp, ndp_len, entry;
+    unsigned count = 0;
+    bool terminated = false;
+
+    g_assert_cmpuint(len, <=, max_len);
+    g_assert_cmpuint(len, >=, nth_len + ndp_min);
+    g_assert_cmpmem(b, 4, n32 ? "ncmh" : "NCMH", 4);
+    g_assert_cmpuint(lduw_le_p(b + 4), ==, nth_len);
+    g_assert_cmpuint(lduw_le_p(b + 6), ==, e->rx_seq);
+    e->rx_seq++;
+    block = get_field(b + 8, n32);
+    if (!n32 && block == 0) {
+        block = len;            /* a 64 KiB NTB16 */
+    }
+    g_assert_cmpuint(block, ==, len);
+    ndp = get_field(b + (n32 ? 12 : 10), n32);
+    g_assert_cmpuint(ndp % e->p.in_alignment, ==, 0);
+    g_assert_cmpuint(ndp, >=, nth_len);
+    g_assert_cmpuint(ndp + ndp_hdr, <=, block);
+    g_assert_cmpmem(b + ndp, 4, n32 ? "ncm0" : "NCM0", 4);
+    ndp_len = lduw_le_p(b + ndp + 4);
+    g_assert_cmpuint(ndp_len, >=, ndp_min);
+    g_assert_cmpuint((ndp_len - ndp_hdr) % (2 * fs), ==, 0);
+    g_assert_cmpuint(ndp + ndp_len, <=, block);
+    g_assert_cmpuint(get_field(b + ndp + (n32 ? 8 : 6), n32), ==, 0);
+
+    for (entry = ndp + ndp_hdr; entry < ndp + ndp_len; entry += 2 * fs) {
+        uint32_t off = get_field(b + entry, n32);
+        uint32_t dlen = get_field(b + entry + fs, n32);
+        GByteArray *f;
+
+        if (!off || !dlen) {
+            terminated = true;
+            break;
+        }
+        g_assert_cmpuint(off % e->p.in_divisor, ==, e->p.in_remainder);
+        g_assert_cmpuint(off, >=, nth_len);
+        g_assert_cmpuint(dlen, >=, 14);
+        g_assert_cmpuint(dlen, <=, block - off);
+        g_assert(off + dlen <= ndp || off >= ndp + ndp_len);
+        f = g_byte_array_sized_new(dlen);
+        g_byte_array_append(f, b + off, dlen);
+        g_ptr_array_add(out, f);
+        count++;
+    }
+    g_assert(terminated);
+    g_assert_cmpuint(count, >, 0);
+    e->rx_ntbs++;
+}
+
+/*
+ * Poll bulk IN with @td_len-byte TDs until @n datagrams came; every NTB
+ * must fit @max_ntb bytes.
+ */
+static GPtrArray *ncm_receive(NcmEnv *e, unsigned n, uint32_t td_len,
+                              uint32_t max_ntb)
+{
+    GPtrArray *got = frames_new();
+    g_autofree uint8_t *buf = g_malloc(td_len);
+
+    while (got->len < n) {
+        QXhciTransfer *t = qxhci_submit(e->dev, e->ep_in.address, NULL,
+                                        td_len);
+
+        if (!qxhci_wait(t, RX_TIMEOUT_NS)) {
+            g_test_message("bulk IN: only %u of %u frames arrived",
+                           got->len, n);
+            qxhci_transfer_free(t);
+            g_assert_not_reached();
+        }
+        g_assert(t->cc == QXHCI_CC_SUCCESS ||
+                 t->cc == QXHCI_CC_SHORT_PACKET);
+        qxhci_transfer_read(t, buf);
+        ntb_parse_in(e, buf, t->actual, max_ntb, got);
+        qxhci_transfer_free(t);
+    }
+    return got;
+}
+
+static void ncm_expect_rx(NcmEnv *e, GPtrArray *want)
+{
+    g_autoptr(GPtrArray) got = ncm_receive(e, want->len, e->p.in_max,
+                                           e->in_size);
+
+    frames_assert_equal(got, want);
+}
+
+/* Bulk IN must stay NAK'd: nothing queued for the host. */
+static void ncm_expect_no_rx(NcmEnv *e)
+{
+    uint8_t buf[64];
+
+    g_assert_cmpint(qxhci_transfer_sync(e->dev, e->ep_in.address, buf,
+                                        sizeof(buf), NULL,
+                                        50 * 1000 * 1000),
+                    ==, QXHCI_CC_TIMEOUT);
+}
+
+/* One notification, or 0 bytes when none came within @timeout_ns. */
+static uint32_t notify_read(NcmEnv *e, uint8_t *buf, int64_t timeout_ns)
+{
+    uint32_t actual = 0;
+    int cc;
+
+    cc = qxhci_transfer_sync(e->dev, e->ep_notify.address, buf, 16,
+                             &actual, timeout_ns);
+    if (cc == QXHCI_CC_TIMEOUT) {
+        return 0;
+    }
+    g_assert(cc == QXHCI_CC_SUCCESS || cc == QXHCI_CC_SHORT_PACKET);
+    return actual;
+}
+
+static void expect_speed_change(const uint8_t *b, uint32_t len)
+{
+    static const uint8_t want[16] = {
+        0xa1, 0x2a, 0x00, 0x00, IF_CONTROL, 0x00, 0x08, 0x00,
+        0x00, 0xca, 0x9a, 0x3b, 0x00, 0xca, 0x9a, 0x3b,   /* 1 Gbit/s */
+    };
+
+    g_assert_cmpmem(b, len, want, sizeof(want));
+}
+
+static void expect_connection(const uint8_t *b, uint32_t len, bool up)
+{
+    const uint8_t want[8] = {
+        0xa1, 0x00, up, 0x00, IF_CONTROL, 0x00, 0x00, 0x00,
+    };
+
+    g_assert_cmpmem(b, len, want, sizeof(want));
+}
+
+static void set_link(NcmEnv *e, bool up)
+{
+    qtest_qmp_assert_success(e->qts, "{'execute': 'set_link', 'arguments':"
+                             " {'name': 'ncm0', 'up': %i}}", up);
+}
+
+/* Cases: descriptors and class requests */
+
+static const uint8_t *find_cs_desc(NcmEnv *e, uint8_t subtype)
+{
+    uint32_t pos = 0;
+
+    while (pos + 3 <= e->config_len && e->config[pos] >= 2) {
+        if (e->config[pos + 1] == 0x24 && e->config[pos + 2] == subtype) {
+            return e->config + pos;
+        }
+        pos += e->config[pos];
+    }
+    return NULL;
+}
+
+static char *get_string(NcmEnv *e, uint8_t index)
+{
+    uint8_t b[255];
+    uint32_t actual = 0;
+    GString *s = g_string_new("");
+    uint32_t i;
+
+    g_assert_cmpint(qxhci_get_descriptor(e->dev, 3, index, 0x0409, b,
+                                         sizeof(b), &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, >=, 2);
+    g_assert_cmpuint(b[0], ==, actual);
+    g_assert_cmpuint(b[1], ==, 3);
+    for (i = 2; i + 1 < actual; i += 2) {
+        g_assert_cmpuint(b[i + 1], ==, 0);
+        g_string_append_c(s, b[i]);
+    }
+    return g_string_free(s, false);
+}
+
+static void test_descriptors(NcmEnv *e, const NcmCase *c)
+{
+    bool dl = !strcmp(c->model, "usb-ncm-dl");
+    bool ss = c->super;
+    uint16_t vid = dl ? 0x17e9 : 0x46f4, pid = dl ? 0x6000 : 0x0010;
+    const uint8_t device[18] = {
+        0x12, 0x01, ss ? 0x20 : 0x00, ss ? 0x03 : 0x02,
+        0xef, 0x02, 0x01, ss ? 9 : 64,
+        vid & 0xff, vid >> 8, pid & 0xff, pid >> 8,
+        0x00, 0x01, 1, 2, 3, 1,
+    };
+    const uint8_t ep_notify[] = { 7, 5, 0x85, 3, 16, 0, 9 };
+    const uint8_t ss_notify[] = { 6, 0x30, 0, 0, 16, 0 };
+    const uint8_t ep_in[] = { 7, 5, 0x87, 2, 0, ss ? 4 : 2, 0 };
+    const uint8_t ep_out[] = { 7, 5, 0x06, 2, 0, ss ? 4 : 2, 0 };
+    const uint8_t ss_bulk[] = { 6, 0x30, 15, 0, 0, 0 };
+    const uint8_t head[] = {
+        9, 2, 0, 0, 2, 1, 0, 0xc0, 0,               /* config */
+        8, 0x0b, 0, 2, 0x02, 0x0d, 0x00, 5,         /* IAD */
+        9, 4, 0, 0, 1, 0x02, 0x0d, 0x00, 5,         /* control iface */
+        5, 0x24, 0x00, 0x20, 0x01,                  /* header, CDC 1.20 */
+        5, 0x24, 0x06, 0, 1,                        /* union */
+        13, 0x24, 0x0f, 4, 0, 0, 0, 0, 0xea, 0x05, 0, 0, 0, /* ethernet */
+        6, 0x24, 0x1a, 0x00, 0x01, 0x0b,            /* NCM 1.00, caps */
+    };
+    const uint8_t data0[] = { 9, 4, 1, 0, 0, 0x0a, 0x00, 0x01, 6 };
+    const uint8_t data1[] = { 9, 4, 1, 1, 2, 0x0a, 0x00, 0x01, 6 };
+    const uint8_t bos[] = {
+        5, 0x0f, 22, 0, 2,
+        7, 0x10, 0x02, 0x02, 0, 0, 0,               /* USB 2.0 ext, LPM */
+        10, 0x10, 0x03, 0, 0x0e, 0, 1, 0x0a, 0x20, 0, /* SuperSpeed */
+    };
+    const uint8_t qualifier[10] = {
+        10, 6, 0x00, 0x02, 0xef, 0x02, 0x01, 64, 1, 0,
+    };
+    g_autoptr(GByteArray) want = g_byte_array_new();
+    g_autofree char *mac = NULL;
+    g_autofree char *manufacturer = NULL;
+    g_autofree char *product = NULL;
+    uint8_t b[256];
+    uint32_t actual = 0;
+    const uint8_t *eth;
+
+    g_assert_cmpint(qxhci_get_descriptor(e->dev, 1, 0, 0, b, sizeof(b),
+                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpmem(b, actual, device, sizeof(device));
+
+    g_byte_array_append(want, head, sizeof(head));
+    g_byte_array_append(want, ep_notify, sizeof(ep_notify));
+    if (ss) {
+        g_byte_array_append(want, ss_notify, sizeof(ss_notify));
+    }
+    g_byte_array_append(want, data0, sizeof(data0));
+    g_byte_array_append(want, data1, sizeof(data1));
+    g_byte_array_append(want, ep_in, sizeof(ep_in));
+    if (ss) {
+        g_byte_array_append(want, ss_bulk, sizeof(ss_bulk));
+    }
+    g_byte_array_append(want, ep_out, sizeof(ep_out));
+    if (ss) {
+        g_byte_array_append(want, ss_bulk, sizeof(ss_bulk));
+    }
+    stw_le_p(want->data + 2, want->len);
+    g_assert_cmpmem(e->config, e->config_len, want->data, want->len);
+
+    /* a short read gets the first bytes only */
+    g_assert_cmpint(qxhci_get_descriptor(e->dev, 2, 0, 0, b, 9, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpmem(b, actual, want->data, 9);
+
+    if (ss) {
+        g_assert_cmpint(qxhci_get_descriptor(e->dev, 0x0f, 0, 0, b,
+                                             sizeof(b), &actual),
+                        ==, QXHCI_CC_SUCCESS);
+        g_assert_cmpmem(b, actual, bos, sizeof(bos));
+    } else {
+        g_assert_cmpint(qxhci_get_descriptor(e->dev, 6, 0, 0, b,
+                                             sizeof(b), &actual),
+                        ==, QXHCI_CC_SUCCESS);
+        g_assert_cmpmem(b, actual, qualifier, sizeof(qualifier));
+    }
+
+    g_assert_cmpint(qxhci_get_descriptor(e->dev, 3, 0, 0, b, sizeof(b),
+                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpmem(b, actual, ((const uint8_t[]) { 4, 3, 0x09, 0x04 }), 4);
+
+    /* iMACAddress names the string that carries the MAC */
+    eth = find_cs_desc(e, 0x0f);
+    g_assert(eth);
+    mac = get_string(e, eth[3]);
+    g_assert_cmpstr(mac, ==, NCM_MAC_HEX);
+    manufacturer = get_string(e, 1);
+    product = get_string(e, 2);
+    g_assert_cmpstr(manufacturer, ==, dl ? "DisplayLink" : "QEMU");
+    g_assert_cmpstr(product, ==, dl ? "USB-NCM-DL Giga Ethernet" :
+                    "QEMU USB NCM Ethernet");
+
+    g_assert_cmpint(qxhci_control(e->dev, 0x80, USB_REQ_GET_CONFIGURATION,
+                                  0, 0, b, 1, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 1);
+    g_assert_cmpuint(b[0], ==, 1);
+    g_assert_cmpint(qxhci_control(e->dev, 0x81, USB_REQ_GET_INTERFACE,
+                                  0, IF_DATA, b, 1, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(b[0], ==, 0);
+    ncm_set_alt(e, 1);
+    g_assert_cmpint(qxhci_control(e->dev, 0x81, USB_REQ_GET_INTERFACE,
+                                  0, IF_DATA, b, 1, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(b[0], ==, 1);
+}
+
+static void test_ntb_parameters_default(NcmEnv *e, const NcmCase *c)
+{
+    static const uint8_t want[28] = {
+        28, 0, 0x03, 0,                 /* NTB16 and NTB32 */
+        0x00, 0x00, 0x01, 0x00,         /* dwNtbInMaxSize 65536 */
+        4, 0, 0, 0, 4, 0,               /* in divisor, remainder, align */
+        0, 0,
+        0x00, 0x00, 0x01, 0x00,         /* dwNtbOutMaxSize 65536 */
+        4, 0, 0, 0, 4, 0,               /* out divisor, remainder, align */
+        64, 0,                          /* wNtbOutMaxDatagrams */
+    };
+    uint8_t b[28];
+    uint32_t actual = 0;
+
+    read_ntb_parameters(e, &e->p, b);
+    g_assert_cmpmem(b, sizeof(b), want, sizeof(want));
+
+    /* wLength shorter than the structure: the start of it */
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_PARAMETERS, 0, b, 8, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpmem(b, actual, want, 8);
+
+    /* the same in alt 1 */
+    ncm_set_alt(e, 1);
+    read_ntb_parameters(e, &e->p, b);
+    g_assert_cmpmem(b, sizeof(b), want, sizeof(want));
+}
+
+#define CUSTOM_PROPS "ntb-in-max-size=16384,ntb-out-max-size=32768," \
+    "ntb-in-divisor=8,ntb-in-remainder=2,ntb-in-alignment=8," \
+    "ntb-out-divisor=16,ntb-out-remainder=6,ntb-out-alignment=16," \
+    "ntb-out-max-datagrams=40,ntb32=off,max-segment-size=9014"
+
+static void test_ntb_parameters_custom(NcmEnv *e, const NcmCase *c)
+{
+    static const uint8_t want[28] = {
+        28, 0, 0x01, 0,                 /* NTB16 only */
+        0x00, 0x40, 0x00, 0x00,         /* dwNtbInMaxSize 16384 */
+        8, 0, 2, 0, 8, 0,
+        0, 0,
+        0x00, 0x80, 0x00, 0x00,         /* dwNtbOutMaxSize 32768 */
+        16, 0, 6, 0, 16, 0,
+        40, 0,
+    };
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) rx = frames_new();
+    const uint8_t *eth;
+    uint8_t b[28];
+    uint32_t actual = 0, i;
+
+    read_ntb_parameters(e, &e->p, b);
+    g_assert_cmpmem(b, sizeof(b), want, sizeof(want));
+    eth = find_cs_desc(e, 0x0f);
+    g_assert(eth);
+    g_assert_cmpuint(lduw_le_p(eth + 8), ==, 9014);
+
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(ldl_le_p(b), ==, 16384);
+    g_assert_cmpint(class_in(e, REQ_GET_MAX_DATAGRAM_SIZE, 0, b, 2,
+                             &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(lduw_le_p(b), ==, 9014);
+    /* NTB32 is not advertised, so it cannot be selected */
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0),
+                    ==, QXHCI_CC_STALL);
+
+    /* both directions honour the layout and the jumbo segment size */
+    ncm_set_alt(e, 1);
+    for (i = 0; i < 7; i++) {
+        frames_add(tx, bcast_mac, 100 + i, i == 3 ? 9014 : 61 + i * 97);
+        frames_add(rx, i & 1 ? ncm_mac : bcast_mac, 200 + i,
+                   i == 5 ? 9014 : 63 + i * 131);
+    }
+    ncm_send_frames(e, tx);
+    sock_expect_frames(e, tx);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+}
+
+static void test_ntb_input_size(NcmEnv *e, const NcmCase *c)
+{
+    uint8_t b[8];
+    uint32_t actual = 0;
+
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 4);
+    g_assert_cmpuint(ldl_le_p(b), ==, e->p.in_max);
+
+    stl_le_p(b, 4096);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(ldl_le_p(b), ==, 4096);
+
+    /* below the NCM minimum, above dwNtbInMaxSize, bad lengths */
+    stl_le_p(b, 2047);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_STALL);
+    stl_le_p(b, e->p.in_max + 1);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_STALL);
+    stl_le_p(b, 8192);
+    stl_le_p(b + 4, 8);
+    /* the 8-byte form is not advertised (bmNetworkCapabilities bit 5) */
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 8),
+                    ==, QXHCI_CC_STALL);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 2),
+                    ==, QXHCI_CC_STALL);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(ldl_le_p(b), ==, 4096);
+
+    /* the minimum itself, and again in alt 1 */
+    ncm_set_alt(e, 1);
+    stl_le_p(b, 2048);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 8, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 4);
+    g_assert_cmpuint(ldl_le_p(b), ==, 2048);
+}
+
+static void test_ntb_format(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) rx = frames_new();
+    uint8_t b[2];
+    uint32_t actual = 0, i;
+
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 2);
+    g_assert_cmpuint(lduw_le_p(b), ==, 0);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 2, NULL, 0),
+                    ==, QXHCI_CC_STALL);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(lduw_le_p(b), ==, 1);
+
+    ncm_set_alt(e, 1);
+    e->ntb32 = true;
+    /* the format cannot change while the data interface is up */
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 0, NULL, 0),
+                    ==, QXHCI_CC_STALL);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(lduw_le_p(b), ==, 1);
+
+    for (i = 0; i < 5; i++) {
+        frames_add(tx, bcast_mac, 300 + i, 60 + i * 300);
+        frames_add(rx, ncm_mac, 400 + i, 1514 - i * 300);
+    }
+    ncm_send_frames(e, tx);
+    sock_expect_frames(e, tx);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+
+    /* an NTB16 is now malformed */
+    e->ntb32 = false;
+    ncm_send_frames(e, tx);
+    sock_expect_silence(e, 20);
+    e->ntb32 = true;
+    ncm_check_marker(e, 500);
+}
+
+static void test_unsupported_request(NcmEnv *e, const NcmCase *c)
+{
+    static const struct {
+        uint8_t type, request;
+        uint16_t value, index, length;
+    } reqs[] = {
+        { 0xa1, REQ_GET_ETHERNET_STATISTIC, 1, IF_CONTROL, 4 },
+        { 0x21, REQ_SET_CRC_MODE, 0, IF_CONTROL, 0 },
+        { 0x21, REQ_SET_ETHERNET_MULTICAST_FILTERS, 1, IF_CONTROL, 6 },
+        { 0x21, REQ_SET_ETHERNET_PACKET_FILTER, 0x20, IF_CONTROL, 0 },
+        { 0xa1, REQ_GET_NTB_PARAMETERS, 1, IF_CONTROL, 28 },
+        { 0xa1, REQ_GET_NTB_PARAMETERS, 0, IF_DATA, 28 },
+        { 0xa1, 0x7f, 0, IF_CONTROL, 8 },
+        { 0xc0, 0x01, 0, 0, 8 },
+        { 0x40, 0x02, 0, 0, 0 },
+    };
+    uint8_t b[64] = { 0 };
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(reqs); i++) {
+        NtbParams p;
+        int cc;
+
+        cc = qxhci_control(e->dev, reqs[i].type, reqs[i].request,
+                           reqs[i].value, reqs[i].index, b, reqs[i].length,
+                           NULL);
+        if (cc != QXHCI_CC_STALL) {
+            g_test_message("request %02x/%02x value %u index %u: cc %d",
+                           reqs[i].type, reqs[i].request, reqs[i].value,
+                           reqs[i].index, cc);
+        }
+        g_assert_cmpint(cc, ==, QXHCI_CC_STALL);
+        /* the default endpoint works again */
+        read_ntb_parameters(e, &p, NULL);
+        g_assert_cmpuint(p.in_max, ==, e->p.in_max);
+        if (i == 3) {
+            ncm_set_alt(e, 1);
+        }
+    }
+    ncm_check_marker(e, 600);
+    {
+        g_autoptr(GPtrArray) rx = frames_new();
+
+        frames_add(rx, ncm_mac, 610, 100);
+        sock_send_frames(e, rx);
+        ncm_expect_rx(e, rx);
+    }
+}
+
+/* Cases: data interface and notifications */
+
+static void test_alt_reset(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) stale_rx = frames_new();
+    g_autoptr(GPtrArray) stale_tx = frames_new();
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) first = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    NtbLayout l;
+    uint8_t b[4];
+    uint32_t actual = 0, i;
+
+    /* negotiate in alt 0, then use it in alt 1 */
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0),
+                    ==, QXHCI_CC_SUCCESS);
+    stl_le_p(b, 4096);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    ncm_set_alt(e, 1);
+    e->ntb32 = true;
+    e->in_size = 4096;
+    frames_add(first, ncm_mac, 700, 200);
+    sock_send_frames(e, first);
+    ncm_expect_rx(e, first);
+
+    /* leave state behind in both directions */
+    for (i = 0; i < 3; i++) {
+        frames_add(stale_rx, bcast_mac, 710 + i, 300);
+    }
+    sock_send_frames(e, stale_rx);
+    sock_settle(e);
+    for (i = 0; i < 8; i++) {
+        frames_add(stale_tx, bcast_mac, 720 + i, 1000);
+    }
+    l = out_layout(e);
+    ntb = ntb_build(&l, stale_tx, 0);
+    g_assert_cmpuint(ntb->len, >, 2 * e->mps);
+    out_td(e, ntb->data, 2 * e->mps);       /* no terminator yet */
+    sock_expect_silence(e, 20);
+
+    /* alt 0 resets everything negotiated and drops what was queued */
+    ncm_set_alt(e, 0);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(lduw_le_p(b), ==, 0);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(ldl_le_p(b), ==, e->p.in_max);
+    ncm_set_alt(e, 1);
+
+    /* the old NTB's head is gone: a new NTB stands alone */
+    ncm_check_marker(e, 730);
+    /* the queued frames are gone and the sequence starts over */
+    frames_add(rx, ncm_mac, 740, 100);
+    frames_add(rx, bcast_mac, 741, 1514);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+    g_assert_cmpuint(e->rx_seq, ==, 1);
+    ncm_expect_no_rx(e);
+}
+
+static void test_notify_alt(NcmEnv *e, const NcmCase *c)
+{
+    uint8_t b[16];
+    uint32_t n;
+    int round;
+
+    /* nothing while the data interface is off */
+    g_assert_cmpuint(notify_read(e, b, 100 * 1000 * 1000), ==, 0);
+    for (round = 0; round < 2; round++) {
+        ncm_set_alt(e, 1);
+        n = notify_read(e, b, RX_TIMEOUT_NS);
+        expect_speed_change(b, n);
+        n = notify_read(e, b, RX_TIMEOUT_NS);
+        expect_connection(b, n, true);
+        g_assert_cmpuint(notify_read(e, b, 200 * 1000 * 1000), ==, 0);
+        ncm_set_alt(e, 0);
+        g_assert_cmpuint(notify_read(e, b, 100 * 1000 * 1000), ==, 0);
+    }
+}
+
+static void test_notify_link(NcmEnv *e, const NcmCase *c)
+{
+    QXhciTransfer *t;
+    uint8_t b[16];
+    uint32_t n;
+
+    ncm_set_alt(e, 1);
+    expect_speed_change(b, notify_read(e, b, RX_TIMEOUT_NS));
+    expect_connection(b, notify_read(e, b, RX_TIMEOUT_NS), true);
+
+    /* a notification TD waits, NAK'd, until the link goes down */
+    t = qxhci_submit(e->dev, e->ep_notify.address, NULL, 16);
+    g_assert(!qxhci_wait(t, 100 * 1000 * 1000));
+    set_link(e, false);
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    qxhci_transfer_read(t, b);
+    expect_connection(b, t->actual, false);
+    qxhci_transfer_free(t);
+    g_assert_cmpuint(notify_read(e, b, 100 * 1000 * 1000), ==, 0);
+
+    set_link(e, true);
+    n = notify_read(e, b, RX_TIMEOUT_NS);
+    expect_speed_change(b, n);
+    n = notify_read(e, b, RX_TIMEOUT_NS);
+    expect_connection(b, n, true);
+    g_assert_cmpuint(notify_read(e, b, 100 * 1000 * 1000), ==, 0);
+
+    /* and the data path still works */
+    ncm_check_marker(e, 800);
+}
+
+/* Cases: host to device */
+
+static void test_tx_datagrams(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) tx = frames_new();
+    unsigned n = c->arg ? c->arg : e->p.out_max_datagrams;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    for (i = 0; i < n; i++) {
+        size_t len = n == 40 ? 1514 - (i % 3) : 60 + (i * 131) % 900;
+
+        frames_add(tx, i % 3 ? bcast_mac : other_mac, 1000 + i, len);
+    }
+    ncm_send_frames(e, tx);
+    sock_expect_frames(e, tx);
+    sock_expect_silence(e, 20);
+    ncm_check_marker(e, 1100);
+}
+
+static void test_tx_64k(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+
+    ncm_set_alt(e, 1);
+    ntb = ntb_build_filled(e, 65536, 1514, 1200, tx);
+    g_assert_cmpuint(lduw_le_p(ntb->data + 8), ==, 0);
+    g_assert_cmpuint(ntb->len % e->mps, ==, 0);
+    out_td(e, ntb->data, ntb->len);
+    if (!strcmp(c->model, "usb-ncm-dl")) {
+        /* ZLP-required firmware: nothing until the transfer ends */
+        sock_expect_silence(e, 50);
+        out_td(e, NULL, 0);
+        sock_expect_frames(e, tx);
+    } else {
+        /* NCM 1.0: dwNtbOutMaxSize bytes end the transfer by themselves */
+        sock_expect_frames(e, tx);
+        out_td(e, NULL, 0);
+    }
+    sock_expect_silence(e, 20);
+    ncm_check_marker(e, 1300);
+}
+
+static void test_tx_split(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    uint32_t len = 4 * e->mps + 300;
+
+    ncm_set_alt(e, 1);
+    ntb = ntb_build_filled(e, len, 700, 1400, tx);
+    g_assert_cmpuint(tx->len, >=, 2);
+    out_td(e, ntb->data, 2 * e->mps);
+    out_td(e, ntb->data + 2 * e->mps, 2 * e->mps);
+    sock_expect_silence(e, 20);
+    out_td(e, ntb->data + 4 * e->mps, 300);
+    sock_expect_frames(e, tx);
+    sock_expect_silence(e, 20);
+    ncm_check_marker(e, 1500);
+}
+
+static void test_tx_exact_multiple(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    bool dl = !strcmp(c->model, "usb-ncm-dl");
+
+    ncm_set_alt(e, 1);
+    ntb = ntb_build_filled(e, 3 * e->mps, 500, 1600, tx);
+    out_td(e, ntb->data, e->mps);
+    out_td(e, ntb->data + e->mps, 2 * e->mps);
+    if (dl) {
+        sock_expect_silence(e, 50);
+    } else {
+        /* wBlockLength has arrived: NCM 1.0 needs no terminator */
+        sock_expect_frames(e, tx);
+    }
+    out_td(e, NULL, 0);
+    if (dl) {
+        sock_expect_frames(e, tx);
+    }
+    sock_expect_silence(e, 20);
+    ncm_check_marker(e, 1700);
+}
+
+/* CVE-2024-27405: a trailing 1-byte zero pad must not cost the NTB */
+static void test_tx_windows_pad(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    NtbLayout l;
+    uint8_t zero = 0;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    for (i = 0; i < 4; i++) {
+        frames_add(tx, bcast_mac, 1800 + i, 100 + i * 200);
+    }
+    l = out_layout(e);
+    ntb = ntb_build(&l, tx, 0);
+    g_byte_array_append(ntb, &zero, 1);
+    ncm_send(e, ntb->data, ntb->len);
+    sock_expect_frames(e, tx);
+    sock_expect_silence(e, 20);
+    ncm_check_marker(e, 1900);
+}
+
+/* Cases: device to host */
+
+static void test_rx_frames(NcmEnv *e, const NcmCase *c)
+{
+    static const uint16_t sizes[] = {
+        14, 60, 61, 62, 63, 64, 65, 127, 128, 511, 512, 513, 1023, 1024,
+        1025, 1500, 1513, 1514,
+    };
+    g_autoptr(GPtrArray) inject = frames_new();
+    g_autoptr(GPtrArray) want = frames_new();
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+        const uint8_t *dst = i % 2 ? ncm_mac : bcast_mac;
+
+        frames_add(inject, dst, 2000 + i, sizes[i]);
+        frames_add(want, dst, 2000 + i, sizes[i]);
+        if (i == 4) {
+            /* filtered: another station's unicast, an oversized frame */
+            frames_add(inject, other_mac, 2100, 200);
+            frames_add(inject, ncm_mac, 2101, 1515);
+        }
+    }
+    sock_send_frames(e, inject);
+    ncm_expect_rx(e, want);
+    ncm_expect_no_rx(e);
+}
+
+static void test_rx_input_size(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = NULL;
+    uint8_t b[4];
+    unsigned i, ntbs;
+
+    stl_le_p(b, 4096);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    ncm_set_alt(e, 1);
+    for (i = 0; i < 60; i++) {
+        frames_add(rx, ncm_mac, 2200 + i, 700 + (i * 97) % 815);
+    }
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    /* IN TDs much larger than the input size: the device must stop */
+    got = ncm_receive(e, rx->len, e->p.in_max, 4096);
+    frames_assert_equal(got, rx);
+    g_assert_cmpuint(e->rx_ntbs, >=, 60 * 700 / 4096);
+
+    /* a smaller size set in alt 1 applies to the next NTBs */
+    stl_le_p(b, 2048);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    g_ptr_array_set_size(rx, 0);
+    for (i = 0; i < 20; i++) {
+        frames_add(rx, bcast_mac, 2300 + i, 600 + i * 40);
+    }
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    ntbs = e->rx_ntbs;
+    g_ptr_array_unref(got);
+    got = ncm_receive(e, rx->len, e->p.in_max, 2048);
+    frames_assert_equal(got, rx);
+    g_assert_cmpuint(e->rx_ntbs - ntbs, >=, 20 * 600 / 2048);
+}
+
+static void test_rx_backlog(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = NULL;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    for (i = 0; i < 1000; i++) {
+        frames_add(rx, i % 5 ? ncm_mac : bcast_mac, 10000 + i, 60 + i % 64);
+    }
+    /* all written while nobody polls bulk IN */
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    got = ncm_receive(e, rx->len, e->p.in_max, e->in_size);
+    frames_assert_equal(got, rx);
+    g_assert_cmpuint(e->rx_ntbs, >=, 2);
+    ncm_expect_no_rx(e);
+}
+
+/* Malformed OUT NTBs, one per NcmParseError class */
+
+enum {
+    BAD_NTH_TRUNCATED,
+    BAD_NTH_SIGNATURE,
+    BAD_NTH_HEADER_LEN,
+    BAD_BLOCK_TOO_SHORT,
+    BAD_BLOCK_PAST_TRANSFER,
+    BAD_BLOCK_TOO_LONG,
+    BAD_NDP_ALIGNMENT,
+    BAD_NDP_BOUNDS,
+    BAD_NDP_PAST_BLOCK,
+    BAD_NDP_SIGNATURE,
+    BAD_NDP_LENGTH,
+    BAD_NDP_AT_END,
+    BAD_NDP_UNTERMINATED,
+    BAD_NDP_CHAIN_LOOP,
+    BAD_NDP_CHAIN_TOO_LONG,
+    BAD_DATAGRAM_BOUNDS,
+    BAD_DATAGRAM_WRAP,
+    BAD_DATAGRAM_TOO_SHORT,
+    BAD_DATAGRAM_TOO_LONG,
+    BAD_TOO_MANY_DATAGRAMS,
+    BAD_NTB32_BLOCK_LEN_0,
+    BAD__MAX,
+};
+
+static const struct {
+    const char *name;
+    const char *props;
+} bad_cases[BAD__MAX] = {
+    [BAD_NTH_TRUNCATED] = { "nth-truncated" },
+    [BAD_NTH_SIGNATURE] = { "nth-signature" },
+    [BAD_NTH_HEADER_LEN] = { "nth-header-length" },
+    [BAD_BLOCK_TOO_SHORT] = { "block-too-short" },
+    [BAD_BLOCK_PAST_TRANSFER] = { "block-past-transfer" },
+    [BAD_BLOCK_TOO_LONG] = { "block-too-long", "ntb-out-max-size=16384" },
+    [BAD_NDP_ALIGNMENT] = { "ndp-alignment" },
+    [BAD_NDP_BOUNDS] = { "ndp-bounds" },
+    [BAD_NDP_PAST_BLOCK] = { "ndp-past-block" },
+    [BAD_NDP_SIGNATURE] = { "ndp-signature" },
+    [BAD_NDP_LENGTH] = { "ndp-length" },
+    [BAD_NDP_AT_END] = { "ndp-at-end" },
+    [BAD_NDP_UNTERMINATED] = { "ndp-unterminated" },
+    [BAD_NDP_CHAIN_LOOP] = { "ndp-chain-loop" },
+    [BAD_NDP_CHAIN_TOO_LONG] = { "ndp-chain-too-long" },
+    [BAD_DATAGRAM_BOUNDS] = { "datagram-bounds" },
+    [BAD_DATAGRAM_WRAP] = { "datagram-length-wraps" },
+    [BAD_DATAGRAM_TOO_SHORT] = { "datagram-too-short" },
+    [BAD_DATAGRAM_TOO_LONG] = { "datagram-too-long" },
+    [BAD_TOO_MANY_DATAGRAMS] = { "too-many-datagrams" },
+    [BAD_NTB32_BLOCK_LEN_0] = { "ntb32-block-length-0" },
+};
+
+/* 17 NDPs, each pointing to the next, the first with a valid datagram */
+static GByteArray *ntb_ndp_chain(unsigned ndps)
+{
+    g_autoptr(GByteArray) f = make_frame(bcast_mac, 3000, 100);
+    GByteArray *ntb = g_byte_array_new();
+    uint32_t dg = 12 + ndps * 16;
+    unsigned i;
+
+    g_byte_array_set_size(ntb, dg + f->len);
+    memset(ntb->data, 0, ntb->len);
+    memcpy(ntb->data + dg, f->data, f->len);
+    memcpy(ntb->data, "NCMH", 4);
+    stw_le_p(ntb->data + 4, 12);
+    stw_le_p(ntb->data + 8, ntb->len);
+    stw_le_p(ntb->data + 10, 12);
+    for (i = 0; i < ndps; i++) {
+        uint8_t *ndp = ntb->data + 12 + i * 16;
+
+        memcpy(ndp, "NCM0", 4);
+        stw_le_p(ndp + 4, 16);
+        stw_le_p(ndp + 6, i + 1 < ndps ? 12 + (i + 1) * 16 : 0);
+        if (i == 0) {
+            stw_le_p(ndp + 8, dg);
+            stw_le_p(ndp + 10, f->len);
+        }
+    }
+    return ntb;
+}
+
+static GByteArray *ntb_malformed(NcmEnv *e, int which)
+{
+    g_autoptr(GPtrArray) frames = frames_new();
+    NtbLayout l = out_layout(e);
+    GByteArray *ntb;
+    uint8_t *b;
+    unsigned i;
+
+    if (which == BAD_NDP_CHAIN_TOO_LONG) {
+        return ntb_ndp_chain(17);
+    }
+    if (which == BAD_TOO_MANY_DATAGRAMS) {
+        for (i = 0; i <= e->p.out_max_datagrams; i++) {
+            frames_add(frames, bcast_mac, 3100 + i, 60);
+        }
+        return ntb_build(&l, frames, 0);
+    }
+    frames_add(frames, bcast_mac, 3200, 100);
+    frames_add(frames, bcast_mac, 3201,
+               which == BAD_DATAGRAM_TOO_LONG ? 1515 : 100);
+    ntb = ntb_build(&l, frames, 0);
+    b = ntb->data;
+    if (which == BAD_NTB32_BLOCK_LEN_0) {
+        /* CVE-2024-35825: NTB32 has no "length from the transfer" */
+        g_assert(l.ntb32);
+        stl_le_p(b + 8, 0);
+        return ntb;
+    }
+    /* NTH at 0, NDP at 12 (20 bytes), datagrams at 32 and 132 */
+    g_assert(!l.ntb32);
+    g_assert_cmpuint(lduw_le_p(b + 10), ==, 12);
+    g_assert_cmpuint(lduw_le_p(b + 12 + 8), ==, 32);
+    g_assert_cmpuint(lduw_le_p(b + 12 + 12), ==, 132);
+
+    switch (which) {
+    case BAD_NTH_TRUNCATED:
+        g_byte_array_set_size(ntb, 10);
+        break;
+    case BAD_NTH_SIGNATURE:
+        b[3] = 'X';
+        break;
+    case BAD_NTH_HEADER_LEN:
+        stw_le_p(b + 4, 16);
+        break;
+    case BAD_BLOCK_TOO_SHORT:
+        /* CVE-2026-31617: shorter than NTH + NDP */
+        stw_le_p(b + 8, 20);
+        break;
+    case BAD_BLOCK_PAST_TRANSFER:
+        stw_le_p(b + 8, ntb->len + 100);
+        break;
+    case BAD_BLOCK_TOO_LONG:
+        g_assert_cmpuint(e->p.out_max, ==, 16384);
+        ntb_pad_to(ntb, false, 20000);
+        break;
+    case BAD_NDP_ALIGNMENT:
+        stw_le_p(b + 10, 14);
+        break;
+    case BAD_NDP_BOUNDS:
+        stw_le_p(b + 10, 4);            /* inside the NTH */
+        break;
+    case BAD_NDP_PAST_BLOCK:
+        stw_le_p(b + 10, ntb->len - 4);
+        break;
+    case BAD_NDP_SIGNATURE:
+        b[12 + 3] = '1';                /* NCM1: CRC, never enabled */
+        break;
+    case BAD_NDP_LENGTH:
+        stw_le_p(b + 12 + 4, 0x11);
+        break;
+    case BAD_NDP_AT_END:
+        /* CVE-2026-23448: header fits, entries run past the block */
+        memcpy(b + ntb->len - 8, b + 12, 8);
+        stw_le_p(b + 10, ntb->len - 8);
+        break;
+    case BAD_NDP_UNTERMINATED:
+        stw_le_p(b + 12 + 4, 16);       /* two entries, no null one */
+        break;
+    case BAD_NDP_CHAIN_LOOP:
+        stw_le_p(b + 12 + 6, 12);
+        break;
+    case BAD_DATAGRAM_BOUNDS:
+        /* CVE-2022-48938: index near 0xfff0 */
+        stw_le_p(b + 12 + 12, 0xfff0);
+        stw_le_p(b + 12 + 14, 0x20);
+        break;
+    case BAD_DATAGRAM_WRAP:
+        stw_le_p(b + 12 + 14, 0xfff0);  /* index + length wraps 16 bits */
+        break;
+    case BAD_DATAGRAM_TOO_SHORT:
+        stw_le_p(b + 12 + 14, 10);
+        break;
+    case BAD_DATAGRAM_TOO_LONG:
+        break;
+    default:
+        g_assert_not_reached();
+    }
+    return ntb;
+}
+
+static void test_malformed(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GByteArray) ntb = NULL;
+
+    if (c->arg == BAD_NTB32_BLOCK_LEN_0) {
+        g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0),
+                        ==, QXHCI_CC_SUCCESS);
+    }
+    ncm_set_alt(e, 1);
+    e->ntb32 = c->arg == BAD_NTB32_BLOCK_LEN_0;
+    ntb = ntb_malformed(e, c->arg);
+    ncm_send(e, ntb->data, ntb->len);
+    /* not a single datagram of a malformed NTB leaves the device */
+    sock_expect_silence(e, 20);
+    assert_alive(e);
+    ncm_check_marker(e, 3300);
+    /* twice in a row, and back to back with a valid one */
+    ncm_send(e, ntb->data, ntb->len);
+    ncm_check_marker(e, 3400);
+    assert_alive(e);
+}
+
+/* Cases: surprise removal and reset */
+
+static void test_device_del(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    QXhciTransfer *in, *notify;
+    NtbLayout l;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    ncm_check_marker(e, 4000);
+    /* traffic in flight: IN NTBs queued, an OUT NTB half sent, TDs wait */
+    for (i = 0; i < 100; i++) {
+        frames_add(rx, ncm_mac, 4100 + i, 1000);
+    }
+    sock_send_frames(e, rx);
+    for (i = 0; i < 10; i++) {
+        frames_add(tx, bcast_mac, 4500 + i, 1000);
+    }
+    l = out_layout(e);
+    ntb = ntb_build(&l, tx, 0);
+    out_td(e, ntb->data, 2 * e->mps);
+    notify = qxhci_submit(e->dev, e->ep_notify.address, NULL, 16);
+    in = qxhci_submit(e->dev, e->ep_in.address, NULL, 2048);
+    qxhci_step(e->xhci);
+
+    qtest_qmp_device_del(e->qts, "ncm0");
+    g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
+    g_assert(!(qxhci_portsc(e->xhci, e->port) & 1));
+    g_assert(e->dev->gone);
+    qxhci_wait(in, 10 * 1000 * 1000);
+    qxhci_wait(notify, 10 * 1000 * 1000);
+    g_assert(in->done && notify->done);
+    qxhci_transfer_free(in);
+    qxhci_transfer_free(notify);
+    qxhci_device_free(e->dev);
+    e->dev = NULL;
+
+    /* frames for nobody, then a new adapter on the same netdev */
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    assert_alive(e);
+    qtest_qmp_device_add(e->qts, c->model, "ncm1",
+                         "{'bus': 'xhci.0', 'netdev': 'n0', "
+                         "'mac': '" NCM_MAC_STR "'}");
+    e->port = qxhci_find_connected_port(e->xhci);
+    g_assert_cmpint(e->port, >, 0);
+    ncm_enumerate(e);
+    ncm_set_alt(e, 1);
+    ncm_check_marker(e, 4600);
+    g_ptr_array_set_size(rx, 0);
+    frames_add(rx, ncm_mac, 4700, 500);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+}
+
+static void test_port_reset(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    NtbLayout l;
+    uint8_t b[4];
+    uint32_t actual = 0;
+    unsigned i;
+
+    stl_le_p(b, 4096);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    ncm_set_alt(e, 1);
+    for (i = 0; i < 10; i++) {
+        frames_add(tx, bcast_mac, 5000 + i, 1000);
+    }
+    l = out_layout(e);
+    ntb = ntb_build(&l, tx, 0);
+    /* half an NTB, then the port resets */
+    out_td(e, ntb->data, 2 * e->mps);
+    g_assert_cmpint(qxhci_port_reset(e->xhci, e->port), ==,
+                    c->super ? QXHCI_SPEED_SUPER : QXHCI_SPEED_HIGH);
+    qxhci_device_free(e->dev);
+    e->dev = NULL;
+    ncm_enumerate(e);
+
+    /* back to power-on defaults */
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(ldl_le_p(b), ==, e->p.in_max);
+    ncm_set_alt(e, 1);
+    /* the rest of the interrupted NTB is just a malformed transfer */
+    ncm_send(e, ntb->data + 2 * e->mps, ntb->len - 2 * e->mps);
+    sock_expect_silence(e, 20);
+    ncm_check_marker(e, 5100);
+    frames_add(rx, ncm_mac, 5200, 1514);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+}
+
+/* The driver's rings go round many times; transfers stay correct. */
+static void test_ring_wrap(NcmEnv *e, const NcmCase *c)
+{
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    for (i = 0; i < 40; i++) {
+        g_autoptr(GPtrArray) f = frames_new();
+
+        frames_add(f, bcast_mac, 6000 + i, 60 + i * 37);
+        ncm_send_frames(e, f);
+        sock_expect_frames(e, f);
+        sock_send_frames(e, f);
+        ncm_expect_rx(e, f);
+        if (i % 4 == 0) {
+            g_assert_cmpint(qxhci_cmd_noop(e->xhci), ==, QXHCI_CC_SUCCESS);
+        }
+    }
+    g_assert_cmpuint(qxhci_event_ring_wraps(e->xhci), >, 0);
+    g_assert_cmpuint(qxhci_cmd_ring_wraps(e->xhci), >, 0);
+}
+
+/* Registration */
+
+static void run_case(const void *data)
+{
+    const NcmCase *c = data;
+    NcmEnv *e = ncm_start(c);
+
+    c->fn(e, c);
+    sock_expect_silence(e, 0);
+    assert_alive(e);
+    ncm_stop(e);
+}
+
+static void add_case(bool super, const char *model, const char *name,
+                     void (*fn)(NcmEnv *e, const NcmCase *c), int arg,
+                     const char *props)
+{
+    NcmCase *c = g_new0(NcmCase, 1);
+    g_autofree char *path = NULL;
+
+    c->super = super;
+    c->model = model;
+    c->props = props;
+    c->arg = arg;
+    c->fn = fn;
+    path = g_strdup_printf("/usb-ncm-dl/%s/%s%s%s", super ? "super" : "high",
+                           strcmp(model, "usb-ncm-dl") ? model : "",
+                           strcmp(model, "usb-ncm-dl") ? "/" : "", name);
+    qtest_add_data_func(path, c, run_case);
+}
+
+static void add_speed(bool ss)
+{
+    static const char *const models[] = { "usb-ncm-dl", "usb-ncm" };
+    const char *dl = "usb-ncm-dl";
+    unsigned m, i;
+
+    add_case(ss, dl, "ntb-parameters/default", test_ntb_parameters_default,
+             0, NULL);
+    add_case(ss, dl, "ntb-parameters/custom", test_ntb_parameters_custom,
+             0, CUSTOM_PROPS);
+    add_case(ss, dl, "ntb-input-size", test_ntb_input_size, 0, NULL);
+    add_case(ss, dl, "ntb-format", test_ntb_format, 0, NULL);
+    add_case(ss, dl, "unsupported-request-stalls", test_unsupported_request,
+             0, NULL);
+    add_case(ss, dl, "alt-setting/resets-data-state", test_alt_reset, 0,
+             NULL);
+    add_case(ss, dl, "notify/after-alt-setting", test_notify_alt, 0, NULL);
+    add_case(ss, dl, "notify/set-link", test_notify_link, 0, NULL);
+    add_case(ss, dl, "tx/1-datagram", test_tx_datagrams, 1, NULL);
+    add_case(ss, dl, "tx/40-datagrams", test_tx_datagrams, 40, NULL);
+    add_case(ss, dl, "tx/max-datagrams", test_tx_datagrams, 0, NULL);
+    add_case(ss, dl, "tx/windows-pad", test_tx_windows_pad, 0, NULL);
+    add_case(ss, dl, "rx/input-size-limit", test_rx_input_size, 0, NULL);
+    add_case(ss, dl, "rx/backlog-1000", test_rx_backlog, 0, NULL);
+    add_case(ss, dl, "xhci/ring-wrap", test_ring_wrap, 0, NULL);
+    for (m = 0; m < ARRAY_SIZE(models); m++) {
+        add_case(ss, models[m], "descriptors", test_descriptors, 0, NULL);
+        add_case(ss, models[m], "tx/64k-ntb", test_tx_64k, 0, NULL);
+        add_case(ss, models[m], "tx/split-ntb", test_tx_split, 0, NULL);
+        add_case(ss, models[m], "tx/exact-multiple", test_tx_exact_multiple,
+                 0, NULL);
+        add_case(ss, models[m], "rx/frames", test_rx_frames, 0, NULL);
+        add_case(ss, models[m], "device-del", test_device_del, 0, NULL);
+        add_case(ss, models[m], "port-reset-mid-ntb", test_port_reset, 0,
+                 NULL);
+        for (i = 0; i < BAD__MAX; i++) {
+            g_autofree char *name = g_strdup_printf("malformed/%s",
+                                                    bad_cases[i].name);
+
+            add_case(ss, models[m], name, test_malformed, i,
+                     bad_cases[i].props);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+
+    if (!qtest_has_device("qemu-xhci") ||
+        !qtest_has_device("usb-ncm-dl")) {
+        g_test_message("qemu-xhci or usb-ncm-dl not available");
+        return g_test_run();
+    }
+    add_speed(true);
+    add_speed(false);
+    return g_test_run();
+}
