@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 60
 export QEMU_SRC KERNEL FUZZ_SECONDS
 
 .PHONY: all qemu deps guest-image run shell check check-unit check-fuzz \
-        check-qtest check-guest fuzz bench-codec bench repro-dropout clean
+        check-qtest check-guest check-dropout fuzz bench-codec bench repro-dropout clean
 
 all: qemu
 
@@ -43,6 +43,9 @@ check-qtest:
 check-guest:
 	@bash scripts/check.sh guest
 
+check-dropout:
+	@bash scripts/check.sh dropout
+
 fuzz:
 	@bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
@@ -51,3 +54,6 @@ bench-codec:
 
 clean:
 	rm -rf build
+
+repro-dropout: qemu guest-image
+	@bash scripts/repro-dropout.sh

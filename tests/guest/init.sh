@@ -16,11 +16,18 @@
 #   ncm.parallel=1         iperf3 -P
 #   ncm.dirs=up,down       iperf3 directions (up: guest->host, down: -R)
 #   ncm.rx_max=65536 ncm.tx_max=65536   written to cdc_ncm sysfs; "none"
-#                          skips (bench mode default: none)
+#                          skips (bench mode default: none); "max" writes
+#                          dwNtbInMaxSize / dwNtbOutMaxSize
 #   ncm.mtu=N              set the interface MTU
 #   ncm.ip=10.0.2.15/24 ncm.gw=10.0.2.2
 #   ncm.ping=20            ping count (0 skips)
 #   ncm.carrier_wait=20    seconds to wait for carrier
+#   ncm.sysfs=a=1,b=2      more cdc_ncm sysfs writes after rx_max/tx_max
+#                          (e.g. tx_timer_usecs=5, min_tx_pkt=0)
+#   ncm.intervals=1        print iperf3's per-second lines as
+#                          "NCMTEST iperf_<dir>_interval=<end-s> <Mbit/s> <retr>"
+#   ncm.udp=0              iperf3 UDP runs of 64-byte datagrams (0: none;
+#                          N: offered rate N Mbit/s, each direction in DIRS)
 #   ncm.cols=N ncm.rows=N  terminal size for the shell
 #
 # test/run/bench print machine-readable "NCMTEST key=value" lines, then dump
@@ -59,6 +66,9 @@ IPADDR=10.0.2.15/24
 GW=10.0.2.2
 PING=20
 CARRIER_WAIT=20
+SYSFS=
+INTERVALS=0
+UDP=0
 COLS=
 ROWS=
 
@@ -79,6 +89,9 @@ for arg in $(cat /proc/cmdline); do
     ncm.gw=*) GW=${arg#*=} ;;
     ncm.ping=*) PING=${arg#*=} ;;
     ncm.carrier_wait=*) CARRIER_WAIT=${arg#*=} ;;
+    ncm.sysfs=*) SYSFS=${arg#*=} ;;
+    ncm.intervals=*) INTERVALS=${arg#*=} ;;
+    ncm.udp=*) UDP=${arg#*=} ;;
     ncm.cols=*) COLS=${arg#*=} ;;
     ncm.rows=*) ROWS=${arg#*=} ;;
     esac
@@ -177,8 +190,16 @@ report_device() {
 
 set_ntb_size() {
     # set_ntb_size rx_max|tx_max VALUE
-    local f=/sys/class/net/$IFACE/cdc_ncm/$1
-    [ "$2" = none ] && return 0
+    local f=/sys/class/net/$IFACE/cdc_ncm/$1 v=$2
+    [ "$v" = none ] && return 0
+    # "max": what the device advertises, as DisplayLink's udev rule does
+    if [ "$v" = max ]; then
+        case $1 in
+        rx_max) v=$(cat "/sys/class/net/$IFACE/cdc_ncm/dwNtbInMaxSize") ;;
+        tx_max) v=$(cat "/sys/class/net/$IFACE/cdc_ncm/dwNtbOutMaxSize") ;;
+        esac
+    fi
+    set -- "$1" "$v"
     t "$1.requested=$2"
     if [ ! -w "$f" ]; then
         t "$1.write=absent"
@@ -234,6 +255,18 @@ run_iperf() {
     rc=$?
     grep -E 'sender$|receiver$|error' /tmp/iperf.out
     t "iperf_${dir}_rc=$rc"
+    if [ "$INTERVALS" = 1 ]; then
+        # "[  5]   1.00-2.00   sec  27.5 MBytes   231 Mbits/sec   12   ..."
+        awk -v d="$dir" -v p="$PARALLEL" '
+            /sec/ && !/sender|receiver/ {
+                if (p > 1 && $0 !~ /SUM/) next
+                for (i = 1; i <= NF; i++) if ($i == "Mbits/sec") {
+                    split($(p > 1 ? 2 : 3), t, "-")
+                    r = ($(i + 1) ~ /^[0-9]+$/) ? $(i + 1) : "-"
+                    printf "NCMTEST iperf_%s_interval=%s %s %s\n", d, t[2], $(i - 1), r
+                }
+            }' /tmp/iperf.out
+    fi
     # With -P N only the [SUM] lines count; else the single stream's.
     awk -v d="$dir" -v p="$PARALLEL" '
         /sender$|receiver$/ {
@@ -245,6 +278,35 @@ run_iperf() {
     awk -v d="$dir" '
         /sender$/ { for (i = 1; i <= NF; i++) if ($i == "Mbits/sec" && $(i + 1) ~ /^[0-9]+$/)
             printf "NCMTEST iperf_%s_retr=%s\n", d, $(i + 1) }' /tmp/iperf.out
+}
+
+# run_udp up|down: small-datagram packet rate at an offered load of $UDP Mbit/s
+run_udp() {
+    local dir=$1 flag= rc
+    [ "$dir" = down ] && flag=-R
+    t "phase=udp-$dir"
+    timeout $((TIME + 40)) iperf3 -c "$SERVER" -p "$PORT" -t "$TIME" -u \
+        -l 64 -b "${UDP}M" -f m --connect-timeout 10000 $flag \
+        > /tmp/udp.out 2>&1
+    rc=$?
+    grep -E 'receiver$|error' /tmp/udp.out
+    t "udp_${dir}_rc=$rc"
+    # receiver line: ... Mbits/sec  jitter ms  lost/total (pct%)  receiver
+    awk -v d="$dir" -v t="$TIME" '/receiver$/ {
+        for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\/[0-9]+$/) {
+            split($i, a, "/")
+            printf "NCMTEST udp_%s_pps=%d\n", d, (a[2] - a[1]) / t
+            printf "NCMTEST udp_%s_lost=%s\n", d, a[1]
+        }
+    }' /tmp/udp.out
+}
+
+# set_sysfs_list a=1,b=2: extra cdc_ncm attributes, read back
+set_sysfs_list() {
+    local kv
+    for kv in $(echo "$1" | tr ',' ' '); do
+        set_ntb_size "${kv%%=*}" "${kv#*=}"
+    done
 }
 
 report_counters() {
@@ -308,6 +370,12 @@ test|run|bench)
     report_device
     set_ntb_size rx_max "$RX_MAX"
     set_ntb_size tx_max "$TX_MAX"
+    set_sysfs_list "$SYSFS"
+    if [ -d "/sys/class/net/$IFACE/cdc_ncm" ]; then
+        for f in min_tx_pkt tx_timer_usecs rx_max tx_max; do
+            t "after.cdc_ncm.$f=$(cat "/sys/class/net/$IFACE/cdc_ncm/$f")"
+        done
+    fi
     t phase=carrier
     ip link set "$IFACE" up
     wait_carrier || t "warning=no carrier after ${CARRIER_WAIT}s, trying anyway"
@@ -318,6 +386,11 @@ test|run|bench)
     for d in $(echo "$DIRS" | tr ',' ' '); do
         run_iperf "$d"
     done
+    if [ "$UDP" != 0 ]; then
+        for d in $(echo "$DIRS" | tr ',' ' '); do
+            run_udp "$d"
+        done
+    fi
     report_counters
     finish
     ;;

@@ -165,3 +165,32 @@ guest_val() {
 guest_dmesg() {
     sed -n '/NCMTEST dmesg-begin/,/NCMTEST dmesg-end/p' "$1" | sed '1d;$d'
 }
+
+# guest_run_with_stats LOG TIMEOUT QOM-ID: guest_run_logged with QEMU kept
+# alive after the guest powers off (-no-shutdown) long enough to read the
+# usb-ncm counters (qom-get stats) into LOG.stats.json; then QEMU quits.
+guest_run_with_stats() {
+    local log=$1 tmo=$2 id=$3 sock qpid rc=0
+    sock=$(mktemp -u /tmp/ncm-qmp.XXXXXX)
+    GUEST_CMD+=(-no-shutdown -qmp "unix:$sock,server=on,wait=off")
+    python3 "$NCM_TOP/scripts/qmp-stats.py" "$sock" \
+        "/machine/peripheral/$id" "$tmo" >"$log.stats.json" \
+        2>"$log.stats.err" &
+    qpid=$!
+    guest_run_logged "$log" "$tmo" || rc=$?
+    wait "$qpid" 2>/dev/null || true
+    rm -f "$sock"
+    return "$rc"
+}
+
+# guest_stat LOG KEY: a counter from LOG.stats.json ("out_parse_errors.total"
+# reaches into the nested object); empty when absent.
+guest_stat() {
+    python3 - "$1.stats.json" "$2" <<'PY' 2>/dev/null
+import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2].split("."):
+    v = v[k]
+print(v)
+PY
+}
