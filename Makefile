@@ -57,3 +57,6 @@ clean:
 
 repro-dropout: qemu guest-image
 	@bash scripts/repro-dropout.sh
+
+bench: qemu guest-image
+	@bash scripts/bench.sh

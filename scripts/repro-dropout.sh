@@ -98,6 +98,7 @@ for r in "${RUNS[@]}"; do
 done
 gnuplot <<EOF
 set terminal png size 1000,560
+set termoption noenhanced
 set output '$OUT/dropout.png'
 set title 'usb-ncm-dl zlp=required, tx_max = dwNtbOutMaxSize: iperf3 per second'
 set xlabel 'seconds'

@@ -13,7 +13,7 @@
 #   ncm.server=10.0.2.2    iperf3 server (slirp's host address)
 #   ncm.port=5201          iperf3 port
 #   ncm.time=5             iperf3 seconds per direction
-#   ncm.parallel=1         iperf3 -P
+#   ncm.parallel=1         iperf3 -P; a list (1,4) runs each, keys get _pN
 #   ncm.dirs=up,down       iperf3 directions (up: guest->host, down: -R)
 #   ncm.rx_max=65536 ncm.tx_max=65536   written to cdc_ncm sysfs; "none"
 #                          skips (bench mode default: none); "max" writes
@@ -58,6 +58,7 @@ SERVER=10.0.2.2
 PORT=5201
 TIME=5
 PARALLEL=1
+PARALLEL_LIST=1
 DIRS=up,down
 RX_MAX=default
 TX_MAX=default
@@ -80,7 +81,7 @@ for arg in $(cat /proc/cmdline); do
     ncm.server=*) SERVER=${arg#*=} ;;
     ncm.port=*) PORT=${arg#*=} ;;
     ncm.time=*) TIME=${arg#*=} ;;
-    ncm.parallel=*) PARALLEL=${arg#*=} ;;
+    ncm.parallel=*) PARALLEL_LIST=${arg#*=} ;;
     ncm.dirs=*) DIRS=${arg#*=} ;;
     ncm.rx_max=*) RX_MAX=${arg#*=} ;;
     ncm.tx_max=*) TX_MAX=${arg#*=} ;;
@@ -245,19 +246,21 @@ run_ping() {
     t "ping_rtt_ms=$(echo "$out" | sed -n 's|.*min/avg/max = \([0-9./]*\).*|\1|p')"
 }
 
-# run_iperf up|down
+# run_iperf up|down [TAG]: TCP with $PARALLEL streams; results are keyed
+# iperf_TAG_* (TAG defaults to the direction).
 run_iperf() {
     local dir=$1 flag='' rc
+    local tag=${2:-$1}
     [ "$dir" = down ] && flag=-R
     t "phase=iperf-$dir"
     timeout $((TIME + 40)) iperf3 -c "$SERVER" -p "$PORT" -t "$TIME" \
         -P "$PARALLEL" -f m --connect-timeout 10000 $flag > /tmp/iperf.out 2>&1
     rc=$?
     grep -E 'sender$|receiver$|error' /tmp/iperf.out
-    t "iperf_${dir}_rc=$rc"
+    t "iperf_${tag}_rc=$rc"
     if [ "$INTERVALS" = 1 ]; then
         # "[  5]   1.00-2.00   sec  27.5 MBytes   231 Mbits/sec   12   ..."
-        awk -v d="$dir" -v p="$PARALLEL" '
+        awk -v d="$tag" -v p="$PARALLEL" '
             /sec/ && !/sender|receiver/ {
                 if (p > 1 && $0 !~ /SUM/) next
                 for (i = 1; i <= NF; i++) if ($i == "Mbits/sec") {
@@ -268,14 +271,14 @@ run_iperf() {
             }' /tmp/iperf.out
     fi
     # With -P N only the [SUM] lines count; else the single stream's.
-    awk -v d="$dir" -v p="$PARALLEL" '
+    awk -v d="$tag" -v p="$PARALLEL" '
         /sender$|receiver$/ {
             if (p > 1 && $0 !~ /SUM/) next
             for (i = 1; i <= NF; i++) if ($i == "Mbits/sec") v = $(i - 1)
             role = ($NF == "sender") ? "sender" : "receiver"
             printf "NCMTEST iperf_%s_%s_mbps=%s\n", d, role, v
         }' /tmp/iperf.out
-    awk -v d="$dir" '
+    awk -v d="$tag" '
         /sender$/ { for (i = 1; i <= NF; i++) if ($i == "Mbits/sec" && $(i + 1) ~ /^[0-9]+$/)
             printf "NCMTEST iperf_%s_retr=%s\n", d, $(i + 1) }' /tmp/iperf.out
 }
@@ -380,11 +383,16 @@ test|run|bench)
     ip link set "$IFACE" up
     wait_carrier || t "warning=no carrier after ${CARRIER_WAIT}s, trying anyway"
     configure_ip
-    if [ "$MODE" != bench ]; then
-        run_ping
-    fi
-    for d in $(echo "$DIRS" | tr ',' ' '); do
-        run_iperf "$d"
+    run_ping
+    # ncm.parallel=1,4: one run per stream count, keys tagged _p1/_p4
+    for p in $(echo "$PARALLEL_LIST" | tr ',' ' '); do
+        PARALLEL=$p
+        for d in $(echo "$DIRS" | tr ',' ' '); do
+            case $PARALLEL_LIST in
+            *,*) run_iperf "$d" "${d}_p$p" ;;
+            *) run_iperf "$d" ;;
+            esac
+        done
     done
     if [ "$UDP" != 0 ]; then
         for d in $(echo "$DIRS" | tr ',' ' '); do

@@ -168,13 +168,15 @@ guest_dmesg() {
 
 # guest_run_with_stats LOG TIMEOUT QOM-ID: guest_run_logged with QEMU kept
 # alive after the guest powers off (-no-shutdown) long enough to read the
-# usb-ncm counters (qom-get stats) into LOG.stats.json; then QEMU quits.
+# usb-ncm counters (qom-get stats; QOM-ID "-" for other NICs) and QEMU's
+# CPU time into LOG.stats.json; then QEMU quits.
 guest_run_with_stats() {
-    local log=$1 tmo=$2 id=$3 sock qpid rc=0
+    local log=$1 tmo=$2 id=$3 sock qpid qom=- rc=0
+    [ "$id" = - ] || qom=/machine/peripheral/$id
     sock=$(mktemp -u /tmp/ncm-qmp.XXXXXX)
     GUEST_CMD+=(-no-shutdown -qmp "unix:$sock,server=on,wait=off")
-    python3 "$NCM_TOP/scripts/qmp-stats.py" "$sock" \
-        "/machine/peripheral/$id" "$tmo" >"$log.stats.json" \
+    python3 "$NCM_TOP/scripts/qmp-stats.py" "$sock" "$qom" "$tmo" \
+        >"$log.stats.json" \
         2>"$log.stats.err" &
     qpid=$!
     guest_run_logged "$log" "$tmo" || rc=$?
