@@ -410,6 +410,12 @@ static void usb_ncm_bulk_out(USBNcmState *s, USBPacket *p)
         p->status = USB_RET_NAK;
         return;
     }
+    if (p->iov.niov == 1 &&
+        ncm_function_out_direct(&s->fn, p->iov.iov[0].iov_base, p->iov.size,
+                                p->ep->max_packet_size, usb_ncm_emit, s)) {
+        usb_packet_skip(p, p->iov.size);
+        return;
+    }
     dst = ncm_function_out_space(&s->fn, &avail);
 
     copied = MIN(p->iov.size, avail);
@@ -526,7 +532,8 @@ static const struct {
     const char *name;
     size_t offset;
 } usb_ncm_stat_fields[] = {
-    NCM_STAT(out_transfers), NCM_STAT(out_ntbs), NCM_STAT(out_datagrams),
+    NCM_STAT(out_transfers), NCM_STAT(out_direct_transfers),
+    NCM_STAT(out_ntbs), NCM_STAT(out_datagrams),
     NCM_STAT(out_bytes), NCM_STAT(out_zlps), NCM_STAT(out_overflow_bytes),
     NCM_STAT(out_merged_transfers), NCM_STAT(out_merge_lost_datagrams),
     NCM_STAT(in_ntbs), NCM_STAT(in_datagrams), NCM_STAT(in_bytes),

@@ -437,9 +437,9 @@ static void ncm_out_parse_error(NcmFunction *f, NcmParseError err,
                   f->format->name, len, ncm_parse_error_name(err));
 }
 
-/* Parse and emit one NTB at the start of out_buf; returns its length. */
-static uint32_t ncm_out_take_ntb(NcmFunction *f, uint32_t len,
-                                 NcmEmitFn *emit, void *opaque)
+/* Parse and emit the NTB at the start of @buf; returns its length. */
+static uint32_t ncm_out_take_ntb(NcmFunction *f, const uint8_t *buf,
+                                 uint32_t len, NcmEmitFn *emit, void *opaque)
 {
     NcmParseLimits limits = ncm_out_limits(f);
     NcmEmitCtx ctx = { f, emit, opaque };
@@ -447,7 +447,7 @@ static uint32_t ncm_out_take_ntb(NcmFunction *f, uint32_t len,
     NcmParseError err;
     uint32_t i;
 
-    err = ncm_ntb_parse_one(f->format, f->out_buf, len, &limits, view);
+    err = ncm_ntb_parse_one(f->format, buf, len, &limits, view);
     if (err != NCM_PARSE_OK) {
         ncm_out_parse_error(f, err, len);
         return 0;
@@ -455,7 +455,7 @@ static uint32_t ncm_out_take_ntb(NcmFunction *f, uint32_t len,
     f->stats.out_ntbs++;
     trace_usb_ncm_out_ntb(view->block_len, view->n_datagrams);
     for (i = 0; i < view->n_datagrams; i++) {
-        ncm_out_emit_one(&ctx, f->out_buf + view->datagrams[i].offset,
+        ncm_out_emit_one(&ctx, buf + view->datagrams[i].offset,
                          view->datagrams[i].len);
     }
     return view->block_len;
@@ -491,7 +491,7 @@ static void ncm_out_take_complete_ntbs(NcmFunction *f, NcmEmitFn *emit,
         if (block_len == 0 || block_len > f->out_len) {
             return;
         }
-        taken = ncm_out_take_ntb(f, block_len, emit, opaque);
+        taken = ncm_out_take_ntb(f, f->out_buf, block_len, emit, opaque);
         if (!taken) {
             f->out_discarding = true;
             return;
@@ -500,25 +500,23 @@ static void ncm_out_take_complete_ntbs(NcmFunction *f, NcmEmitFn *emit,
     }
 }
 
-static void ncm_out_end_auto(NcmFunction *f, NcmEmitFn *emit, void *opaque)
+/* The rest of a transfer that has ended: every NTB in it, in order. */
+static void ncm_out_end_auto(NcmFunction *f, const uint8_t *buf,
+                             uint32_t len, NcmEmitFn *emit, void *opaque)
 {
-    if (!f->out_discarding && f->out_len &&
-        !ncm_out_is_windows_pad(f->out_buf, f->out_len)) {
+    if (len && !ncm_out_is_windows_pad(buf, len)) {
         NcmParseLimits limits = ncm_out_limits(f);
         NcmEmitCtx ctx = { f, emit, opaque };
         NcmParseError err;
         unsigned ntbs = 0;
 
-        err = ncm_transfer_parse(f->format, f->out_buf, f->out_len, &limits,
-                                 &f->out_view, ncm_out_emit_one, &ctx,
-                                 &ntbs);
+        err = ncm_transfer_parse(f->format, buf, len, &limits, &f->out_view,
+                                 ncm_out_emit_one, &ctx, &ntbs);
         f->stats.out_ntbs += ntbs;
         if (err != NCM_PARSE_OK) {
-            ncm_out_parse_error(f, err, f->out_len);
+            ncm_out_parse_error(f, err, len);
         }
     }
-    f->out_len = 0;
-    f->out_discarding = false;
 }
 
 /*
@@ -548,33 +546,31 @@ static uint32_t ncm_out_firmware_extent(NcmFunction *f, const uint8_t *buf,
  * NTB is used.  NTBs that merged into it because the host sent neither a
  * short packet nor a ZLP are lost; count their datagrams.
  */
-static void ncm_out_end_required(NcmFunction *f, NcmEmitFn *emit,
-                                 void *opaque)
+static void ncm_out_end_required(NcmFunction *f, const uint8_t *buf,
+                                 uint32_t len, NcmEmitFn *emit, void *opaque)
 {
     uint32_t first, off;
     uint64_t lost = 0;
     unsigned guard;
 
-    if (!f->out_len || ncm_out_is_windows_pad(f->out_buf, f->out_len)) {
-        f->out_len = 0;
+    if (!len || ncm_out_is_windows_pad(buf, len)) {
         return;
     }
-    first = ncm_out_firmware_extent(f, f->out_buf, f->out_len);
-    if (!ncm_out_take_ntb(f, first, emit, opaque)) {
-        first = f->out_len;
+    first = ncm_out_firmware_extent(f, buf, len);
+    if (!ncm_out_take_ntb(f, buf, first, emit, opaque)) {
+        first = len;
     }
     off = first;
-    if (off < f->out_len &&
-        !ncm_out_is_windows_pad(f->out_buf + off, f->out_len - off)) {
+    if (off < len && !ncm_out_is_windows_pad(buf + off, len - off)) {
         NcmParseLimits limits = ncm_out_limits(f);
 
         f->stats.out_merged_transfers++;
-        for (guard = 0; off < f->out_len && guard < 64; guard++) {
-            uint32_t extent = ncm_out_firmware_extent(f, f->out_buf + off,
-                                                      f->out_len - off);
+        for (guard = 0; off < len && guard < 64; guard++) {
+            uint32_t extent = ncm_out_firmware_extent(f, buf + off,
+                                                      len - off);
             unsigned ntbs;
 
-            if (ncm_transfer_parse(f->format, f->out_buf + off, extent,
+            if (ncm_transfer_parse(f->format, buf + off, extent,
                                    &limits, &f->out_view, ncm_out_count_only,
                                    &lost, &ntbs) != NCM_PARSE_OK ||
                 extent == 0) {
@@ -583,9 +579,8 @@ static void ncm_out_end_required(NcmFunction *f, NcmEmitFn *emit,
             off += extent;
         }
         f->stats.out_merge_lost_datagrams += lost;
-        trace_usb_ncm_out_merged(f->out_len, first, lost);
+        trace_usb_ncm_out_merged(len, first, lost);
     }
-    f->out_len = 0;
 }
 
 uint8_t *ncm_function_out_space(NcmFunction *f, uint32_t *avail)
@@ -619,7 +614,8 @@ void ncm_function_out_packet(NcmFunction *f, uint32_t packet_len,
 
     if (f->cfg.zlp == NCM_ZLP_REQUIRED) {
         if (terminated) {
-            ncm_out_end_required(f, emit, opaque);
+            ncm_out_end_required(f, f->out_buf, f->out_len, emit, opaque);
+            f->out_len = 0;
         }
         return;
     }
@@ -630,8 +626,32 @@ void ncm_function_out_packet(NcmFunction *f, uint32_t packet_len,
         if (!terminated) {
             f->stats.out_transfers++;
         }
-        ncm_out_end_auto(f, emit, opaque);
+        if (!f->out_discarding) {
+            ncm_out_end_auto(f, f->out_buf, f->out_len, emit, opaque);
+        }
+        f->out_len = 0;
+        f->out_discarding = false;
     }
+}
+
+bool ncm_function_out_direct(NcmFunction *f, const uint8_t *buf,
+                             uint32_t len, uint32_t max_packet,
+                             NcmEmitFn *emit, void *opaque)
+{
+    /* only a transfer that begins and ends in this packet */
+    if (f->out_len || !len || (max_packet && len % max_packet == 0) ||
+        len > f->out_buf_size) {
+        return false;
+    }
+    trace_usb_ncm_out_packet(len, 0, true);
+    f->stats.out_transfers++;
+    f->stats.out_direct_transfers++;
+    if (f->cfg.zlp == NCM_ZLP_REQUIRED) {
+        ncm_out_end_required(f, buf, len, emit, opaque);
+    } else {
+        ncm_out_end_auto(f, buf, len, emit, opaque);
+    }
+    return true;
 }
 
 /* IN */

@@ -43,6 +43,7 @@ typedef struct NcmConfig {
 
 typedef struct NcmCounters {
     uint64_t out_transfers;
+    uint64_t out_direct_transfers;  /* parsed in guest memory, no copy */
     uint64_t out_ntbs;
     uint64_t out_datagrams;
     uint64_t out_bytes;
@@ -170,6 +171,17 @@ int ncm_function_control(NcmFunction *f, int request, int value, int index,
 uint8_t *ncm_function_out_space(NcmFunction *f, uint32_t *avail);
 void ncm_function_out_packet(NcmFunction *f, uint32_t packet_len,
                              uint32_t copied, uint32_t max_packet,
+                             NcmEmitFn *emit, void *opaque);
+
+/*
+ * OUT, fast path: a packet that is a whole transfer by itself, parsed where
+ * it lies (guest memory) without a copy.  Returns false, having done
+ * nothing, when the packet is not one; use out_space/out_packet then.
+ * Every field is read once and validated before use, so a guest changing
+ * the buffer meanwhile can only change the payload it sends.
+ */
+bool ncm_function_out_direct(NcmFunction *f, const uint8_t *buf,
+                             uint32_t len, uint32_t max_packet,
                              NcmEmitFn *emit, void *opaque);
 
 /* IN: frames from the network. */
