@@ -198,10 +198,10 @@ static void usb_ncm_build_descriptors(USBNcmState *s, uint8_t caps)
     memcpy(d->ncm, (uint8_t[]) {
         6, CDC_CS_INTERFACE, CDC_DESC_NCM, 0x00, 0x01, caps,
     }, sizeof(d->ncm));
-    d->functional[0] = (USBDescOther) { .data = d->header };
-    d->functional[1] = (USBDescOther) { .data = d->union_desc };
-    d->functional[2] = (USBDescOther) { .data = d->ethernet };
-    d->functional[3] = (USBDescOther) { .data = d->ncm };
+    d->functional[0].data = d->header;
+    d->functional[1].data = d->union_desc;
+    d->functional[2].data = d->ethernet;
+    d->functional[3].data = d->ncm;
 
     for (sp = 0; sp < NCM_SPEED__MAX; sp++) {
         const USBNcmSpeed *speed = &usb_ncm_speeds[sp];

@@ -1,0 +1,26 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# QEMU's scripts/checkpatch.pl on every C file we own, one PASS/FAIL line
+# per file.  Paths are given relative to the repo so that checkpatch applies
+# its tests/ rules to the tests.
+set -uo pipefail
+. "$(dirname "$0")/common.sh"
+
+CHECKPATCH=$NCM_BUILD/qemu-src/scripts/checkpatch.pl
+[ -f "$CHECKPATCH" ] || die "$CHECKPATCH is missing" \
+    "run: make qemu (it prepares build/qemu-src)"
+cd "$NCM_TOP"
+rc=0
+while IFS= read -r f; do
+    out=$(perl "$CHECKPATCH" --no-tree -f "$f" 2>&1)
+    if grep -q '^total: 0 errors, 0 warnings' <<<"$out"; then
+        echo "PASS: style/$f"
+    else
+        echo "FAIL: style/$f ($(grep '^total:' <<<"$out"))"
+        grep -E '^(ERROR|WARNING)' -A2 <<<"$out" | head -n 12 | sed 's/^/    | /'
+        rc=1
+    fi
+done < <(git ls-files 'hw/*.c' 'include/*.h' 'tests/*.c' 'tests/*.h' |
+         grep -v '^tests/standalone/')
+exit $rc
