@@ -100,6 +100,9 @@ if [ ! -f "$OBJ/build.ninja" ]; then
     }
 fi
 
+# Let ccache hit across clones and build directories.
+export CCACHE_BASEDIR=$NCM_BUILD CCACHE_NOHASHDIR=1
+
 targets=${QEMU_TARGETS:-qemu-system-x86_64}
 step "building $targets (cold: ~8 min; incremental: seconds)"
 ninja -C "$OBJ" $targets 2>&1 | awk '
