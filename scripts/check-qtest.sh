@@ -79,6 +79,10 @@ for path in "${cases[@]}"; do
             [ -n "$why" ] || why=$(grep -v '^#' "$log" | tail -n 1 |
                                    cut -c1-200)
             why="${why:-exit status $rc}"
+            note=$(grep '^# ' "$log" |
+                   grep -vE '^# (starting QEMU|Start of|End of|random seed)' |
+                   tail -n 1 | cut -c3-120)
+            [ -z "$note" ] || why="$why; $note"
         fi
         echo "FAIL: $name ($why; log: $log)"
         failed=1

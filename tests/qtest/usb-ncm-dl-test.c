@@ -289,13 +289,13 @@ static void sock_expect_frames(NcmEnv *e, GPtrArray *want)
 
 static void sock_expect_silence(NcmEnv *e, int timeout_ms)
 {
-    GByteArray *f = sock_recv_frame(e, timeout_ms);
+    g_autoptr(GByteArray) f = sock_recv_frame(e, timeout_ms);
+    uint32_t unexpected_frame_bytes = f ? f->len : 0;
 
     if (f) {
         g_test_message("unexpected %u-byte frame on the socket", f->len);
-        g_byte_array_unref(f);
-        g_assert_not_reached();
     }
+    g_assert_cmpuint(unexpected_frame_bytes, ==, 0);
 }
 
 /* NTB building (host to device) */
@@ -1482,6 +1482,7 @@ enum {
     BAD_NDP_CHAIN_TOO_LONG,
     BAD_DATAGRAM_BOUNDS,
     BAD_DATAGRAM_WRAP,
+    BAD_DATAGRAM_PAST_BLOCK,
     BAD_DATAGRAM_TOO_SHORT,
     BAD_DATAGRAM_TOO_LONG,
     BAD_TOO_MANY_DATAGRAMS,
@@ -1510,6 +1511,7 @@ static const struct {
     [BAD_NDP_CHAIN_TOO_LONG] = { "ndp-chain-too-long" },
     [BAD_DATAGRAM_BOUNDS] = { "datagram-bounds" },
     [BAD_DATAGRAM_WRAP] = { "datagram-length-wraps" },
+    [BAD_DATAGRAM_PAST_BLOCK] = { "datagram-past-block" },
     [BAD_DATAGRAM_TOO_SHORT] = { "datagram-too-short" },
     [BAD_DATAGRAM_TOO_LONG] = { "datagram-too-long" },
     [BAD_TOO_MANY_DATAGRAMS] = { "too-many-datagrams" },
@@ -1633,6 +1635,10 @@ static GByteArray *ntb_malformed(NcmEnv *e, int which)
         break;
     case BAD_DATAGRAM_WRAP:
         stw_le_p(b + 12 + 14, 0xfff0);  /* index + length wraps 16 bits */
+        break;
+    case BAD_DATAGRAM_PAST_BLOCK:
+        /* a plausible length that still ends outside the block */
+        stw_le_p(b + 12 + 14, 1000);
         break;
     case BAD_DATAGRAM_TOO_SHORT:
         stw_le_p(b + 12 + 14, 10);
