@@ -147,6 +147,7 @@ set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set key outside right
 set grid ytics
+set yrange [0:*]
 set xtics rotate by -20
 plot for [i=2:5] '{dat}' using i:xtic(1) title columnheader(i)
 """
