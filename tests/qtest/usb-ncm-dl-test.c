@@ -98,6 +98,7 @@ struct NcmEnv {
     uint32_t in_size;           /* NTB input size in force */
     uint16_t rx_seq;            /* next expected IN wSequence */
     unsigned rx_ntbs;           /* IN NTBs parsed */
+    uint64_t rx_bytes;          /* their bytes */
 };
 
 /* Frames */
@@ -698,6 +699,7 @@ static void ntb_parse_in(NcmEnv *e, const uint8_t *b, uint32_t len,
     g_assert(terminated);
     g_assert_cmpuint(count, >, 0);
     e->rx_ntbs++;
+    e->rx_bytes += len;
 }
 
 /*
@@ -786,6 +788,128 @@ static void set_link(NcmEnv *e, bool up)
 {
     qtest_qmp_assert_success(e->qts, "{'execute': 'set_link', 'arguments':"
                              " {'name': 'ncm0', 'up': %i}}", up);
+}
+
+/* Counters and fault injection, through QOM */
+
+#define NCM_QOM_PATH            "/machine/peripheral/ncm0"
+#define MS                      (1000 * 1000LL)
+
+static QDict *qom_get(NcmEnv *e, const char *prop)
+{
+    QDict *rsp = qtest_qmp(e->qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': %s, 'property': %s}}",
+                           NCM_QOM_PATH, prop);
+
+    if (!qdict_haskey(rsp, "return")) {
+        g_test_message("qom-get %s failed", prop);
+    }
+    g_assert(qdict_haskey(rsp, "return"));
+    return rsp;
+}
+
+static int64_t qom_get_int(NcmEnv *e, const char *prop)
+{
+    QDict *rsp = qom_get(e, prop);
+    int64_t v = qdict_get_int(rsp, "return");
+
+    qobject_unref(rsp);
+    return v;
+}
+
+static char *qom_get_str(NcmEnv *e, const char *prop)
+{
+    QDict *rsp = qom_get(e, prop);
+    char *v = g_strdup(qdict_get_str(rsp, "return"));
+
+    qobject_unref(rsp);
+    return v;
+}
+
+/* Every counter of the "stats" property */
+static QDict *ncm_stats(NcmEnv *e)
+{
+    QDict *rsp = qom_get(e, "stats");
+    QDict *stats = qdict_get_qdict(rsp, "return");
+
+    g_assert(stats);
+    qobject_ref(stats);
+    qobject_unref(rsp);
+    return stats;
+}
+
+/* How much counter @name grew from @before to @after */
+static uint64_t stat_delta(QDict *before, QDict *after, const char *name)
+{
+    if (!qdict_haskey(after, name)) {
+        g_test_message("stats has no counter %s", name);
+    }
+    g_assert(qdict_haskey(before, name) && qdict_haskey(after, name));
+    return qdict_get_int(after, name) - qdict_get_int(before, name);
+}
+
+static void assert_stat_delta(QDict *before, QDict *after, const char *name,
+                              uint64_t want)
+{
+    uint64_t got = stat_delta(before, after, name);
+
+    if (got != want) {
+        g_test_message("stats %s grew by %" PRIu64 ", expected %" PRIu64,
+                       name, got, want);
+    }
+    g_assert_cmpuint(got, ==, want);
+}
+
+/*
+ * out_parse_errors: class @name and "total" grew by @n, every other class
+ * stayed put.  @name NULL: nothing grew.
+ */
+static void assert_parse_errors(QDict *before, QDict *after,
+                                const char *name, uint64_t n)
+{
+    QDict *b = qdict_get_qdict(before, "out_parse_errors");
+    QDict *a = qdict_get_qdict(after, "out_parse_errors");
+    const QDictEntry *ent;
+
+    g_assert(a && b);
+    g_assert(qdict_haskey(a, "total"));
+    if (name && !qdict_haskey(a, name)) {
+        g_test_message("out_parse_errors has no class %s", name);
+    }
+    g_assert(!name || qdict_haskey(a, name));
+    for (ent = qdict_first(a); ent; ent = qdict_next(a, ent)) {
+        const char *key = qdict_entry_key(ent);
+        bool grows = name && (!strcmp(key, name) || !strcmp(key, "total"));
+        uint64_t got;
+
+        g_assert(qdict_haskey(b, key));
+        got = qdict_get_int(a, key) - qdict_get_int(b, key);
+        if (got != (grows ? n : 0)) {
+            g_test_message("out_parse_errors.%s grew by %" PRIu64
+                           ", expected %" PRIu64, key, got, grows ? n : 0);
+        }
+        g_assert_cmpuint(got, ==, grows ? n : 0);
+    }
+}
+
+static void fault_set(NcmEnv *e, const char *prop, uint32_t value)
+{
+    qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', 'arguments': "
+                             "{'path': %s, 'property': %s, 'value': %u}}",
+                             NCM_QOM_PATH, prop, value);
+}
+
+static void fault_corrupt(NcmEnv *e, const char *how)
+{
+    qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', 'arguments': "
+                             "{'path': %s, 'property': 'fault-corrupt-in', "
+                             "'value': %s}}", NCM_QOM_PATH, how);
+}
+
+/* Virtual time in ns (clock_step refuses a step of 0, so step by 1 ns) */
+static int64_t clock_ns(NcmEnv *e)
+{
+    return qtest_clock_step(e->qts, 1);
 }
 
 /* Cases: descriptors and class requests */
@@ -1490,32 +1614,40 @@ enum {
     BAD__MAX,
 };
 
+/* Each with the out_parse_errors class it must count in */
 static const struct {
     const char *name;
+    const char *error;
     const char *props;
 } bad_cases[BAD__MAX] = {
-    [BAD_NTH_TRUNCATED] = { "nth-truncated" },
-    [BAD_NTH_SIGNATURE] = { "nth-signature" },
-    [BAD_NTH_HEADER_LEN] = { "nth-header-length" },
-    [BAD_BLOCK_TOO_SHORT] = { "block-too-short" },
-    [BAD_BLOCK_PAST_TRANSFER] = { "block-past-transfer" },
-    [BAD_BLOCK_TOO_LONG] = { "block-too-long", "ntb-out-max-size=16384" },
-    [BAD_NDP_ALIGNMENT] = { "ndp-alignment" },
-    [BAD_NDP_BOUNDS] = { "ndp-bounds" },
-    [BAD_NDP_PAST_BLOCK] = { "ndp-past-block" },
-    [BAD_NDP_SIGNATURE] = { "ndp-signature" },
-    [BAD_NDP_LENGTH] = { "ndp-length" },
-    [BAD_NDP_AT_END] = { "ndp-at-end" },
-    [BAD_NDP_UNTERMINATED] = { "ndp-unterminated" },
-    [BAD_NDP_CHAIN_LOOP] = { "ndp-chain-loop" },
-    [BAD_NDP_CHAIN_TOO_LONG] = { "ndp-chain-too-long" },
-    [BAD_DATAGRAM_BOUNDS] = { "datagram-bounds" },
-    [BAD_DATAGRAM_WRAP] = { "datagram-length-wraps" },
-    [BAD_DATAGRAM_PAST_BLOCK] = { "datagram-past-block" },
-    [BAD_DATAGRAM_TOO_SHORT] = { "datagram-too-short" },
-    [BAD_DATAGRAM_TOO_LONG] = { "datagram-too-long" },
-    [BAD_TOO_MANY_DATAGRAMS] = { "too-many-datagrams" },
-    [BAD_NTB32_BLOCK_LEN_0] = { "ntb32-block-length-0" },
+    [BAD_NTH_TRUNCATED] = { "nth-truncated", "nth-truncated" },
+    [BAD_NTH_SIGNATURE] = { "nth-signature", "nth-signature" },
+    [BAD_NTH_HEADER_LEN] = { "nth-header-length", "nth-header-length" },
+    [BAD_BLOCK_TOO_SHORT] = { "block-too-short", "block-too-short" },
+    [BAD_BLOCK_PAST_TRANSFER] = { "block-past-transfer",
+                                  "block-past-transfer" },
+    [BAD_BLOCK_TOO_LONG] = { "block-too-long", "block-too-long",
+                             "ntb-out-max-size=16384" },
+    [BAD_NDP_ALIGNMENT] = { "ndp-alignment", "ndp-alignment" },
+    [BAD_NDP_BOUNDS] = { "ndp-bounds", "ndp-bounds" },
+    [BAD_NDP_PAST_BLOCK] = { "ndp-past-block", "ndp-bounds" },
+    [BAD_NDP_SIGNATURE] = { "ndp-signature", "ndp-signature" },
+    [BAD_NDP_LENGTH] = { "ndp-length", "ndp-length" },
+    /* the header fits, its wLength does not */
+    [BAD_NDP_AT_END] = { "ndp-at-end", "ndp-length" },
+    [BAD_NDP_UNTERMINATED] = { "ndp-unterminated", "ndp-unterminated" },
+    [BAD_NDP_CHAIN_LOOP] = { "ndp-chain-loop", "ndp-chain-loop" },
+    [BAD_NDP_CHAIN_TOO_LONG] = { "ndp-chain-too-long",
+                                 "ndp-chain-too-long" },
+    [BAD_DATAGRAM_BOUNDS] = { "datagram-bounds", "datagram-bounds" },
+    [BAD_DATAGRAM_WRAP] = { "datagram-length-wraps", "datagram-bounds" },
+    [BAD_DATAGRAM_PAST_BLOCK] = { "datagram-past-block", "datagram-bounds" },
+    [BAD_DATAGRAM_TOO_SHORT] = { "datagram-too-short", "datagram-too-short" },
+    [BAD_DATAGRAM_TOO_LONG] = { "datagram-too-long", "datagram-too-long" },
+    [BAD_TOO_MANY_DATAGRAMS] = { "too-many-datagrams",
+                                 "too-many-datagrams" },
+    /* NTB32 has no "length from the transfer": 0 is just too short */
+    [BAD_NTB32_BLOCK_LEN_0] = { "ntb32-block-length-0", "block-too-short" },
 };
 
 /* 17 NDPs, each pointing to the next, the first with a valid datagram */
@@ -1654,6 +1786,8 @@ static GByteArray *ntb_malformed(NcmEnv *e, int which)
 static void test_malformed(NcmEnv *e, const NcmCase *c)
 {
     g_autoptr(GByteArray) ntb = NULL;
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
 
     if (c->arg == BAD_NTB32_BLOCK_LEN_0) {
         g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0),
@@ -1662,15 +1796,28 @@ static void test_malformed(NcmEnv *e, const NcmCase *c)
     ncm_set_alt(e, 1);
     e->ntb32 = c->arg == BAD_NTB32_BLOCK_LEN_0;
     ntb = ntb_malformed(e, c->arg);
+    before = ncm_stats(e);
     ncm_send(e, ntb->data, ntb->len);
     /* not a single datagram of a malformed NTB leaves the device */
     sock_expect_silence(e, 20);
+    after = ncm_stats(e);
+    /* counted once, in its own class */
+    assert_parse_errors(before, after, bad_cases[c->arg].error, 1);
+    assert_stat_delta(before, after, "out_ntbs", 0);
+    assert_stat_delta(before, after, "out_datagrams", 0);
+    assert_stat_delta(before, after, "out_bytes", 0);
+    assert_stat_delta(before, after, "out_merged_transfers", 0);
     assert_alive(e);
     ncm_check_marker(e, 3300);
     /* twice in a row, and back to back with a valid one */
     ncm_send(e, ntb->data, ntb->len);
     ncm_check_marker(e, 3400);
     assert_alive(e);
+    qobject_unref(after);
+    after = ncm_stats(e);
+    assert_parse_errors(before, after, bad_cases[c->arg].error, 2);
+    assert_stat_delta(before, after, "out_ntbs", 2);
+    assert_stat_delta(before, after, "out_datagrams", 6);
 }
 
 /* Cases: surprise removal and reset */
@@ -1794,6 +1941,629 @@ static void test_ring_wrap(NcmEnv *e, const NcmCase *c)
     g_assert_cmpuint(qxhci_cmd_ring_wraps(e->xhci), >, 0);
 }
 
+/* Cases: the zlp=required merge rule (issue 6) */
+
+#define MERGE_ZLP       1       /* a ZLP between the two transfers */
+#define MERGE_64K       2       /* first NTB: wBlockLength 0, 64 KiB */
+
+/*
+ * An NTB of an exact multiple of wMaxPacketSize in one transfer, then a
+ * short NTB in another.  Without a ZLP between them, ZLP-required
+ * firmware sees one transfer and uses only its first NTB; NCM 1.0
+ * delimits them by wBlockLength (or dwNtbOutMaxSize) and loses nothing.
+ */
+static void test_merge(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) first = frames_new();
+    g_autoptr(GPtrArray) second = frames_new();
+    g_autoptr(GPtrArray) want = frames_new();
+    g_autoptr(GByteArray) a = NULL;
+    g_autoptr(GByteArray) b = NULL;
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    bool required = !strcmp(c->model, "usb-ncm-dl");
+    bool zlp = c->arg & MERGE_ZLP, big = c->arg & MERGE_64K;
+    bool merged = required && !zlp;
+    uint32_t len = big ? e->p.out_max : (c->super ? 3 : 4) * e->mps;
+    NtbLayout l;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    l = out_layout(e);
+    a = ntb_build_filled(e, len, big ? 1514 : 500, 7000, first);
+    g_assert_cmpuint(a->len, ==, len);
+    g_assert_cmpuint(a->len % e->mps, ==, 0);
+    /* 2048 (high) or 3072 (super) in wBlockLength, or 0 for 64 KiB */
+    g_assert_cmpuint(lduw_le_p(a->data + 8), ==, big ? 0 : len);
+    frames_add(second, bcast_mac, 7100, 100);
+    frames_add(second, peer_mac, 7101, 300);
+    frames_add(second, other_mac, 7102, 701);
+    b = ntb_build(&l, second, 1);
+    g_assert_cmpuint(b->len % e->mps, !=, 0);
+
+    before = ncm_stats(e);
+    out_td(e, a->data, a->len);
+    if (merged) {
+        /* the firmware still waits for the end of the transfer */
+        sock_expect_silence(e, 20);
+    }
+    if (zlp) {
+        out_td(e, NULL, 0);
+    }
+    out_td(e, b->data, b->len);
+
+    for (i = 0; i < first->len; i++) {
+        g_ptr_array_add(want, g_byte_array_ref(g_ptr_array_index(first, i)));
+    }
+    for (i = 0; !merged && i < second->len; i++) {
+        g_ptr_array_add(want, g_byte_array_ref(g_ptr_array_index(second,
+                                                                 i)));
+    }
+    sock_expect_frames(e, want);
+    sock_expect_silence(e, 50);
+
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "out_merged_transfers", merged);
+    assert_stat_delta(before, after, "out_merge_lost_datagrams",
+                      merged ? second->len : 0);
+    assert_stat_delta(before, after, "out_ntbs", merged ? 1 : 2);
+    assert_stat_delta(before, after, "out_datagrams", want->len);
+    assert_stat_delta(before, after, "out_zlps", zlp);
+    assert_stat_delta(before, after, "out_overflow_bytes", 0);
+    assert_parse_errors(before, after, NULL, 0);
+    ncm_check_marker(e, 7200);
+}
+
+/* Cases: counters */
+
+static void test_counters(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) tx1 = frames_new();
+    g_autoptr(GPtrArray) tx2 = frames_new();
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) inject = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    uint64_t tx_bytes = 0, rx_bytes0;
+    unsigned i, rx_ntbs0;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+
+    /* a short transfer, then an exact multiple ended by a ZLP */
+    frames_add(tx1, bcast_mac, 7300, 60);
+    frames_add(tx1, peer_mac, 7301, 777);
+    frames_add(tx1, other_mac, 7302, 1514);
+    ntb = ntb_build_filled(e, 2 * e->mps, 200, 7400, tx2);
+    ncm_send_frames(e, tx1);
+    sock_expect_frames(e, tx1);
+    ncm_send(e, ntb->data, ntb->len);
+    sock_expect_frames(e, tx2);
+    for (i = 0; i < tx1->len; i++) {
+        tx_bytes += ((GByteArray *)g_ptr_array_index(tx1, i))->len;
+    }
+    for (i = 0; i < tx2->len; i++) {
+        tx_bytes += ((GByteArray *)g_ptr_array_index(tx2, i))->len;
+    }
+
+    /* five frames in, one filtered, one too long */
+    for (i = 0; i < 5; i++) {
+        frames_add(inject, i % 2 ? ncm_mac : bcast_mac, 7500 + i,
+                   100 + i * 300);
+        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 7500 + i, 100 + i * 300);
+        if (i == 2) {
+            frames_add(inject, other_mac, 7600, 200);
+            frames_add(inject, ncm_mac, 7601, 1515);
+        }
+    }
+    rx_ntbs0 = e->rx_ntbs;
+    rx_bytes0 = e->rx_bytes;
+    sock_send_frames(e, inject);
+    ncm_expect_rx(e, rx);
+    ncm_expect_no_rx(e);
+
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "out_transfers", 2);
+    assert_stat_delta(before, after, "out_ntbs", 2);
+    assert_stat_delta(before, after, "out_datagrams", tx1->len + tx2->len);
+    assert_stat_delta(before, after, "out_bytes", tx_bytes);
+    assert_stat_delta(before, after, "out_zlps", 1);
+    assert_stat_delta(before, after, "out_merged_transfers", 0);
+    assert_stat_delta(before, after, "in_ntbs", e->rx_ntbs - rx_ntbs0);
+    assert_stat_delta(before, after, "in_datagrams", rx->len);
+    assert_stat_delta(before, after, "in_bytes", e->rx_bytes - rx_bytes0);
+    assert_stat_delta(before, after, "rx_filtered", 1);
+    assert_stat_delta(before, after, "rx_oversize", 1);
+    assert_stat_delta(before, after, "link_down_drops", 0);
+    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+    assert_parse_errors(before, after, NULL, 0);
+    g_assert_cmpuint(e->rx_ntbs - rx_ntbs0, >=, 1);
+}
+
+/* Cases: fault injection */
+
+static void test_fault_link_down(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) rx2 = frames_new();
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) down = NULL;
+    g_autoptr(QDict) after = NULL;
+    bool end_early = c->arg;
+    const int64_t n_ms = 1000;
+    int64_t t0, now;
+    uint8_t b[16];
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    expect_speed_change(b, notify_read(e, b, RX_TIMEOUT_NS));
+    expect_connection(b, notify_read(e, b, RX_TIMEOUT_NS), true);
+    ncm_check_marker(e, 8000);
+
+    before = ncm_stats(e);
+    t0 = clock_ns(e);
+    fault_set(e, "fault-link-down-ms", n_ms);
+    expect_connection(b, notify_read(e, b, RX_TIMEOUT_NS), false);
+    g_assert_cmpint(qom_get_int(e, "fault-link-down-ms"), !=, 0);
+
+    /* frames from the network do not reach the host... */
+    for (i = 0; i < 3; i++) {
+        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 8100 + i, 200 + i * 100);
+    }
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    ncm_expect_no_rx(e);
+    /* ...nor the host's frames the network */
+    for (i = 0; i < 4; i++) {
+        frames_add(tx, bcast_mac, 8200 + i, 300 + i * 100);
+    }
+    ncm_send_frames(e, tx);
+    sock_expect_silence(e, 50);
+    down = ncm_stats(e);
+    assert_stat_delta(before, down, "link_down_drops", rx->len + tx->len);
+    assert_stat_delta(before, down, "out_datagrams", 0);
+    assert_stat_delta(before, down, "in_datagrams", 0);
+    assert_stat_delta(before, down, "in_ntbs", 0);
+    g_assert_cmpuint(notify_read(e, b, 100 * MS), ==, 0);
+
+    now = clock_ns(e);
+    g_assert_cmpint(now - t0, <, (n_ms - 2) * MS);
+    if (end_early) {
+        /* 0 ends the fault now */
+        fault_set(e, "fault-link-down-ms", 0);
+    } else {
+        /* still down just before N ms... */
+        qtest_clock_step(e->qts, t0 + (n_ms - 2) * MS - now);
+        g_assert_cmpuint(notify_read(e, b, 0), ==, 0);
+        /* ...and up again once they have passed */
+        now = clock_ns(e);
+        qtest_clock_step(e->qts, t0 + (n_ms + 1) * MS - now);
+    }
+    expect_speed_change(b, notify_read(e, b, RX_TIMEOUT_NS));
+    expect_connection(b, notify_read(e, b, RX_TIMEOUT_NS), true);
+    g_assert_cmpuint(notify_read(e, b, 100 * MS), ==, 0);
+    g_assert_cmpint(qom_get_int(e, "fault-link-down-ms"), ==, 0);
+    if (end_early) {
+        /* the timer that would have ended it is gone */
+        now = clock_ns(e);
+        if (now < t0 + (n_ms + 1) * MS) {
+            qtest_clock_step(e->qts, t0 + (n_ms + 1) * MS - now);
+        }
+        g_assert_cmpuint(notify_read(e, b, 10 * MS), ==, 0);
+    }
+
+    /* traffic flows again; what was dropped stays dropped */
+    ncm_check_marker(e, 8300);
+    frames_add(rx2, ncm_mac, 8400, 100);
+    frames_add(rx2, bcast_mac, 8401, 1514);
+    sock_send_frames(e, rx2);
+    ncm_expect_rx(e, rx2);
+    ncm_expect_no_rx(e);
+    after = ncm_stats(e);
+    assert_stat_delta(down, after, "link_down_drops", 0);
+    assert_stat_delta(down, after, "in_datagrams", rx2->len);
+}
+
+static void test_fault_busy(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    g_autofree uint8_t *buf = g_malloc(e->p.in_max);
+    const int64_t n_ms = 300;
+    QXhciTransfer *out, *in;
+    NtbLayout l;
+    int64_t t0;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    ncm_check_marker(e, 8500);
+    for (i = 0; i < 5; i++) {
+        frames_add(tx, bcast_mac, 8600 + i, 100 + i * 250);
+        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 8700 + i, 1514 - i * 250);
+    }
+    l = out_layout(e);
+    ntb = ntb_build(&l, tx, 0);
+    g_assert_cmpuint(ntb->len % e->mps, !=, 0);
+
+    before = ncm_stats(e);
+    t0 = clock_ns(e);
+    fault_set(e, "fault-busy-ms", n_ms);
+    g_assert_cmpint(qom_get_int(e, "fault-busy-ms"), !=, 0);
+    out = qxhci_submit(e->dev, e->ep_out.address, ntb->data, ntb->len);
+    in = qxhci_submit(e->dev, e->ep_in.address, NULL, e->p.in_max);
+    sock_send_frames(e, rx);
+    sock_settle(e);
+
+    /* both endpoints NAK while the firmware is busy */
+    g_assert(!qxhci_wait(out, 100 * MS));
+    g_assert(!in->done);
+    g_assert_cmpint(clock_ns(e) - t0, <, (n_ms - 1) * MS);
+    sock_expect_silence(e, 20);
+
+    /* then both transfers complete, and nothing was lost */
+    g_assert(qxhci_wait(out, 2 * n_ms * MS));
+    g_assert_cmpint(clock_ns(e) - t0, >=, (n_ms - 1) * MS);
+    g_assert_cmpint(out->cc, ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(out->actual, ==, ntb->len);
+    qxhci_transfer_free(out);
+    sock_expect_frames(e, tx);
+    g_assert(qxhci_wait(in, RX_TIMEOUT_NS));
+    g_assert(in->cc == QXHCI_CC_SUCCESS || in->cc == QXHCI_CC_SHORT_PACKET);
+    qxhci_transfer_read(in, buf);
+    ntb_parse_in(e, buf, in->actual, e->in_size, got);
+    qxhci_transfer_free(in);
+    frames_assert_equal(got, rx);
+    g_assert_cmpint(qom_get_int(e, "fault-busy-ms"), ==, 0);
+
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "out_datagrams", tx->len);
+    assert_stat_delta(before, after, "in_datagrams", rx->len);
+    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+    assert_stat_delta(before, after, "link_down_drops", 0);
+    ncm_check_marker(e, 8800);
+}
+
+static void test_fault_drop_in(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    unsigned i, j, delivered = 0, dropped = 0;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    fault_set(e, "fault-drop-in-every", 2);
+    g_assert_cmpint(qom_get_int(e, "fault-drop-in-every"), ==, 2);
+    /* one burst, one NTB; the 2nd and 4th are dropped, then no more */
+    for (i = 0; i < 6; i++) {
+        g_autoptr(GPtrArray) burst = frames_new();
+
+        if (i == 4) {
+            fault_set(e, "fault-drop-in-every", 0);
+        }
+        for (j = 0; j < 3; j++) {
+            frames_add(burst, j % 2 ? ncm_mac : bcast_mac,
+                       8900 + i * 10 + j, 100 + j * 400 + i);
+        }
+        sock_send_frames(e, burst);
+        sock_settle(e);
+        if (i == 1 || i == 3) {
+            ncm_expect_no_rx(e);
+            e->rx_seq++;        /* the lost NTB had its wSequence */
+            dropped += burst->len;
+        } else {
+            ncm_expect_rx(e, burst);
+            delivered += burst->len;
+        }
+    }
+    ncm_expect_no_rx(e);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "fault_dropped_in_ntbs", 2);
+    assert_stat_delta(before, after, "in_ntbs", 4);
+    assert_stat_delta(before, after, "in_datagrams", delivered);
+    assert_stat_delta(before, after, "in_flushed_datagrams", dropped);
+}
+
+enum {
+    CORRUPT_NDP_AT_END,
+    CORRUPT_DATAGRAM_WRAP,
+    CORRUPT_NDP_LOOP,
+    CORRUPT_BLOCK_LEN,
+    CORRUPT_SHORT_NOTIFY,
+    CORRUPT__MAX,
+    CORRUPT_NTB32 = 0x100,      /* flag: with NTB32 selected */
+};
+
+static const char *const corrupt_names[CORRUPT__MAX] = {
+    [CORRUPT_NDP_AT_END] = "ndp-at-end",
+    [CORRUPT_DATAGRAM_WRAP] = "datagram-offset-wrap",
+    [CORRUPT_NDP_LOOP] = "ndp-chain-loop",
+    [CORRUPT_BLOCK_LEN] = "block-length-over-input-size",
+    [CORRUPT_SHORT_NOTIFY] = "short-notification",
+};
+
+/*
+ * The IN NTB the device builds from @frames: NTH, the datagrams at
+ * wNdpInDivisor/wNdpInPayloadRemainder offsets, then the NDP.
+ */
+static GByteArray *in_ntb_expected(NcmEnv *e, GPtrArray *frames,
+                                   uint16_t seq)
+{
+    bool n32 = e->ntb32;
+    unsigned fs = n32 ? 4 : 2;
+    uint32_t nth_len = n32 ? 16 : 12, ndp_hdr = n32 ? 16 : 8;
+    uint32_t ndp_min = n32 ? 32 : 16;
+    uint32_t div = e->p.in_divisor, n = frames->len;
+    uint32_t pos = nth_len, ndp, ndp_len, total, i;
+    g_autofree uint32_t *offs = g_new(uint32_t, n);
+    GByteArray *ntb = g_byte_array_new();
+
+    g_byte_array_set_size(ntb, nth_len);
+    for (i = 0; i < n; i++) {
+        GByteArray *f = g_ptr_array_index(frames, i);
+
+        offs[i] = pos + ((e->p.in_remainder % div) + div - pos % div) % div;
+        g_byte_array_set_size(ntb, offs[i]);
+        memset(ntb->data + pos, 0, offs[i] - pos);
+        g_byte_array_append(ntb, f->data, f->len);
+        pos = offs[i] + f->len;
+    }
+    ndp = align_up(pos, MAX(e->p.in_alignment, 4));
+    ndp_len = MAX(ndp_hdr + (n + 1) * 2 * fs, ndp_min);
+    total = ndp + ndp_len;
+    g_byte_array_set_size(ntb, total);
+    memset(ntb->data + pos, 0, total - pos);
+    memcpy(ntb->data + ndp, n32 ? "ncm0" : "NCM0", 4);
+    stw_le_p(ntb->data + ndp + 4, ndp_len);
+    for (i = 0; i < n; i++) {
+        GByteArray *f = g_ptr_array_index(frames, i);
+        uint8_t *entry = ntb->data + ndp + ndp_hdr + i * 2 * fs;
+
+        put_field(entry, n32, offs[i]);
+        put_field(entry + fs, n32, f->len);
+    }
+    memset(ntb->data, 0, nth_len);
+    memcpy(ntb->data, n32 ? "ncmh" : "NCMH", 4);
+    stw_le_p(ntb->data + 4, nth_len);
+    stw_le_p(ntb->data + 6, seq);
+    put_field(ntb->data + 8, n32, !n32 && total > 0xffff ? 0 : total);
+    put_field(ntb->data + (n32 ? 12 : 10), n32, ndp);
+    return ntb;
+}
+
+/* One IN TD of dwNtbInMaxSize bytes: the next NTB as it came */
+static GByteArray *in_read_raw(NcmEnv *e)
+{
+    QXhciTransfer *t = qxhci_submit(e->dev, e->ep_in.address, NULL,
+                                    e->p.in_max);
+    GByteArray *b = g_byte_array_new();
+
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    g_assert(t->cc == QXHCI_CC_SUCCESS || t->cc == QXHCI_CC_SHORT_PACKET);
+    g_byte_array_set_size(b, t->actual);
+    qxhci_transfer_read(t, b->data);
+    qxhci_transfer_free(t);
+    return b;
+}
+
+/*
+ * Check @got against the clean NTB @want with corruption @how applied,
+ * first field by field as the documentation states it, then byte for byte.
+ */
+static void check_corrupted(NcmEnv *e, GByteArray *got, GByteArray *want,
+                            int how)
+{
+    bool n32 = e->ntb32;
+    uint32_t ndp_index_off = n32 ? 12 : 10, ndp_hdr = n32 ? 16 : 8;
+    uint32_t ndp = get_field(want->data + ndp_index_off, n32);
+    uint32_t end = ROUND_DOWN(want->len - 8, 4);
+    uint32_t block;
+    uint8_t *g = got->data;
+
+    g_assert_cmpuint(got->len, ==, want->len);
+    switch (how) {
+    case CORRUPT_NDP_AT_END:
+        /* wNdpIndex: a valid-looking NDP header in the last 8 bytes */
+        g_assert_cmpuint(get_field(g + ndp_index_off, n32), ==, end);
+        g_assert_cmpuint(end, >=, got->len - 8);
+        g_assert_cmpmem(g + end, 4, n32 ? "ncm0" : "NCM0", 4);
+        g_assert_cmpuint(lduw_le_p(g + end + 4), ==, n32 ? 32 : 16);
+        g_assert_cmpuint(lduw_le_p(g + end + 6), ==, 0);
+        /* whose entries run past the block */
+        g_assert_cmpuint(end + lduw_le_p(g + end + 4), >, got->len);
+        memcpy(want->data + end, n32 ? "ncm0" : "NCM0", 4);
+        stw_le_p(want->data + end + 4, n32 ? 32 : 16);
+        stw_le_p(want->data + end + 6, 0);
+        put_field(want->data + ndp_index_off, n32, end);
+        break;
+    case CORRUPT_DATAGRAM_WRAP:
+        /* the NDP stays where it was; its first entry wraps */
+        g_assert_cmpuint(get_field(g + ndp_index_off, n32), ==, ndp);
+        g_assert_cmpuint(get_field(g + ndp + ndp_hdr, n32), ==,
+                         n32 ? 0xfffffff0 : 0xfff0);
+        g_assert_cmpuint(get_field(g + ndp + ndp_hdr + (n32 ? 4 : 2), n32),
+                         ==, 0x20);
+        put_field(want->data + ndp + ndp_hdr, n32, n32 ? 0xfffffff0 : 0xfff0);
+        put_field(want->data + ndp + ndp_hdr + (n32 ? 4 : 2), n32, 0x20);
+        break;
+    case CORRUPT_NDP_LOOP:
+        /* wNextNdpIndex: the NDP's own offset */
+        g_assert_cmpuint(get_field(g + ndp_index_off, n32), ==, ndp);
+        g_assert_cmpuint(get_field(g + ndp + (n32 ? 8 : 6), n32), ==, ndp);
+        put_field(want->data + ndp + (n32 ? 8 : 6), n32, ndp);
+        break;
+    case CORRUPT_BLOCK_LEN:
+        /* the NTB input size plus 4, as far as NTB16 can say it */
+        block = n32 ? e->in_size + 4 : MIN(e->in_size + 4, 0xffff);
+        g_assert_cmpuint(get_field(g + 8, n32), ==, block);
+        g_assert_cmpuint(block, >, got->len);
+        put_field(want->data + 8, n32, block);
+        break;
+    default:
+        g_assert_not_reached();
+    }
+    g_assert_cmpmem(got->data, got->len, want->data, want->len);
+}
+
+/* An IN NTB of @frames comes corrupted @count times, then clean. */
+static void corrupt_rounds(NcmEnv *e, int how, unsigned count, uint32_t tag)
+{
+    const char *name = corrupt_names[how];
+    g_autoptr(GPtrArray) clean = frames_new();
+    g_autoptr(QDict) before = ncm_stats(e);
+    g_autoptr(QDict) after = NULL;
+    g_autofree char *now = NULL;
+    unsigned i;
+
+    if (count > 1) {
+        fault_set(e, "fault-corrupt-count", count);
+    }
+    fault_corrupt(e, name);
+    now = qom_get_str(e, "fault-corrupt-in");
+    g_assert_cmpstr(now, ==, name);
+    g_assert_cmpint(qom_get_int(e, "fault-corrupt-count"), ==, count);
+
+    for (i = 0; i < count; i++) {
+        g_autoptr(GPtrArray) frames = frames_new();
+        g_autoptr(GByteArray) got = NULL;
+        g_autoptr(GByteArray) want = NULL;
+
+        frames_add(frames, bcast_mac, tag + i * 10, 60 + i);
+        frames_add(frames, ncm_mac, tag + i * 10 + 1, 1000);
+        frames_add(frames, bcast_mac, tag + i * 10 + 2, 1514);
+        sock_send_frames(e, frames);
+        sock_settle(e);
+        got = in_read_raw(e);
+        want = in_ntb_expected(e, frames, e->rx_seq++);
+        check_corrupted(e, got, want, how);
+    }
+    g_assert_cmpint(qom_get_int(e, "fault-corrupt-count"), ==, 0);
+
+    /* the next one is clean */
+    frames_add(clean, ncm_mac, tag + 100, 200);
+    frames_add(clean, bcast_mac, tag + 101, 1514);
+    sock_send_frames(e, clean);
+    ncm_expect_rx(e, clean);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "fault_corrupted_in_ntbs", count);
+    assert_stat_delta(before, after, "in_ntbs", count + 1);
+}
+
+static void test_fault_corrupt(NcmEnv *e, const NcmCase *c)
+{
+    int how = c->arg & 0xff;
+    bool n32 = c->arg & CORRUPT_NTB32;
+    uint8_t b[4];
+
+    if (n32) {
+        g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0),
+                        ==, QXHCI_CC_SUCCESS);
+    }
+    ncm_set_alt(e, 1);
+    e->ntb32 = n32;
+    g_assert_cmpint(qom_get_int(e, "fault-corrupt-count"), ==, 0);
+    corrupt_rounds(e, how, 1, 9000);
+    if (how == CORRUPT_BLOCK_LEN) {
+        /* the input size the host set, not dwNtbInMaxSize */
+        stl_le_p(b, 4096);
+        g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                        ==, QXHCI_CC_SUCCESS);
+        e->in_size = 4096;
+        corrupt_rounds(e, how, 1, 9200);
+    }
+    ncm_check_marker(e, 9400);
+}
+
+/* fault-corrupt-count=2: two NTBs in a row, then clean ones */
+static void test_fault_corrupt_count(NcmEnv *e, const NcmCase *c)
+{
+    ncm_set_alt(e, 1);
+    corrupt_rounds(e, CORRUPT_NDP_LOOP, 2, 9500);
+}
+
+static void test_fault_short_notify(NcmEnv *e, const NcmCase *c)
+{
+    static const uint8_t cut[4] = { 0xa1, 0x00, 0x00, 0x00 };
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    uint8_t b[16];
+    uint32_t n;
+
+    ncm_set_alt(e, 1);
+    expect_speed_change(b, notify_read(e, b, RX_TIMEOUT_NS));
+    expect_connection(b, notify_read(e, b, RX_TIMEOUT_NS), true);
+    before = ncm_stats(e);
+    fault_corrupt(e, "short-notification");
+
+    /* NETWORK_CONNECTION(0), cut to 4 bytes */
+    set_link(e, false);
+    n = notify_read(e, b, RX_TIMEOUT_NS);
+    g_assert_cmpmem(b, n, cut, sizeof(cut));
+    g_assert_cmpuint(notify_read(e, b, 100 * MS), ==, 0);
+    g_assert_cmpint(qom_get_int(e, "fault-corrupt-count"), ==, 0);
+
+    /* the next ones are whole */
+    set_link(e, true);
+    expect_speed_change(b, notify_read(e, b, RX_TIMEOUT_NS));
+    expect_connection(b, notify_read(e, b, RX_TIMEOUT_NS), true);
+    g_assert_cmpuint(notify_read(e, b, 100 * MS), ==, 0);
+
+    /* and IN NTBs are not touched */
+    frames_add(rx, ncm_mac, 9600, 300);
+    frames_add(rx, bcast_mac, 9601, 1514);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "notifications", 3);
+    assert_stat_delta(before, after, "fault_corrupted_in_ntbs", 0);
+    ncm_check_marker(e, 9700);
+}
+
+static void test_fault_corrupt_invalid(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    g_autofree char *now = NULL;
+    static const char *const bad[] = {
+        "no-such-corruption", "", "NDP-AT-END", "ndp-at-end ",
+    };
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    for (i = 0; i < ARRAY_SIZE(bad); i++) {
+        QDict *rsp = qtest_qmp(e->qts, "{'execute': 'qom-set', 'arguments': "
+                               "{'path': %s, 'property': 'fault-corrupt-in',"
+                               " 'value': %s}}", NCM_QOM_PATH, bad[i]);
+        QDict *err = qdict_get_qdict(rsp, "error");
+
+        if (!err) {
+            g_test_message("qom-set fault-corrupt-in '%s' was accepted",
+                           bad[i]);
+        }
+        g_assert(err);
+        g_assert(strstr(qdict_get_str(err, "desc"), "fault-corrupt-in"));
+        qobject_unref(rsp);
+    }
+    now = qom_get_str(e, "fault-corrupt-in");
+    g_assert_cmpstr(now, ==, "none");
+    g_assert_cmpint(qom_get_int(e, "fault-corrupt-count"), ==, 0);
+
+    /* nothing armed: the next NTB is clean */
+    frames_add(rx, ncm_mac, 9800, 300);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "fault_corrupted_in_ntbs", 0);
+}
+
 /* Registration */
 
 static void run_case(const void *data)
@@ -1850,6 +2620,26 @@ static void add_speed(bool ss)
     add_case(ss, dl, "rx/input-size-limit", test_rx_input_size, 0, NULL);
     add_case(ss, dl, "rx/backlog-1000", test_rx_backlog, 0, NULL);
     add_case(ss, dl, "xhci/ring-wrap", test_ring_wrap, 0, NULL);
+    add_case(ss, dl, "fault/link-down-ms", test_fault_link_down, 0, NULL);
+    add_case(ss, dl, "fault/link-down-ms-0-ends-early", test_fault_link_down,
+             1, NULL);
+    add_case(ss, dl, "fault/busy-ms", test_fault_busy, 0, NULL);
+    add_case(ss, dl, "fault/drop-in-every-2", test_fault_drop_in, 0, NULL);
+    for (i = 0; i < CORRUPT_SHORT_NOTIFY; i++) {
+        g_autofree char *name = g_strdup_printf("fault/corrupt-in/%s",
+                                                corrupt_names[i]);
+        g_autofree char *name32 = g_strdup_printf("fault/corrupt-in/ntb32/%s",
+                                                  corrupt_names[i]);
+
+        add_case(ss, dl, name, test_fault_corrupt, i, NULL);
+        add_case(ss, dl, name32, test_fault_corrupt, i | CORRUPT_NTB32, NULL);
+    }
+    add_case(ss, dl, "fault/corrupt-in/short-notification",
+             test_fault_short_notify, 0, NULL);
+    add_case(ss, dl, "fault/corrupt-count-2", test_fault_corrupt_count, 0,
+             NULL);
+    add_case(ss, dl, "fault/corrupt-in/invalid-name-rejected",
+             test_fault_corrupt_invalid, 0, NULL);
     for (m = 0; m < ARRAY_SIZE(models); m++) {
         add_case(ss, models[m], "descriptors", test_descriptors, 0, NULL);
         add_case(ss, models[m], "tx/64k-ntb", test_tx_64k, 0, NULL);
@@ -1860,6 +2650,15 @@ static void add_speed(bool ss)
         add_case(ss, models[m], "device-del", test_device_del, 0, NULL);
         add_case(ss, models[m], "port-reset-mid-ntb", test_port_reset, 0,
                  NULL);
+        add_case(ss, models[m], "counters/tx-rx", test_counters, 0, NULL);
+        add_case(ss, models[m], "merge/exact-multiple-no-zlp", test_merge,
+                 0, NULL);
+        add_case(ss, models[m], "merge/exact-multiple-zlp", test_merge,
+                 MERGE_ZLP, NULL);
+        add_case(ss, models[m], "merge/64k-block-length-0-no-zlp",
+                 test_merge, MERGE_64K, NULL);
+        add_case(ss, models[m], "merge/64k-block-length-0-zlp", test_merge,
+                 MERGE_64K | MERGE_ZLP, NULL);
         for (i = 0; i < BAD__MAX; i++) {
             g_autofree char *name = g_strdup_printf("malformed/%s",
                                                     bad_cases[i].name);
