@@ -101,18 +101,9 @@ typedef struct USBNcmDescriptors {
 struct USBNcmState {
     USBDevice dev;
 
-    /* properties */
+    /* properties; the NTB ones land straight in what the function uses */
     NICConf conf;
-    uint32_t ntb_in_max_size;
-    uint32_t ntb_out_max_size;
-    uint16_t in_divisor;
-    uint16_t in_remainder;
-    uint16_t in_alignment;
-    uint16_t out_divisor;
-    uint16_t out_remainder;
-    uint16_t out_alignment;
-    uint16_t out_max_datagrams;
-    uint16_t max_segment_size;
+    NcmConfig cfg;
     bool ntb32;
     char *zlp;
     uint16_t vendor_id;
@@ -191,7 +182,7 @@ static void usb_ncm_build_descriptors(USBNcmState *s, uint8_t caps)
     memcpy(d->ethernet, (uint8_t[]) {
         13, CDC_CS_INTERFACE, CDC_DESC_ETHERNET, STR_MAC,
         0, 0, 0, 0,                             /* bmEthernetStatistics */
-        usb_lo(s->max_segment_size), usb_hi(s->max_segment_size),
+        usb_lo(s->cfg.max_segment_size), usb_hi(s->cfg.max_segment_size),
         0, 0,                                   /* wNumberMCFilters */
         0,                                      /* bNumberPowerFilters */
     }, sizeof(d->ethernet));
@@ -703,53 +694,55 @@ static bool usb_ncm_check_properties(USBNcmState *s, NcmZlpPolicy *zlp,
                                      Error **errp)
 {
     const USBNcmVariant *variant = USB_NCM_GET_CLASS(s)->variant;
-    uint32_t smallest_ntb = MIN(s->ntb_in_max_size, s->ntb_out_max_size);
+    uint32_t smallest_ntb = MIN(s->cfg.ntb_in_max_size,
+                                s->cfg.ntb_out_max_size);
 
-    if (s->ntb_in_max_size < NCM_NTB_MIN_SIZE ||
-        s->ntb_in_max_size > NCM_NTB16_MAX_SIZE) {
+    if (s->cfg.ntb_in_max_size < NCM_NTB_MIN_SIZE ||
+        s->cfg.ntb_in_max_size > NCM_NTB16_MAX_SIZE) {
         error_setg(errp, "ntb-in-max-size %u is outside %u..%u (NCM 1.0 "
-                   "minimum, NTB16 maximum)", s->ntb_in_max_size,
+                   "minimum, NTB16 maximum)", s->cfg.ntb_in_max_size,
                    NCM_NTB_MIN_SIZE, NCM_NTB16_MAX_SIZE);
         return false;
     }
-    if (s->ntb_out_max_size < NCM_NTB_MIN_SIZE ||
-        s->ntb_out_max_size > NCM_NTB16_MAX_SIZE) {
+    if (s->cfg.ntb_out_max_size < NCM_NTB_MIN_SIZE ||
+        s->cfg.ntb_out_max_size > NCM_NTB16_MAX_SIZE) {
         error_setg(errp, "ntb-out-max-size %u is outside %u..%u (NCM 1.0 "
-                   "minimum, NTB16 maximum)", s->ntb_out_max_size,
+                   "minimum, NTB16 maximum)", s->cfg.ntb_out_max_size,
                    NCM_NTB_MIN_SIZE, NCM_NTB16_MAX_SIZE);
         return false;
     }
-    if (!usb_ncm_is_pow2_in(s->in_divisor, 4, 4096) ||
-        !usb_ncm_is_pow2_in(s->out_divisor, 4, 4096)) {
+    if (!usb_ncm_is_pow2_in(s->cfg.in_divisor, 4, 4096) ||
+        !usb_ncm_is_pow2_in(s->cfg.out_divisor, 4, 4096)) {
         error_setg(errp, "ntb-in-divisor and ntb-out-divisor must be powers "
                    "of two in 4..4096 (got %u and %u)",
-                   s->in_divisor, s->out_divisor);
+                   s->cfg.in_divisor, s->cfg.out_divisor);
         return false;
     }
-    if (s->in_remainder >= s->in_divisor ||
-        s->out_remainder >= s->out_divisor) {
+    if (s->cfg.in_remainder >= s->cfg.in_divisor ||
+        s->cfg.out_remainder >= s->cfg.out_divisor) {
         error_setg(errp, "ntb-in-remainder and ntb-out-remainder must be "
                    "smaller than their divisors (got %u and %u)",
-                   s->in_remainder, s->out_remainder);
+                   s->cfg.in_remainder, s->cfg.out_remainder);
         return false;
     }
-    if (!usb_ncm_is_pow2_in(s->in_alignment, 4, 4096) ||
-        !usb_ncm_is_pow2_in(s->out_alignment, 4, 4096)) {
+    if (!usb_ncm_is_pow2_in(s->cfg.in_alignment, 4, 4096) ||
+        !usb_ncm_is_pow2_in(s->cfg.out_alignment, 4, 4096)) {
         error_setg(errp, "ntb-in-alignment and ntb-out-alignment must be "
                    "powers of two in 4..4096 (got %u and %u)",
-                   s->in_alignment, s->out_alignment);
+                   s->cfg.in_alignment, s->cfg.out_alignment);
         return false;
     }
-    if (s->out_max_datagrams < 1 || s->out_max_datagrams > NCM_MAX_DATAGRAMS) {
+    if (s->cfg.out_max_datagrams < 1 ||
+        s->cfg.out_max_datagrams > NCM_MAX_DATAGRAMS) {
         error_setg(errp, "ntb-out-max-datagrams must be in 1..%u (got %u)",
-                   NCM_MAX_DATAGRAMS, s->out_max_datagrams);
+                   NCM_MAX_DATAGRAMS, s->cfg.out_max_datagrams);
         return false;
     }
-    if (s->max_segment_size < 1514 ||
-        s->max_segment_size + 64 > smallest_ntb) {
+    if (s->cfg.max_segment_size < 1514 ||
+        s->cfg.max_segment_size + 64 > smallest_ntb) {
         error_setg(errp, "max-segment-size %u must be at least 1514 and fit "
                    "an NTB of %u bytes with its headers",
-                   s->max_segment_size, smallest_ntb);
+                   s->cfg.max_segment_size, smallest_ntb);
         return false;
     }
     if (!s->zlp) {
@@ -772,7 +765,6 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
     const USBNcmVariant *variant = USB_NCM_GET_CLASS(s)->variant;
     uint8_t caps = NCM_CAP_PACKET_FILTER | NCM_CAP_NET_ADDRESS |
                    NCM_CAP_MAX_DATAGRAM_SIZE;
-    NcmConfig cfg = { 0 };
     NcmZlpPolicy zlp;
     uint8_t *mac;
 
@@ -801,22 +793,13 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
                         s->manufacturer ?: variant->manufacturer);
     usb_desc_set_string(dev, STR_PRODUCT, s->product ?: variant->product);
 
-    cfg.ntb_in_max_size = s->ntb_in_max_size;
-    cfg.ntb_out_max_size = s->ntb_out_max_size;
-    cfg.in_divisor = s->in_divisor;
-    cfg.in_remainder = s->in_remainder;
-    cfg.in_alignment = s->in_alignment;
-    cfg.out_divisor = s->out_divisor;
-    cfg.out_remainder = s->out_remainder;
-    cfg.out_alignment = s->out_alignment;
-    cfg.out_max_datagrams = s->out_max_datagrams;
-    cfg.max_segment_size = s->max_segment_size;
-    cfg.network_caps = caps;
-    cfg.ntb_formats = NCM_NTB_FORMAT_16 | (s->ntb32 ? NCM_NTB_FORMAT_32 : 0);
-    memcpy(cfg.mac, mac, sizeof(cfg.mac));
-    cfg.link_speed_bps = 1000 * 1000 * 1000;
-    cfg.zlp = zlp;
-    ncm_function_init(&s->fn, &cfg);
+    s->cfg.network_caps = caps;
+    s->cfg.ntb_formats = NCM_NTB_FORMAT_16 |
+                         (s->ntb32 ? NCM_NTB_FORMAT_32 : 0);
+    memcpy(s->cfg.mac, mac, sizeof(s->cfg.mac));
+    s->cfg.link_speed_bps = 1000 * 1000 * 1000;
+    s->cfg.zlp = zlp;
+    ncm_function_init(&s->fn, &s->cfg);
 
     s->ep_notify = usb_ep_get(dev, USB_TOKEN_IN, NCM_EP_NOTIFY);
     s->ep_bulk_in = usb_ep_get(dev, USB_TOKEN_IN, NCM_EP_BULK_IN);
@@ -878,19 +861,19 @@ static const VMStateDescription vmstate_usb_ncm = {
 
 static const Property usb_ncm_properties[] = {
     DEFINE_NIC_PROPERTIES(USBNcmState, conf),
-    DEFINE_PROP_UINT32("ntb-in-max-size", USBNcmState, ntb_in_max_size,
+    DEFINE_PROP_UINT32("ntb-in-max-size", USBNcmState, cfg.ntb_in_max_size,
                        NCM_NTB16_MAX_SIZE),
-    DEFINE_PROP_UINT32("ntb-out-max-size", USBNcmState, ntb_out_max_size,
+    DEFINE_PROP_UINT32("ntb-out-max-size", USBNcmState, cfg.ntb_out_max_size,
                        NCM_NTB16_MAX_SIZE),
-    DEFINE_PROP_UINT16("ntb-in-divisor", USBNcmState, in_divisor, 4),
-    DEFINE_PROP_UINT16("ntb-in-remainder", USBNcmState, in_remainder, 0),
-    DEFINE_PROP_UINT16("ntb-in-alignment", USBNcmState, in_alignment, 4),
-    DEFINE_PROP_UINT16("ntb-out-divisor", USBNcmState, out_divisor, 4),
-    DEFINE_PROP_UINT16("ntb-out-remainder", USBNcmState, out_remainder, 0),
-    DEFINE_PROP_UINT16("ntb-out-alignment", USBNcmState, out_alignment, 4),
+    DEFINE_PROP_UINT16("ntb-in-divisor", USBNcmState, cfg.in_divisor, 4),
+    DEFINE_PROP_UINT16("ntb-in-remainder", USBNcmState, cfg.in_remainder, 0),
+    DEFINE_PROP_UINT16("ntb-in-alignment", USBNcmState, cfg.in_alignment, 4),
+    DEFINE_PROP_UINT16("ntb-out-divisor", USBNcmState, cfg.out_divisor, 4),
+    DEFINE_PROP_UINT16("ntb-out-remainder", USBNcmState, cfg.out_remainder, 0),
+    DEFINE_PROP_UINT16("ntb-out-alignment", USBNcmState, cfg.out_alignment, 4),
     DEFINE_PROP_UINT16("ntb-out-max-datagrams", USBNcmState,
-                       out_max_datagrams, 64),
-    DEFINE_PROP_UINT16("max-segment-size", USBNcmState, max_segment_size,
+                       cfg.out_max_datagrams, 64),
+    DEFINE_PROP_UINT16("max-segment-size", USBNcmState, cfg.max_segment_size,
                        1514),
     DEFINE_PROP_BOOL("ntb32", USBNcmState, ntb32, true),
     DEFINE_PROP_STRING("zlp", USBNcmState, zlp),
