@@ -119,6 +119,7 @@ struct USBNcmState {
     USBEndpoint *ep_notify;
     USBEndpoint *ep_bulk_in;
     QEMUBH *wakeup_bh;
+    USBPacket *in_parked;           /* bulk IN the next NTB is built into */
     QEMUTimer *fault_link_timer;
     QEMUTimer *fault_busy_timer;
     bool wake_bulk_in;
@@ -291,7 +292,32 @@ static void usb_ncm_build_descriptors(USBNcmState *s, uint8_t caps)
     };
 }
 
-/* Wakeups are deferred so that a burst of frames becomes one NTB. */
+static void usb_ncm_flush_rx(USBNcmState *s);
+
+/* Complete the parked bulk IN packet with @len bytes already in place. */
+static void usb_ncm_in_complete(USBNcmState *s, uint32_t len)
+{
+    USBPacket *p = s->in_parked;
+
+    s->in_parked = NULL;
+    p->actual_length = len;
+    p->status = USB_RET_SUCCESS;
+    usb_packet_complete(&s->dev, p);
+}
+
+/* The data path resets under a parked packet: give it back empty. */
+static void usb_ncm_in_unpark(USBNcmState *s)
+{
+    if (s->in_parked) {
+        ncm_function_in_detach(&s->fn);
+        usb_ncm_in_complete(s, 0);
+    }
+}
+
+/*
+ * Deferred to the end of the main-loop iteration so that a burst of frames
+ * becomes one NTB.
+ */
 static void usb_ncm_wakeup_bh(void *opaque)
 {
     USBNcmState *s = opaque;
@@ -305,7 +331,17 @@ static void usb_ncm_wakeup_bh(void *opaque)
     }
     if (s->wake_bulk_in) {
         s->wake_bulk_in = false;
-        usb_wakeup(s->ep_bulk_in, 0);
+        if (s->in_parked) {
+            uint32_t len = ncm_function_in_attached_finish(&s->fn);
+
+            if (len) {
+                usb_ncm_in_complete(s, len);
+            }
+            /* room again, after a send or a fault's drop */
+            usb_ncm_flush_rx(s);
+        } else {
+            usb_wakeup(s->ep_bulk_in, 0);
+        }
     }
 }
 
@@ -328,6 +364,7 @@ static void usb_ncm_handle_reset(USBDevice *dev)
     USBNcmState *s = USB_NCM(dev);
 
     trace_usb_ncm_reset(dev->addr);
+    usb_ncm_in_unpark(s);
     ncm_function_reset(&s->fn);
     usb_ncm_flush_rx(s);
 }
@@ -340,6 +377,7 @@ static void usb_ncm_set_interface(USBDevice *dev, int iface,
     if (iface != NCM_IF_DATA) {
         return;
     }
+    usb_ncm_in_unpark(s);
     ncm_function_set_data_alt(&s->fn, alt_new);
     if (alt_new) {
         usb_ncm_schedule_wakeup(s, false, true);
@@ -429,11 +467,35 @@ static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
         if (dropped != s->fn.stats.fault_dropped_in_ntbs) {
             usb_ncm_flush_rx(s);    /* the dropped NTB freed the buffer */
         }
+        /*
+         * Nothing queued: keep the host's buffer and build the next NTB
+         * right in it, so each frame is copied once.  Only the first
+         * contiguous piece of guest memory is used; an NTB is never split.
+         */
+        if (!s->in_parked && p->iov.niov >= 1 &&
+            ncm_function_in_attach(&s->fn, p->iov.iov[0].iov_base,
+                                   p->iov.iov[0].iov_len)) {
+            s->in_parked = p;
+            p->status = USB_RET_ASYNC;
+            return;
+        }
+        s->fn.stats.in_naks++;
         p->status = USB_RET_NAK;
         return;
     }
     usb_packet_copy(p, (void *)src, len);
     if (ncm_function_in_sent(&s->fn, len)) {
+        usb_ncm_flush_rx(s);
+    }
+}
+
+static void usb_ncm_cancel_packet(USBDevice *dev, USBPacket *p)
+{
+    USBNcmState *s = USB_NCM(dev);
+
+    if (p == s->in_parked) {
+        ncm_function_in_detach(&s->fn);
+        s->in_parked = NULL;
         usb_ncm_flush_rx(s);
     }
 }
@@ -527,7 +589,8 @@ static const struct {
     NCM_STAT(out_ntbs), NCM_STAT(out_datagrams),
     NCM_STAT(out_bytes), NCM_STAT(out_zlps), NCM_STAT(out_overflow_bytes),
     NCM_STAT(out_merged_transfers), NCM_STAT(out_merge_lost_datagrams),
-    NCM_STAT(in_ntbs), NCM_STAT(in_datagrams), NCM_STAT(in_bytes),
+    NCM_STAT(in_ntbs), NCM_STAT(in_direct_ntbs), NCM_STAT(in_datagrams),
+    NCM_STAT(in_bytes),
     NCM_STAT(in_naks), NCM_STAT(rx_backpressure), NCM_STAT(rx_filtered),
     NCM_STAT(rx_oversize), NCM_STAT(rx_inactive_drops),
     NCM_STAT(in_flushed_datagrams), NCM_STAT(bad_requests),
@@ -898,6 +961,7 @@ static void usb_ncm_class_init(ObjectClass *klass, void *data)
     uc->handle_control = usb_ncm_handle_control;
     uc->handle_data = usb_ncm_handle_data;
     uc->set_interface = usb_ncm_set_interface;
+    uc->cancel_packet = usb_ncm_cancel_packet;
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
     dc->fw_name = "network";
     dc->vmsd = &vmstate_usb_ncm;

@@ -38,6 +38,7 @@ static void ncm_in_restart(NcmFunction *f)
 
     f->in_ntb_len = 0;
     f->in_send_off = 0;
+    f->in_attached = false;
     ncm_ntb_builder_init(&f->in_builder, f->format, &layout, f->in_buf);
 }
 
@@ -264,13 +265,22 @@ static int ncm_set_ntb_input_size(NcmFunction *f, int request, int length,
     if (f->in_ntb_len) {
         return 0;   /* the NTB on its way out keeps its size */
     }
+    /* a parked host buffer bounds the NTB as well */
+    if (f->in_attached) {
+        size = MIN(size, f->in_attached_size);
+    }
     if (f->in_builder.n_datagrams &&
         f->in_builder.len + f->format->ndp_min_len +
         (f->in_builder.n_datagrams + 1) * 2 * f->format->field_size +
         f->in_builder.layout.ndp_alignment > size) {
         /* what was queued would not fit the new size: count it lost */
+        NcmNtbLayout layout = f->in_builder.layout;
+
         f->stats.in_flushed_datagrams += f->in_builder.n_datagrams;
-        ncm_in_restart(f);
+        layout.max_len = size;
+        layout.max_datagrams = max_datagrams;
+        ncm_ntb_builder_init(&f->in_builder, f->format, &layout,
+                             f->in_builder.buf);
         return 0;
     }
     f->in_builder.layout.max_len = MIN(size, f->format->max_block_len);
@@ -729,9 +739,9 @@ static void ncm_in_corrupt(NcmFunction *f, NcmInCorruption how)
 {
     const NcmNtbFormat *fmt = f->format;
     unsigned fs = fmt->field_size;
-    uint8_t *ntb = f->in_buf;
-    uint32_t ndp = fs == 2 ? lduw_le_p(ntb + fmt->nth_ndp_index_off) :
-                   (uint32_t)ldl_le_p(ntb + fmt->nth_ndp_index_off);
+    /* the NTB may be in guest memory: take offsets from our own state */
+    uint8_t *ntb = f->in_builder.buf;
+    uint32_t ndp = f->in_builder.ndp_offset;
     uint32_t end = ROUND_DOWN(f->in_ntb_len - 8, 4);
 
     switch (how) {
@@ -776,41 +786,95 @@ static void ncm_in_corrupt(NcmFunction *f, NcmInCorruption how)
     trace_usb_ncm_fault_corrupt(ncm_in_corruption_names[how]);
 }
 
+/*
+ * Finish the NTB under construction, then apply the IN faults.  Returns
+ * false when a fault dropped it (the builder is empty again).
+ */
+static bool ncm_in_finish(NcmFunction *f)
+{
+    NcmFaults *faults = &f->faults;
+    NcmNtbBuilder *b = &f->in_builder;
+
+    f->in_ntb_len = ncm_ntb_builder_finish(b, f->in_sequence++);
+    f->in_send_off = 0;
+    faults->in_ntb_counter++;
+    if (faults->drop_in_every &&
+        faults->in_ntb_counter % faults->drop_in_every == 0) {
+        f->stats.fault_dropped_in_ntbs++;
+        f->stats.in_flushed_datagrams += b->n_datagrams;
+        trace_usb_ncm_fault_drop(f->in_ntb_len, b->n_datagrams);
+        f->in_ntb_len = 0;
+        ncm_ntb_builder_init(b, f->format, &b->layout, b->buf);
+        return false;
+    }
+    f->stats.in_ntbs++;
+    f->stats.in_datagrams += b->n_datagrams;
+    f->stats.in_bytes += f->in_ntb_len;
+    trace_usb_ncm_in_ntb(f->in_ntb_len, b->n_datagrams);
+    if (faults->corrupt != NCM_CORRUPT_NONE &&
+        faults->corrupt != NCM_CORRUPT_SHORT_NOTIFY &&
+        faults->corrupt_remaining) {
+        faults->corrupt_remaining--;
+        ncm_in_corrupt(f, faults->corrupt);
+    }
+    return true;
+}
+
+bool ncm_function_in_attach(NcmFunction *f, uint8_t *buf, uint32_t size)
+{
+    NcmNtbLayout layout = f->in_builder.layout;
+
+    if (!f->data_active || f->faults.busy || f->in_attached ||
+        f->in_ntb_len || f->in_builder.n_datagrams ||
+        size < NCM_NTB_MIN_SIZE) {
+        return false;
+    }
+    layout.max_len = MIN(f->ntb_in_size, size);
+    layout.max_datagrams = f->ntb_in_max_datagrams;
+    ncm_ntb_builder_init(&f->in_builder, f->format, &layout, buf);
+    f->in_attached = true;
+    f->in_attached_size = size;
+    return true;
+}
+
+uint32_t ncm_function_in_attached_finish(NcmFunction *f)
+{
+    uint32_t len;
+
+    if (!f->in_attached || !f->in_builder.n_datagrams || f->faults.busy ||
+        !ncm_in_finish(f)) {
+        return 0;
+    }
+    len = f->in_ntb_len;
+    f->stats.in_direct_ntbs++;
+    ncm_in_restart(f);
+    return len;
+}
+
+void ncm_function_in_detach(NcmFunction *f)
+{
+    if (!f->in_attached) {
+        return;
+    }
+    if (f->in_builder.n_datagrams) {
+        f->stats.in_flushed_datagrams += f->in_builder.n_datagrams;
+        trace_usb_ncm_in_flush(f->in_builder.n_datagrams);
+    }
+    ncm_in_restart(f);
+}
+
 const uint8_t *ncm_function_in_next(NcmFunction *f, uint32_t room,
                                     uint32_t *len)
 {
-    NcmFaults *faults = &f->faults;
-
-    if (faults->busy) {
+    if (f->faults.busy || f->in_attached) {
         return NULL;
     }
     if (!f->in_ntb_len) {
-        NcmNtbBuilder *b = &f->in_builder;
-
-        if (!b->n_datagrams) {
-            f->stats.in_naks++;
+        if (!f->in_builder.n_datagrams) {
             return NULL;
         }
-        f->in_ntb_len = ncm_ntb_builder_finish(b, f->in_sequence++);
-        f->in_send_off = 0;
-        faults->in_ntb_counter++;
-        if (faults->drop_in_every &&
-            faults->in_ntb_counter % faults->drop_in_every == 0) {
-            f->stats.fault_dropped_in_ntbs++;
-            f->stats.in_flushed_datagrams += b->n_datagrams;
-            trace_usb_ncm_fault_drop(f->in_ntb_len, b->n_datagrams);
-            ncm_in_restart(f);
+        if (!ncm_in_finish(f)) {
             return NULL;
-        }
-        f->stats.in_ntbs++;
-        f->stats.in_datagrams += b->n_datagrams;
-        f->stats.in_bytes += f->in_ntb_len;
-        trace_usb_ncm_in_ntb(f->in_ntb_len, b->n_datagrams);
-        if (faults->corrupt != NCM_CORRUPT_NONE &&
-            faults->corrupt != NCM_CORRUPT_SHORT_NOTIFY &&
-            faults->corrupt_remaining) {
-            faults->corrupt_remaining--;
-            ncm_in_corrupt(f, faults->corrupt);
         }
     }
     *len = MIN(room, f->in_ntb_len - f->in_send_off);

@@ -374,6 +374,7 @@ uint32_t ncm_ntb_builder_finish(NcmNtbBuilder *b, uint16_t sequence)
     if (!b->n_datagrams) {
         return 0;   /* only reserve() proved that the headers fit */
     }
+    b->ndp_offset = ndp;
     memset(b->buf + b->len, 0, ndp - b->len);
     memset(b->buf + ndp, 0, ndp_len);
     stl_le_p(b->buf + ndp, fmt->ndp_signature);

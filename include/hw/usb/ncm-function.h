@@ -53,6 +53,7 @@ typedef struct NcmCounters {
     uint64_t out_merged_transfers;
     uint64_t out_merge_lost_datagrams;
     uint64_t in_ntbs;
+    uint64_t in_direct_ntbs;        /* built in the host's buffer: 1 copy */
     uint64_t in_datagrams;
     uint64_t in_bytes;
     uint64_t in_naks;
@@ -124,8 +125,14 @@ typedef struct NcmFunction {
     bool out_discarding;            /* overflowed: drop until transfer end */
     NcmNtbView out_view;
 
-    /* IN: NTB built in place in in_buf, then sent from in_send_off */
+    /*
+     * IN: the NTB is built in place, in the buffer of a parked IN packet
+     * when the host has one waiting (in_attached), else in in_buf and sent
+     * from in_send_off when the host asks.
+     */
     uint8_t *in_buf;
+    bool in_attached;
+    uint32_t in_attached_size;
     NcmNtbBuilder in_builder;
     uint32_t in_ntb_len;            /* non-zero while a finished NTB drains */
     uint32_t in_send_off;
@@ -197,6 +204,21 @@ bool ncm_function_rx_can_queue(const NcmFunction *f);
 const uint8_t *ncm_function_in_next(NcmFunction *f, uint32_t room,
                                     uint32_t *len);
 bool ncm_function_in_sent(NcmFunction *f, uint32_t len);
+
+/*
+ * IN, one copy: build the next NTB straight into @buf (@size bytes, the
+ * host's waiting buffer).  Only when nothing is pending; returns false
+ * otherwise.  Frames from ncm_function_rx() then land in @buf.
+ */
+bool ncm_function_in_attach(NcmFunction *f, uint8_t *buf, uint32_t size);
+/*
+ * Finish the NTB in the attached buffer and detach; returns its length, or
+ * 0 (still attached) when there is nothing to send yet or a fault dropped
+ * the NTB.
+ */
+uint32_t ncm_function_in_attached_finish(NcmFunction *f);
+/* The attached buffer goes away: count what was in it as flushed. */
+void ncm_function_in_detach(NcmFunction *f);
 
 /* Interrupt IN: next notification bytes, or 0 when none. */
 uint32_t ncm_function_notify_next(NcmFunction *f, uint8_t *buf,

@@ -137,6 +137,7 @@ typedef struct NcmNtbBuilder {
     uint32_t len;                   /* end of the last datagram */
     uint32_t n_datagrams;
     uint32_t max_datagrams;
+    uint32_t ndp_offset;            /* where finish() put the NDP */
     NcmDatagram datagrams[NCM_MAX_DATAGRAMS];
 } NcmNtbBuilder;
 
