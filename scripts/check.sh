@@ -51,6 +51,21 @@ run_suite() {
     note "suite '$name': $p passed, $f failed, $k skipped"
 }
 
+# Everything the selected suites need, installed first (idempotent).
+dep_sets=build
+for s in $suites; do
+    case $s in
+    guest|dropout) dep_sets="$dep_sets guest" ;;
+    fuzz) dep_sets="$dep_sets fuzz" ;;
+    esac
+done
+step "installing what the suites need ($dep_sets)"
+if ! bash "$NCM_TOP/scripts/install-deps.sh" $dep_sets; then
+    echo "FAIL: deps (could not install $dep_sets; see the messages above)"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
 if [ "$needs_qemu" = 1 ]; then
     step "making sure QEMU with usb-ncm-dl is built"
     if ! bash "$NCM_TOP/scripts/build-qemu.sh"; then

@@ -53,6 +53,9 @@ MODULES="usb-common usbcore xhci-pci xhci-hcd ehci-pci ehci-hcd mii usbnet
 # Extra modules copied in but not loaded (handy in the shell).
 EXTRA_MODULES="usbmon"
 
+# Idempotent and quiet when everything is there; stdout is for the paths.
+bash "$NCM_TOP/scripts/install-deps.sh" guest >&2
+
 for t in apt-get dpkg-deb depmod modprobe cpio gzip readelf flock sha256sum; do
     command -v "$t" >/dev/null ||
         die "'$t' is missing" "run: make deps (or scripts/install-deps.sh guest)"
