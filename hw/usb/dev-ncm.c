@@ -392,6 +392,14 @@ static void usb_ncm_handle_control(USBDevice *dev, USBPacket *p, int request,
     USBNcmState *s = USB_NCM(dev);
     int ret;
 
+    if (request == (InterfaceOutRequest | USB_REQ_SET_INTERFACE) ||
+        request == (DeviceOutRequest | USB_REQ_SET_CONFIGURATION)) {
+        /*
+         * usb_desc_ep_init() empties every endpoint queue, the parked
+         * packet's too (whatever the interface): give it back first.
+         */
+        usb_ncm_in_unpark(s);
+    }
     ret = usb_desc_handle_control(dev, p, request, value, index, length, data);
     if (ret >= 0) {
         return;
