@@ -1586,6 +1586,377 @@ static void test_rx_backlog(NcmEnv *e, const NcmCase *c)
     ncm_expect_no_rx(e);
 }
 
+/* Cases: the one-copy IN path (NTBs built in a parked host buffer) */
+
+#define RX_QUIET_NS             (50 * 1000 * 1000)
+
+/* A bulk IN TD that must stay parked: a few clock steps, no event. */
+static QXhciTransfer *in_park(NcmEnv *e, uint32_t len, uint32_t first_len)
+{
+    QXhciTransfer *t = qxhci_submit_split(e->dev, e->ep_in.address, NULL,
+                                          len, first_len);
+    unsigned i;
+
+    for (i = 0; i < 10; i++) {
+        qxhci_step(e->xhci);
+    }
+    if (t->done) {
+        g_test_message("bulk IN TD completed with nothing queued: cc %d, "
+                       "%u bytes", t->cc, t->actual);
+    }
+    g_assert(!t->done);
+    return t;
+}
+
+/* Parse what a completed IN TD holds (no NTB when it came back empty). */
+static void in_td_parse(NcmEnv *e, QXhciTransfer *t, uint32_t max_ntb,
+                        GPtrArray *got)
+{
+    g_autofree uint8_t *buf = g_malloc(MAX(t->length, 1));
+
+    g_assert(t->done);
+    g_assert(t->cc == QXHCI_CC_SUCCESS || t->cc == QXHCI_CC_SHORT_PACKET);
+    if (t->actual) {
+        qxhci_transfer_read(t, buf);
+        ntb_parse_in(e, buf, t->actual, max_ntb, got);
+    }
+}
+
+/* Bulk IN until a TD stays NAK'd: everything the device still holds. */
+static void in_drain(NcmEnv *e, GPtrArray *got)
+{
+    for (;;) {
+        QXhciTransfer *t = qxhci_submit(e->dev, e->ep_in.address, NULL,
+                                        e->p.in_max);
+
+        if (!qxhci_wait(t, RX_QUIET_NS)) {
+            qxhci_transfer_free(t);
+            return;
+        }
+        in_td_parse(e, t, e->in_size, got);
+        qxhci_transfer_free(t);
+    }
+}
+
+static void test_rx_direct(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    QXhciTransfer *t;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    t = in_park(e, e->p.in_max, 0);
+    for (i = 0; i < 5; i++) {
+        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11000 + i, 60 + i * 150);
+    }
+    sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    in_td_parse(e, t, e->in_size, got);
+    qxhci_transfer_free(t);
+    g_assert_cmpuint(e->rx_ntbs, ==, 1);
+    frames_assert_equal(got, rx);
+    ncm_expect_no_rx(e);
+
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "in_direct_ntbs", 1);
+    assert_stat_delta(before, after, "in_ntbs", 1);
+    assert_stat_delta(before, after, "in_datagrams", rx->len);
+    assert_stat_delta(before, after, "in_bytes", e->rx_bytes);
+    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+}
+
+static void test_rx_copy(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = NULL;
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    for (i = 0; i < 5; i++) {
+        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11100 + i, 60 + i * 150);
+    }
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    got = ncm_receive(e, rx->len, e->p.in_max, e->in_size);
+    frames_assert_equal(got, rx);
+    g_assert_cmpuint(e->rx_ntbs, ==, 1);
+    ncm_expect_no_rx(e);
+
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "in_direct_ntbs", 0);
+    assert_stat_delta(before, after, "in_ntbs", 1);
+    assert_stat_delta(before, after, "in_datagrams", rx->len);
+    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+}
+
+static void test_rx_direct_input_size(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) rest = NULL;
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    QXhciTransfer *t;
+    uint8_t b[4];
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    t = in_park(e, 65536, 0);
+    stl_le_p(b, 4096);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    e->in_size = 4096;
+    for (i = 0; i < 20; i++) {
+        frames_add(rx, i % 3 ? ncm_mac : bcast_mac, 11200 + i,
+                   600 + i * 47);
+    }
+    sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    in_td_parse(e, t, 4096, got);
+    qxhci_transfer_free(t);
+    g_assert_cmpuint(got->len, >, 0);
+    g_assert_cmpuint(got->len, <, rx->len);
+    rest = ncm_receive(e, rx->len - got->len, 65536, 4096);
+    for (i = 0; i < rest->len; i++) {
+        g_ptr_array_add(got, g_byte_array_ref(g_ptr_array_index(rest, i)));
+    }
+    frames_assert_equal(got, rx);
+    ncm_expect_no_rx(e);
+
+    after = ncm_stats(e);
+    g_assert_cmpuint(stat_delta(before, after, "in_direct_ntbs"), >=, 1);
+    assert_stat_delta(before, after, "in_ntbs", e->rx_ntbs);
+    assert_stat_delta(before, after, "in_datagrams", rx->len);
+    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+}
+
+enum {
+    CANCEL_STOP_ENDPOINT,
+    CANCEL_ALT_0,
+    CANCEL_PORT_RESET,
+    CANCEL_CONTROL_SET_INTERFACE,   /* SET_INTERFACE on the control iface */
+};
+
+/* Is every frame of @got in @all, in the same order? */
+static void frames_assert_subsequence(GPtrArray *got, GPtrArray *all)
+{
+    unsigned i, j = 0;
+
+    for (i = 0; i < got->len; i++) {
+        GByteArray *g = g_ptr_array_index(got, i);
+        bool found = false;
+
+        while (j < all->len && !found) {
+            GByteArray *a = g_ptr_array_index(all, j++);
+
+            found = a->len == g->len && !memcmp(a->data, g->data, g->len);
+        }
+        if (!found) {
+            g_test_message("received frame %u of %u is not one of the "
+                           "injected frames, in order", i, got->len);
+        }
+        g_assert(found);
+    }
+}
+
+/*
+ * Take a parked bulk IN TD away the way case @c->arg says, keep what it
+ * received in @got, let QEMU read what is left on the socket, and bring
+ * the data interface back.
+ */
+static void in_cancel_parked(NcmEnv *e, const NcmCase *c, QXhciTransfer *t,
+                             GPtrArray *got, bool busy)
+{
+    switch (c->arg) {
+    case CANCEL_STOP_ENDPOINT:
+        g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_in.address), ==,
+                        QXHCI_CC_SUCCESS);
+        break;
+    case CANCEL_ALT_0:
+        ncm_set_alt(e, 0);
+        break;
+    case CANCEL_PORT_RESET:
+        g_assert_cmpint(qxhci_port_reset(e->xhci, e->port), ==,
+                        c->super ? QXHCI_SPEED_SUPER : QXHCI_SPEED_HIGH);
+        break;
+    case CANCEL_CONTROL_SET_INTERFACE:
+        /* the data interface stays in alt 1; the core resets endpoints */
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE,
+                                      0, IF_CONTROL, NULL, 0, NULL),
+                        ==, QXHCI_CC_SUCCESS);
+        break;
+    }
+    if (busy) {
+        fault_set(e, "fault-busy-ms", 0);
+    }
+    qxhci_poll(e->xhci);
+    if (t->done && t->actual) {
+        in_td_parse(e, t, e->in_size, got);
+    }
+    if (c->arg == CANCEL_PORT_RESET) {
+        qxhci_device_free(e->dev);
+        e->dev = NULL;
+        t->dev = NULL;
+    }
+    qxhci_transfer_free(t);
+    sock_settle(e);
+    assert_alive(e);
+    if (c->arg == CANCEL_PORT_RESET) {
+        ncm_enumerate(e);
+    }
+    if (c->arg == CANCEL_ALT_0 || c->arg == CANCEL_PORT_RESET) {
+        ncm_set_alt(e, 1);
+    }
+}
+
+static void test_rx_parked_cancel(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    QDict *before, *after;
+    QXhciTransfer *t;
+    uint64_t flushed, inactive;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+
+    /* nothing written yet: the TD goes away, nothing is lost */
+    before = ncm_stats(e);
+    t = in_park(e, e->p.in_max, 0);
+    in_cancel_parked(e, c, t, got, false);
+    g_assert_cmpuint(got->len, ==, 0);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+    assert_stat_delta(before, after, "in_ntbs", 0);
+    qobject_unref(before);
+    qobject_unref(after);
+
+    /*
+     * Frames written into the parked TD, not completed (the device is
+     * busy): taking the TD away loses exactly those, and says so.
+     */
+    before = ncm_stats(e);
+    t = in_park(e, e->p.in_max, 0);
+    fault_set(e, "fault-busy-ms", 1000000);
+    for (i = 0; i < 4; i++) {
+        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11300 + i, 200 + i * 90);
+    }
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    g_assert(!t->done);
+    in_cancel_parked(e, c, t, got, true);
+    g_assert_cmpuint(got->len, ==, 0);
+    in_drain(e, got);
+    g_assert_cmpuint(got->len, ==, 0);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "in_flushed_datagrams", rx->len);
+    assert_stat_delta(before, after, "in_ntbs", 0);
+    assert_stat_delta(before, after, "in_datagrams", 0);
+    qobject_unref(before);
+    qobject_unref(after);
+
+    /* frames on their way as the TD goes: each arrives or is counted */
+    g_ptr_array_set_size(rx, 0);
+    before = ncm_stats(e);
+    t = in_park(e, e->p.in_max, 0);
+    for (i = 0; i < 8; i++) {
+        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11400 + i, 200 + i * 90);
+    }
+    sock_send_frames(e, rx);
+    in_cancel_parked(e, c, t, got, false);
+    in_drain(e, got);
+    frames_assert_subsequence(got, rx);
+    after = ncm_stats(e);
+    flushed = stat_delta(before, after, "in_flushed_datagrams");
+    inactive = stat_delta(before, after, "rx_inactive_drops");
+    g_test_message("%u frames received, %" PRIu64 " flushed, %" PRIu64
+                   " dropped while inactive", got->len, flushed, inactive);
+    g_assert_cmpuint(got->len + flushed + inactive, ==, rx->len);
+    assert_stat_delta(before, after, "in_datagrams", got->len);
+    if (c->arg == CANCEL_STOP_ENDPOINT ||
+        c->arg == CANCEL_CONTROL_SET_INTERFACE) {
+        g_assert_cmpuint(inactive, ==, 0);
+    }
+    qobject_unref(before);
+    qobject_unref(after);
+
+    /* a new TD receives new frames, the one-copy way again */
+    g_ptr_array_set_size(rx, 0);
+    g_ptr_array_set_size(got, 0);
+    before = ncm_stats(e);
+    t = in_park(e, e->p.in_max, 0);
+    for (i = 0; i < 4; i++) {
+        frames_add(rx, ncm_mac, 11500 + i, 300 + i * 200);
+    }
+    sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    in_td_parse(e, t, e->in_size, got);
+    qxhci_transfer_free(t);
+    frames_assert_equal(got, rx);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "in_direct_ntbs", 1);
+    assert_stat_delta(before, after, "in_ntbs", 1);
+    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+    qobject_unref(before);
+    qobject_unref(after);
+    ncm_expect_no_rx(e);
+}
+
+static void test_rx_direct_small_first(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    QXhciTransfer *t;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    for (i = 0; i < 20; i++) {
+        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11600 + i, 800 + i * 31);
+    }
+    t = in_park(e, 65536, 4096);
+    g_assert_cmpuint(t->ntrbs, >=, 2);
+    g_assert_cmpuint(t->trb_len[0], ==, 4096);
+    sock_send_frames(e, rx);
+    while (got->len < rx->len) {
+        g_autoptr(QDict) s0 = ncm_stats(e);
+        g_autoptr(QDict) s1 = NULL;
+        unsigned ntbs = e->rx_ntbs;
+
+        if (!t) {
+            t = qxhci_submit_split(e->dev, e->ep_in.address, NULL, 65536,
+                                   4096);
+        }
+        g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+        in_td_parse(e, t, e->in_size, got);
+        g_assert_cmpuint(e->rx_ntbs, ==, ntbs + 1);
+        s1 = ncm_stats(e);
+        if (!ntbs || stat_delta(s0, s1, "in_direct_ntbs")) {
+            /* built in place: the NTB never leaves the first piece */
+            g_assert_cmpuint(t->actual, <=, 4096);
+        }
+        qxhci_transfer_free(t);
+        t = NULL;
+    }
+    frames_assert_equal(got, rx);
+    ncm_expect_no_rx(e);
+    after = ncm_stats(e);
+    g_assert_cmpuint(stat_delta(before, after, "in_direct_ntbs"), >=, 1);
+    assert_stat_delta(before, after, "in_ntbs", e->rx_ntbs);
+    assert_stat_delta(before, after, "in_datagrams", rx->len);
+    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+}
+
 /* Malformed OUT NTBs, one per NcmParseError class */
 
 enum {
@@ -2647,6 +3018,23 @@ static void add_speed(bool ss)
         add_case(ss, models[m], "tx/exact-multiple", test_tx_exact_multiple,
                  0, NULL);
         add_case(ss, models[m], "rx/frames", test_rx_frames, 0, NULL);
+        add_case(ss, models[m], "rx/direct-into-waiting-transfer",
+                 test_rx_direct, 0, NULL);
+        add_case(ss, models[m], "rx/copy-when-no-transfer-waiting",
+                 test_rx_copy, 0, NULL);
+        add_case(ss, models[m], "rx/direct-respects-input-size",
+                 test_rx_direct_input_size, 0, NULL);
+        add_case(ss, models[m], "rx/parked-transfer-cancelled/stop-endpoint",
+                 test_rx_parked_cancel, CANCEL_STOP_ENDPOINT, NULL);
+        add_case(ss, models[m], "rx/parked-transfer-cancelled/alt-0",
+                 test_rx_parked_cancel, CANCEL_ALT_0, NULL);
+        add_case(ss, models[m], "rx/parked-transfer-cancelled/port-reset",
+                 test_rx_parked_cancel, CANCEL_PORT_RESET, NULL);
+        add_case(ss, models[m],
+                 "rx/parked-transfer-cancelled/control-set-interface",
+                 test_rx_parked_cancel, CANCEL_CONTROL_SET_INTERFACE, NULL);
+        add_case(ss, models[m], "rx/direct-small-first-segment",
+                 test_rx_direct_small_first, 0, NULL);
         add_case(ss, models[m], "device-del", test_device_del, 0, NULL);
         add_case(ss, models[m], "port-reset-mid-ntb", test_port_reset, 0,
                  NULL);

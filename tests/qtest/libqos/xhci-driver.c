@@ -1012,6 +1012,13 @@ bool qxhci_wait(QXhciTransfer *t, int64_t timeout_ns)
 QXhciTransfer *qxhci_submit(QXhciDevice *d, uint8_t ep, const void *data,
                             uint32_t len)
 {
+    return qxhci_submit_split(d, ep, data, len, 0);
+}
+
+QXhciTransfer *qxhci_submit_split(QXhciDevice *d, uint8_t ep,
+                                  const void *data, uint32_t len,
+                                  uint32_t first_len)
+{
     QXhci *x = d->xhci;
     unsigned dci = ep_dci(ep);
     QXhciRing *r = d->rings[dci];
@@ -1037,6 +1044,9 @@ QXhciTransfer *qxhci_submit(QXhciDevice *d, uint8_t ep, const void *data,
         uint32_t chunk = MIN(len - off,
                              TRB_MAX_BUFFER - (addr & (TRB_MAX_BUFFER - 1)));
 
+        if (!off && first_len) {
+            chunk = MIN(chunk, first_len);
+        }
         g_assert(t->ntrbs < QXHCI_TD_MAX_TRBS);
         t->trb_len[t->ntrbs++] = chunk;
         off += chunk;

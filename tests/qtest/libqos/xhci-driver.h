@@ -174,6 +174,14 @@ int qxhci_deconfigure(QXhciDevice *d);
  */
 QXhciTransfer *qxhci_submit(QXhciDevice *d, uint8_t ep, const void *data,
                             uint32_t len);
+/*
+ * The same, but the first TRB covers at most @first_len bytes (0: no
+ * limit), so that the device sees a first piece of guest memory that
+ * small, followed by the rest in further TRBs.
+ */
+QXhciTransfer *qxhci_submit_split(QXhciDevice *d, uint8_t ep,
+                                  const void *data, uint32_t len,
+                                  uint32_t first_len);
 /* Wait until @t completes or @timeout_ns of virtual time pass. */
 bool qxhci_wait(QXhciTransfer *t, int64_t timeout_ns);
 /* Copy what an IN transfer received (t->actual bytes) to @buf. */
