@@ -954,10 +954,31 @@ static const Property usb_ncm_properties[] = {
     DEFINE_PROP_STRING("product", USBNcmState, product),
 };
 
+static const char *const usb_ncm_property_help[][2] = {
+    { "ntb-in-max-size", "dwNtbInMaxSize, 2048..65536" },
+    { "ntb-out-max-size", "dwNtbOutMaxSize, 2048..65536" },
+    { "ntb-in-divisor", "wNdpInDivisor, power of two 4..4096" },
+    { "ntb-in-remainder", "wNdpInPayloadRemainder, below the divisor" },
+    { "ntb-in-alignment", "wNdpInAlignment, power of two 4..4096" },
+    { "ntb-out-divisor", "wNdpOutDivisor, power of two 4..4096" },
+    { "ntb-out-remainder", "wNdpOutPayloadRemainder, below the divisor" },
+    { "ntb-out-alignment", "wNdpOutAlignment, power of two 4..4096" },
+    { "ntb-out-max-datagrams", "wNtbOutMaxDatagrams, 1..1024" },
+    { "max-segment-size", "wMaxSegmentSize (largest frame), from 1514" },
+    { "ntb32", "advertise NTB32 as well as NTB16" },
+    { "zlp", "end of an OUT transfer: auto (NCM 1.0) or required "
+             "(short packet or ZLP only, DisplayLink firmware)" },
+    { "vendorid", "idVendor (0: the model's own)" },
+    { "productid", "idProduct (0: the model's own)" },
+    { "manufacturer", "manufacturer string" },
+    { "product", "product string" },
+};
+
 static void usb_ncm_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     USBDeviceClass *uc = USB_DEVICE_CLASS(klass);
+    size_t i;
 
     USB_NCM_CLASS(klass)->variant = &usb_ncm_variant;
     uc->product_desc = "QEMU USB NCM Ethernet";
@@ -974,6 +995,11 @@ static void usb_ncm_class_init(ObjectClass *klass, void *data)
     dc->fw_name = "network";
     dc->vmsd = &vmstate_usb_ncm;
     device_class_set_props(dc, usb_ncm_properties);
+    for (i = 0; i < ARRAY_SIZE(usb_ncm_property_help); i++) {
+        object_class_property_set_description(klass,
+                                              usb_ncm_property_help[i][0],
+                                              usb_ncm_property_help[i][1]);
+    }
 }
 
 static void usb_ncm_dl_class_init(ObjectClass *klass, void *data)
