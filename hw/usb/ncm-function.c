@@ -42,8 +42,8 @@ static void ncm_in_restart(NcmFunction *f)
     ncm_ntb_builder_init(&f->in_builder, f->format, &layout, f->in_buf);
 }
 
-/* Drop everything in flight in both directions, counting what is lost. */
-static void ncm_flush_data(NcmFunction *f)
+/* Drop the IN NTB under construction, counting what is lost. */
+static void ncm_in_flush(NcmFunction *f)
 {
     uint32_t lost = f->in_builder.n_datagrams;
 
@@ -51,9 +51,15 @@ static void ncm_flush_data(NcmFunction *f)
         f->stats.in_flushed_datagrams += lost;
         trace_usb_ncm_in_flush(lost);
     }
+    ncm_in_restart(f);
+}
+
+/* Drop everything in flight in both directions, counting what is lost. */
+static void ncm_flush_data(NcmFunction *f)
+{
     f->out_len = 0;
     f->out_discarding = false;
-    ncm_in_restart(f);
+    ncm_in_flush(f);
 }
 
 /* NCM 1.0 section 7.2: selecting data alt 0 resets the function. */
@@ -107,11 +113,7 @@ void ncm_function_set_data_alt(NcmFunction *f, int alt)
 {
     trace_usb_ncm_data_alt(alt);
     if (alt == 0) {
-        f->data_active = false;
-        f->notify_pending = 0;
-        f->notify_len = 0;
-        f->notify_off = 0;
-        ncm_reset_data_state(f);
+        ncm_function_reset(f);
         return;
     }
     /* keep what was negotiated in alt 0, start the data path afresh */
@@ -495,9 +497,8 @@ static void ncm_out_take_complete_ntbs(NcmFunction *f, NcmEmitFn *emit,
     while (!f->out_discarding && f->out_len >= fmt->nth_len) {
         uint32_t block_len, taken;
 
-        block_len = fmt->field_size == 2 ?
-            lduw_le_p(f->out_buf + fmt->nth_block_len_off) :
-            (uint32_t)ldl_le_p(f->out_buf + fmt->nth_block_len_off);
+        block_len = ncm_ntb_field_get(f->out_buf + fmt->nth_block_len_off,
+                                      fmt->field_size);
         if (block_len == 0 || block_len > f->out_len) {
             return;
         }
@@ -542,9 +543,8 @@ static uint32_t ncm_out_firmware_extent(NcmFunction *f, const uint8_t *buf,
     if (len < fmt->nth_len) {
         return len;
     }
-    block_len = fmt->field_size == 2 ?
-        lduw_le_p(buf + fmt->nth_block_len_off) :
-        (uint32_t)ldl_le_p(buf + fmt->nth_block_len_off);
+    block_len = ncm_ntb_field_get(buf + fmt->nth_block_len_off,
+                                  fmt->field_size);
     if (block_len == 0) {
         block_len = MIN(len, f->cfg.ntb_out_max_size);
     }
@@ -749,35 +749,21 @@ static void ncm_in_corrupt(NcmFunction *f, NcmInCorruption how)
         stl_le_p(ntb + end, fmt->ndp_signature);
         stw_le_p(ntb + end + 4, fmt->ndp_min_len);
         stw_le_p(ntb + end + 6, 0);
-        if (fs == 2) {
-            stw_le_p(ntb + fmt->nth_ndp_index_off, end);
-        } else {
-            stl_le_p(ntb + fmt->nth_ndp_index_off, end);
-        }
+        ncm_ntb_field_put(ntb + fmt->nth_ndp_index_off, fs, end);
         break;
     case NCM_CORRUPT_DATAGRAM_WRAP:
-        if (fs == 2) {
-            stw_le_p(ntb + ndp + fmt->ndp_header_len, 0xfff0);
-            stw_le_p(ntb + ndp + fmt->ndp_header_len + 2, 0x20);
-        } else {
-            stl_le_p(ntb + ndp + fmt->ndp_header_len, 0xfffffff0);
-            stl_le_p(ntb + ndp + fmt->ndp_header_len + 4, 0x20);
-        }
+        /* 16 bytes below the top of the field's range: index + len wraps */
+        ncm_ntb_field_put(ntb + ndp + fmt->ndp_header_len, fs,
+                          fs == 2 ? 0xfff0 : 0xfffffff0);
+        ncm_ntb_field_put(ntb + ndp + fmt->ndp_header_len + fs, fs, 0x20);
         break;
     case NCM_CORRUPT_NDP_LOOP:
-        if (fs == 2) {
-            stw_le_p(ntb + ndp + fmt->ndp_next_off, ndp);
-        } else {
-            stl_le_p(ntb + ndp + fmt->ndp_next_off, ndp);
-        }
+        ncm_ntb_field_put(ntb + ndp + fmt->ndp_next_off, fs, ndp);
         break;
     case NCM_CORRUPT_BLOCK_LEN:
-        if (fs == 2) {
-            stw_le_p(ntb + fmt->nth_block_len_off,
-                     MIN(f->ntb_in_size + 4, UINT16_MAX));
-        } else {
-            stl_le_p(ntb + fmt->nth_block_len_off, f->ntb_in_size + 4);
-        }
+        ncm_ntb_field_put(ntb + fmt->nth_block_len_off, fs,
+                          fs == 2 ? MIN(f->ntb_in_size + 4, UINT16_MAX) :
+                          f->ntb_in_size + 4);
         break;
     default:
         return;
@@ -853,14 +839,9 @@ uint32_t ncm_function_in_attached_finish(NcmFunction *f)
 
 void ncm_function_in_detach(NcmFunction *f)
 {
-    if (!f->in_attached) {
-        return;
+    if (f->in_attached) {
+        ncm_in_flush(f);
     }
-    if (f->in_builder.n_datagrams) {
-        f->stats.in_flushed_datagrams += f->in_builder.n_datagrams;
-        trace_usb_ncm_in_flush(f->in_builder.n_datagrams);
-    }
-    ncm_in_restart(f);
 }
 
 const uint8_t *ncm_function_in_next(NcmFunction *f, uint32_t room,

@@ -78,20 +78,6 @@ const char *ncm_parse_error_name(NcmParseError err)
     return parse_error_names[err];
 }
 
-static inline uint32_t ncm_field_get(const uint8_t *p, unsigned size)
-{
-    return size == 2 ? lduw_le_p(p) : ldl_le_p(p);
-}
-
-static inline void ncm_field_put(uint8_t *p, unsigned size, uint32_t v)
-{
-    if (size == 2) {
-        stw_le_p(p, v);
-    } else {
-        stl_le_p(p, v);
-    }
-}
-
 /*
  * Walk one NDP at @ndp (already known to hold its header inside the block)
  * and append its datagrams to @view.
@@ -123,8 +109,8 @@ static NcmParseError ncm_parse_ndp(const NcmNtbFormat *fmt,
     ndp_end = ndp + ndp_len;
     for (entry = ndp + fmt->ndp_header_len; entry < ndp_end;
          entry += entry_len) {
-        uint32_t index = ncm_field_get(buf + entry, fs);
-        uint32_t len = ncm_field_get(buf + entry + fs, fs);
+        uint32_t index = ncm_ntb_field_get(buf + entry, fs);
+        uint32_t len = ncm_ntb_field_get(buf + entry + fs, fs);
 
         if (index == 0 || len == 0) {
             return NCM_PARSE_OK;
@@ -174,7 +160,7 @@ NcmParseError ncm_ntb_parse_one(const NcmNtbFormat *fmt,
     }
 
     max_block = MIN(limits->max_ntb_len, fmt->max_block_len);
-    block_len = ncm_field_get(buf + fmt->nth_block_len_off, fs);
+    block_len = ncm_ntb_field_get(buf + fmt->nth_block_len_off, fs);
     if (block_len == 0 && fmt->zero_block_len_is_transfer) {
         if (len > max_block) {
             return NCM_PARSE_BLOCK_TOO_LONG;
@@ -198,7 +184,7 @@ NcmParseError ncm_ntb_parse_one(const NcmNtbFormat *fmt,
         max_datagrams = NCM_MAX_DATAGRAMS;
     }
 
-    ndp = ncm_field_get(buf + fmt->nth_ndp_index_off, fs);
+    ndp = ncm_ntb_field_get(buf + fmt->nth_ndp_index_off, fs);
     for (;;) {
         NcmParseError err;
 
@@ -223,7 +209,7 @@ NcmParseError ncm_ntb_parse_one(const NcmNtbFormat *fmt,
         if (err != NCM_PARSE_OK) {
             return err;
         }
-        ndp = ncm_field_get(buf + ndp + fmt->ndp_next_off, fs);
+        ndp = ncm_ntb_field_get(buf + ndp + fmt->ndp_next_off, fs);
         if (ndp == 0) {
             return NCM_PARSE_OK;
         }
@@ -360,6 +346,12 @@ bool ncm_ntb_builder_append(NcmNtbBuilder *b, const void *data, uint32_t len)
     return true;
 }
 
+uint32_t ncm_ntb_builder_finished_len(const NcmNtbBuilder *b)
+{
+    return ncm_align_up(b->len, b->layout.ndp_alignment) +
+           ncm_ndp_len(b->fmt, b->n_datagrams);
+}
+
 uint32_t ncm_ntb_builder_finish(NcmNtbBuilder *b, uint16_t sequence)
 {
     const NcmNtbFormat *fmt = b->fmt;
@@ -381,8 +373,8 @@ uint32_t ncm_ntb_builder_finish(NcmNtbBuilder *b, uint16_t sequence)
     stw_le_p(b->buf + ndp + 4, ndp_len);
     p = b->buf + ndp + fmt->ndp_header_len;
     for (i = 0; i < b->n_datagrams; i++) {
-        ncm_field_put(p, fs, b->datagrams[i].offset);
-        ncm_field_put(p + fs, fs, b->datagrams[i].len);
+        ncm_ntb_field_put(p, fs, b->datagrams[i].offset);
+        ncm_ntb_field_put(p + fs, fs, b->datagrams[i].len);
         p += 2 * fs;
     }
 
@@ -393,7 +385,7 @@ uint32_t ncm_ntb_builder_finish(NcmNtbBuilder *b, uint16_t sequence)
     if (fs == 2 && block_len > UINT16_MAX) {
         block_len = 0;  /* a 64 KiB NTB16: length comes from the transfer */
     }
-    ncm_field_put(b->buf + fmt->nth_block_len_off, fs, block_len);
-    ncm_field_put(b->buf + fmt->nth_ndp_index_off, fs, ndp);
+    ncm_ntb_field_put(b->buf + fmt->nth_block_len_off, fs, block_len);
+    ncm_ntb_field_put(b->buf + fmt->nth_ndp_index_off, fs, ndp);
     return total;
 }

@@ -14,6 +14,7 @@
 #ifndef HW_USB_NCM_NTB_H
 #define HW_USB_NCM_NTB_H
 
+#include "qemu/bswap.h"
 #include "hw/usb/cdc-ncm.h"
 
 /* Layout of one NTB format: everything the parser and builder vary on. */
@@ -39,6 +40,21 @@ typedef struct NcmNtbFormat {
 
 extern const NcmNtbFormat ncm_ntb16_format;
 extern const NcmNtbFormat ncm_ntb32_format;
+
+/* A length or index field of @size bytes (NcmNtbFormat.field_size). */
+static inline uint32_t ncm_ntb_field_get(const uint8_t *p, unsigned size)
+{
+    return size == 2 ? (uint32_t)lduw_le_p(p) : (uint32_t)ldl_le_p(p);
+}
+
+static inline void ncm_ntb_field_put(uint8_t *p, unsigned size, uint32_t v)
+{
+    if (size == 2) {
+        stw_le_p(p, v);
+    } else {
+        stl_le_p(p, v);
+    }
+}
 
 /*
  * Hard bound on NDPs followed in one NTB: Linux hosts send one, and the
@@ -157,6 +173,9 @@ bool ncm_ntb_builder_append(NcmNtbBuilder *b, const void *data, uint32_t len);
 
 /* True when a datagram of @len bytes would still fit. */
 bool ncm_ntb_builder_fits(const NcmNtbBuilder *b, uint32_t len);
+
+/* How long the NTB would be if finished now. */
+uint32_t ncm_ntb_builder_finished_len(const NcmNtbBuilder *b);
 
 /*
  * Write the NDP after the last datagram and the NTH in front, in place,
