@@ -272,9 +272,7 @@ static int ncm_set_ntb_input_size(NcmFunction *f, int request, int length,
         size = MIN(size, f->in_attached_size);
     }
     if (f->in_builder.n_datagrams &&
-        f->in_builder.len + f->format->ndp_min_len +
-        (f->in_builder.n_datagrams + 1) * 2 * f->format->field_size +
-        f->in_builder.layout.ndp_alignment > size) {
+        ncm_ntb_builder_finished_len(&f->in_builder) > size) {
         /* what was queued would not fit the new size: count it lost */
         NcmNtbLayout layout = f->in_builder.layout;
 
