@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 60
 export QEMU_SRC KERNEL FUZZ_SECONDS
 
 .PHONY: all qemu deps guest-image run shell check check-unit check-fuzz \
-        check-qtest check-guest check-dropout fuzz bench-codec bench repro-dropout clean
+        check-qtest check-guest check-dropout fuzz bench-codec bench profile repro-dropout clean
 
 all: qemu
 
@@ -54,6 +54,9 @@ bench-codec:
 
 clean:
 	rm -rf build
+
+profile: qemu guest-image
+	@bash scripts/profile.sh
 
 repro-dropout: qemu guest-image
 	@bash scripts/repro-dropout.sh

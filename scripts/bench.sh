@@ -16,33 +16,23 @@
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
+. "$NCM_TOP/scripts/bench-configs.sh"
 
 OUT=$NCM_BUILD/bench
 REPS=${BENCH_REPS:-3}
 TIME=${BENCH_TIME:-5}
 UDP_MBPS=${BENCH_UDP_MBPS:-20}
 
-# name | controller | device | kernel parameters
-CONFIG_TABLE="
-ncm-16k|xhci|usb-ncm-dl,id=ncm|ncm.rx_max=16384 ncm.tx_max=16384
-ncm-32k|xhci|usb-ncm-dl,id=ncm|ncm.rx_max=32768 ncm.tx_max=32768
-ncm-64k|xhci|usb-ncm-dl,id=ncm|ncm.rx_max=65536 ncm.tx_max=65536
-ncm-64k-t20|xhci|usb-ncm-dl,id=ncm|ncm.rx_max=65536 ncm.tx_max=65536 ncm.sysfs=tx_timer_usecs=20
-usb-net|xhci|usb-net|
-virtio-net|pci|virtio-net-pci|
-"
 CONFIGS=${BENCH_CONFIGS:-ncm-16k ncm-32k ncm-64k ncm-64k-t20 usb-net virtio-net}
 
 bash "$NCM_TOP/scripts/install-deps.sh" build guest bench
 bash "$NCM_TOP/scripts/build-qemu.sh"
 GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir)
+# A previous run's logs would be read as more repetitions.
+rm -rf "$OUT"
 mkdir -p "$OUT/logs"
 trap guest_iperf_stop EXIT
 guest_iperf_start "$OUT/logs/iperf3-server.log"
-
-config_field() {
-    awk -F'|' -v n="$1" -v f="$2" '$1 == n { print $f }' <<<"$CONFIG_TABLE"
-}
 
 total=$((REPS * $(wc -w <<<"$CONFIGS")))
 n=0

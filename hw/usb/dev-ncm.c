@@ -120,6 +120,9 @@ struct USBNcmState {
     USBEndpoint *ep_bulk_in;
     QEMUBH *wakeup_bh;
     USBPacket *in_parked;           /* bulk IN the next NTB is built into */
+    QEMUBH *out_bh;
+    USBPacket *out_parked;          /* bulk OUT waiting for out_bh */
+    bool out_draining;              /* out_bh is completing OUT packets */
     QEMUTimer *fault_link_timer;
     QEMUTimer *fault_busy_timer;
     bool wake_bulk_in;
@@ -293,6 +296,7 @@ static void usb_ncm_build_descriptors(USBNcmState *s, uint8_t caps)
 }
 
 static void usb_ncm_flush_rx(USBNcmState *s);
+static void usb_ncm_out_drain(USBNcmState *s);
 
 /* Complete the parked bulk IN packet with @len bytes already in place. */
 static void usb_ncm_in_complete(USBNcmState *s, uint32_t len)
@@ -364,6 +368,7 @@ static void usb_ncm_handle_reset(USBDevice *dev)
     USBNcmState *s = USB_NCM(dev);
 
     trace_usb_ncm_reset(dev->addr);
+    usb_ncm_out_drain(s);
     usb_ncm_in_unpark(s);
     ncm_function_reset(&s->fn);
     usb_ncm_flush_rx(s);
@@ -377,6 +382,7 @@ static void usb_ncm_set_interface(USBDevice *dev, int iface,
     if (iface != NCM_IF_DATA) {
         return;
     }
+    usb_ncm_out_drain(s);
     usb_ncm_in_unpark(s);
     ncm_function_set_data_alt(&s->fn, alt_new);
     if (alt_new) {
@@ -396,8 +402,10 @@ static void usb_ncm_handle_control(USBDevice *dev, USBPacket *p, int request,
         request == (DeviceOutRequest | USB_REQ_SET_CONFIGURATION)) {
         /*
          * usb_desc_ep_init() empties every endpoint queue, the parked
-         * packet's too (whatever the interface): give it back first.
+         * parked packets' too (whatever the interface): the OUT one is
+         * read first, the IN one given back.
          */
+        usb_ncm_out_drain(s);
         usb_ncm_in_unpark(s);
     }
     ret = usb_desc_handle_control(dev, p, request, value, index, length, data);
@@ -438,15 +446,12 @@ static void usb_ncm_emit(void *opaque, const uint8_t *frame, size_t len)
     qemu_send_packet(qemu_get_queue(s->nic), frame, len);
 }
 
-static void usb_ncm_bulk_out(USBNcmState *s, USBPacket *p)
+static void usb_ncm_out_process(USBNcmState *s, USBPacket *p)
 {
     uint32_t avail, copied;
     uint8_t *dst;
 
-    if (s->fn.faults.busy) {
-        p->status = USB_RET_NAK;
-        return;
-    }
+    s->fn.stats.out_deferred_packets += s->out_draining;
     if (p->iov.niov == 1 &&
         ncm_function_out_direct(&s->fn, p->iov.iov[0].iov_base, p->iov.size,
                                 p->ep->max_packet_size, usb_ncm_emit, s)) {
@@ -462,6 +467,60 @@ static void usb_ncm_bulk_out(USBNcmState *s, USBPacket *p)
     }
     ncm_function_out_packet(&s->fn, p->iov.size, copied,
                             p->ep->max_packet_size, usb_ncm_emit, s);
+}
+
+/*
+ * Complete the parked OUT packet, and with it every OUT packet the host
+ * controller queued behind it: usb_packet_complete() hands those to
+ * usb_ncm_bulk_out() while out_draining is set.
+ */
+static void usb_ncm_out_drain(USBNcmState *s)
+{
+    USBPacket *p = s->out_parked;
+
+    if (!p || s->out_draining) {
+        return;
+    }
+    s->out_parked = NULL;
+    s->out_draining = true;
+    usb_ncm_out_process(s, p);
+    p->status = USB_RET_SUCCESS;
+    usb_packet_complete(&s->dev, p);
+    s->out_draining = false;
+}
+
+static void usb_ncm_out_bh(void *opaque)
+{
+    USBNcmState *s = opaque;
+
+    if (s->dev.attached && !s->fn.faults.busy) {
+        usb_ncm_out_drain(s);
+    }
+}
+
+/*
+ * The host's doorbell write runs in its vCPU thread: parse the NTB and
+ * hand its datagrams to the netdev (slirp's TCP, a socket write...) in a
+ * bottom half instead, so that the main loop does that work while the vCPU
+ * goes on running the guest, as virtio-net's ioeventfd does.
+ */
+static void usb_ncm_bulk_out(USBNcmState *s, USBPacket *p)
+{
+    if (s->out_draining && !s->fn.faults.busy) {
+        usb_ncm_out_process(s, p);
+        return;
+    }
+    if (s->fn.faults.busy && !s->out_draining) {
+        p->status = USB_RET_NAK;
+        return;
+    }
+    /* a queued packet must not NAK: it waits here for the busy time */
+    assert(!s->out_parked);
+    s->out_parked = p;
+    p->status = USB_RET_ASYNC;
+    if (!s->fn.faults.busy) {
+        qemu_bh_schedule(s->out_bh);
+    }
 }
 
 static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
@@ -505,6 +564,11 @@ static void usb_ncm_cancel_packet(USBDevice *dev, USBPacket *p)
         ncm_function_in_detach(&s->fn);
         s->in_parked = NULL;
         usb_ncm_flush_rx(s);
+    }
+    if (p == s->out_parked) {
+        /* the host took its transfer back before the device read it */
+        s->out_parked = NULL;
+        trace_usb_ncm_out_cancelled(p->iov.size);
     }
 }
 
@@ -594,6 +658,7 @@ static const struct {
     size_t offset;
 } usb_ncm_stat_fields[] = {
     NCM_STAT(out_transfers), NCM_STAT(out_direct_transfers),
+    NCM_STAT(out_deferred_packets),
     NCM_STAT(out_ntbs), NCM_STAT(out_datagrams),
     NCM_STAT(out_bytes), NCM_STAT(out_zlps), NCM_STAT(out_overflow_bytes),
     NCM_STAT(out_merged_transfers), NCM_STAT(out_merge_lost_datagrams),
@@ -658,6 +723,7 @@ static void usb_ncm_fault_busy_end(void *opaque)
     if (s->dev.attached) {
         usb_wakeup(usb_ep_get(&s->dev, USB_TOKEN_OUT, NCM_EP_BULK_OUT), 0);
     }
+    qemu_bh_schedule(s->out_bh);
     usb_ncm_schedule_wakeup(s, true, false);
 }
 
@@ -876,6 +942,8 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
     s->ep_bulk_in = usb_ep_get(dev, USB_TOKEN_IN, NCM_EP_BULK_IN);
     s->wakeup_bh = qemu_bh_new_guarded(usb_ncm_wakeup_bh, s,
                                        &DEVICE(dev)->mem_reentrancy_guard);
+    s->out_bh = qemu_bh_new_guarded(usb_ncm_out_bh, s,
+                                    &DEVICE(dev)->mem_reentrancy_guard);
     s->fault_link_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
                                        usb_ncm_fault_link_restore, s);
     s->fault_busy_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
@@ -894,6 +962,8 @@ static void usb_ncm_unrealize(USBDevice *dev)
 
     qemu_bh_delete(s->wakeup_bh);
     s->wakeup_bh = NULL;
+    qemu_bh_delete(s->out_bh);
+    s->out_bh = NULL;
     timer_free(s->fault_link_timer);
     timer_free(s->fault_busy_timer);
     qemu_del_nic(s->nic);

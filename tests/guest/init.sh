@@ -29,6 +29,11 @@
 #   ncm.udp=0              iperf3 UDP runs of 64-byte datagrams (0: none;
 #                          N: offered rate N Mbit/s, each direction in DIRS)
 #   ncm.cols=N ncm.rows=N  terminal size for the shell
+#   ncm.symbols=PORT       at the end, send the text symbols of
+#                          /proc/kallsyms (modules included) and /proc/stat
+#                          before/after each TCP run as a tar.gz to
+#                          SERVER:PORT: scripts/profile.sh listens there and
+#                          maps the guest RIPs it samples to functions
 #
 # test/run/bench print machine-readable "NCMTEST key=value" lines, then dump
 # dmesg between "NCMTEST dmesg-begin" / "NCMTEST dmesg-end" and power off.
@@ -72,6 +77,7 @@ INTERVALS=0
 UDP=0
 COLS=
 ROWS=
+SYMBOLS=
 
 for arg in $(cat /proc/cmdline); do
     case $arg in
@@ -95,6 +101,7 @@ for arg in $(cat /proc/cmdline); do
     ncm.udp=*) UDP=${arg#*=} ;;
     ncm.cols=*) COLS=${arg#*=} ;;
     ncm.rows=*) ROWS=${arg#*=} ;;
+    ncm.symbols=*) SYMBOLS=${arg#*=} ;;
     esac
 done
 if [ "$RX_MAX" = default ]; then
@@ -253,9 +260,11 @@ run_iperf() {
     local tag=${2:-$1}
     [ "$dir" = down ] && flag=-R
     t "phase=iperf-$dir"
+    cpu_stat_start
     timeout $((TIME + 40)) iperf3 -c "$SERVER" -p "$PORT" -t "$TIME" \
         -P "$PARALLEL" -f m --connect-timeout 10000 $flag > /tmp/iperf.out 2>&1
     rc=$?
+    cpu_stat_stop "$tag"
     grep -E 'sender$|receiver$|error' /tmp/iperf.out
     t "iperf_${tag}_rc=$rc"
     if [ "$INTERVALS" = 1 ]; then
@@ -322,6 +331,32 @@ report_counters() {
     done
     ethtool -S "$IFACE" 2>/dev/null | awk -F': *' 'NR > 1 {
         gsub(/^ +/, "", $1); printf "NCMTEST ethtool.%s=%s\n", $1, $2 }'
+}
+
+# For scripts/profile.sh (ncm.symbols): the guest's own CPU accounting
+# around each TCP run, and the symbols that its RIP samples resolve to.
+cpu_stat_start() {
+    [ -n "$SYMBOLS" ] || return 0
+    mkdir -p /tmp/prof
+    head -n1 /proc/stat > /tmp/prof/stat.start
+}
+
+cpu_stat_stop() {
+    [ -n "$SYMBOLS" ] || return 0
+    { cat /tmp/prof/stat.start; head -n1 /proc/stat; } > "/tmp/prof/$1.stat"
+}
+
+send_symbols() {
+    [ -n "$SYMBOLS" ] || return 0
+    t phase=send-symbols
+    mkdir -p /tmp/prof
+    grep -i ' t ' /proc/kallsyms > /tmp/prof/kallsyms
+    tar -czf /tmp/prof.tgz -C /tmp prof
+    if nc "$SERVER" "$SYMBOLS" < /tmp/prof.tgz; then
+        t "symbols_sent_bytes=$(wc -c < /tmp/prof.tgz)"
+    else
+        t "symbols_sent_bytes=0"
+    fi
 }
 
 shell_mode() {
@@ -400,6 +435,7 @@ test|run|bench)
         done
     fi
     report_counters
+    send_symbols
     finish
     ;;
 *)

@@ -143,6 +143,9 @@ guest_run_logged() {
 }
 
 guest_phase() {
+    # scripts/profile.sh cuts its samples into phases with these times
+    [ -z "${GUEST_PHASE_LOG:-}" ] ||
+        printf '%s %s\n' "$EPOCHREALTIME" "$1" >> "$GUEST_PHASE_LOG"
     case $1 in
     boot) step "guest: kernel up, /init running" ;;
     modules) step "guest: loading modules" ;;

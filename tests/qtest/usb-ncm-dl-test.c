@@ -2436,6 +2436,8 @@ static void test_counters(NcmEnv *e, const NcmCase *c)
 
     after = ncm_stats(e);
     assert_stat_delta(before, after, "out_transfers", 2);
+    /* two NTBs and the ZLP, each read by the bottom half */
+    assert_stat_delta(before, after, "out_deferred_packets", 3);
     assert_stat_delta(before, after, "out_ntbs", 2);
     assert_stat_delta(before, after, "out_datagrams", tx1->len + tx2->len);
     assert_stat_delta(before, after, "out_bytes", tx_bytes);

@@ -44,6 +44,7 @@ typedef struct NcmConfig {
 typedef struct NcmCounters {
     uint64_t out_transfers;
     uint64_t out_direct_transfers;  /* parsed in guest memory, no copy */
+    uint64_t out_deferred_packets;  /* OUT packets read in a bottom half */
     uint64_t out_ntbs;
     uint64_t out_datagrams;
     uint64_t out_bytes;

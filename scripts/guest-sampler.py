@@ -1,0 +1,46 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Sample where a TCG guest's vCPU is: "info registers" over QMP at random
+# intervals (2-8 ms, so that the samples do not lock onto the guest's own
+# 250 Hz tick), one line per sample: host time (CLOCK_REALTIME), RIP, CPL,
+# HLT. Under TCG the monitor command runs between two translation blocks,
+# so the RIP is where the guest really is; HLT=1 means the guest is idle.
+# Stops when QEMU goes away or after TIMEOUT seconds.
+#
+#   guest-sampler.py SOCKET OUTFILE TIMEOUT-SECONDS
+import random
+import re
+import sys
+import time
+
+from qmplib import Qmp
+
+RIP = re.compile(r"RIP=([0-9a-f]+)")
+CPL = re.compile(r"CPL=(\d)")
+HLT = re.compile(r"HLT=(\d)")
+
+
+def main():
+    path, out, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    deadline = time.time() + timeout
+    qmp = Qmp(path, deadline)
+    n = 0
+    with open(out, "w") as f:
+        while time.time() < deadline:
+            try:
+                text = qmp.cmd("human-monitor-command",
+                               **{"command-line": "info registers"})
+            except (SystemExit, OSError):
+                break
+            rip, cpl, hlt = RIP.search(text), CPL.search(text), HLT.search(text)
+            if rip and cpl and hlt:
+                f.write(f"{time.time():.6f} {rip.group(1)} {cpl.group(1)} "
+                        f"{hlt.group(1)}\n")
+                n += 1
+            time.sleep(random.uniform(0.002, 0.008))
+    print(f"guest-sampler: {n} samples", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,333 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Tables for make profile (scripts/profile.sh): for each configuration and
+# TCP direction, how busy each QEMU thread was and in what (host perf
+# samples), and where the guest's vCPU was (RIP samples resolved with the
+# guest's /proc/kallsyms). Only the middle of each iperf3 run counts: from
+# 1 s after it started to 0.2 s before the next phase began.
+#
+#   profile-report.py OUTDIR CONFIG...
+import bisect
+import collections
+import io
+import os
+import re
+import sys
+import tarfile
+
+PERF_HZ = 999
+SKIP_START, SKIP_END = 1.0, 0.2
+DIRECTIONS = (("down", "iperf-down", "download (host -> guest)"),
+              ("up", "iperf-up", "upload (guest -> host)"))
+
+HOST_RULES = [
+    ("usb-ncm device", r"^(ncm_|usb_ncm)"),
+    ("xHCI model", r"^xhci_"),
+    ("USB core", r"^usb_"),
+    ("virtio model", r"^(virtio|vring|virtqueue)"),
+    ("net layer", r"^(net_|qemu_send|qemu_net|qemu_deliver|nc_|filter_|"
+                  r"qemu_flush|qemu_can_)"),
+    ("memory/DMA API", r"^(address_space|flatview|memory_region|dma_|iov_|"
+                       r"qemu_iovec|pci_|msi|qemu_ram|ram_block|"
+                       r"physmem|subpage)"),
+    ("main loop", r"^(aio_|qemu_bh|main_loop|os_host|qemu_poll|timerlist|"
+                  r"qemu_clock|glib_|qemu_mutex|qemu_cond|qemu_event|"
+                  r"qemu_lockcnt|rcu|call_rcu|qemu_sem|bql)"),
+    ("TCG runtime", r"^(helper_|tlb_|probe_access|cpu_|tb_|tcg_|x86_|gen_|"
+                    r"translator|do_ld|do_st|mmu|victim|store_|load_|"
+                    r"float|cc_compute|compute_|page_|log_|int_ld|int_st|"
+                    r"full_ld|full_st|do_interrupt|raise_|ldl_|ldq_|lduw|"
+                    r"ldub|stl_|stq_|stw_|stb_|io_|apic_|hpet|pit_|"
+                    r"qemu_plugin|svm_|handle_|disas_|decode_|"
+                    r"get_page_addr|mmu_|cpu_loop|cpu_exec|"
+                    r"icount|tcg|parts|softfloat|atomic_|breakpoint|"
+                    r"check_|switch_|seg_|tss_|load_seg|x86_)"),
+]
+
+GUEST_MODULES = {
+    "NIC driver": {"cdc_ncm", "usbnet", "cdc_ether", "virtio_net",
+                   "net_failover", "failover"},
+    "USB host stack": {"xhci_hcd", "xhci_pci", "usbcore", "usb_common",
+                       "ehci_hcd", "ehci_pci", "xhci_pci_renesas"},
+    "virtio transport": {"virtio_ring", "virtio_pci", "virtio",
+                         "virtio_pci_modern_dev", "virtio_pci_legacy_dev"},
+}
+GUEST_RULES = [
+    ("copy/memset", r"(memcpy|memmove|memset|copy_user|_copy_to|_copy_from|"
+                    r"rep_movs|rep_stos|copy_page|skb_copy|clear_page|"
+                    r"copy_mc|csum_partial_copy)"),
+    ("checksum", r"csum"),
+    ("network stack", r"^(_*tcp|_*ip|inet|_*udp|_*sock|sk_|_*skb|_*netif|"
+                      r"napi|_*dev_|net_|_*neigh|eth_|_*gro|_*qdisc|sch_|"
+                      r"validate_xmit|tc_|raw_v|_*kfree_skb|consume_skb|"
+                      r"pfifo|fq_|dst_|_*sys_sendto|_*sys_recvfrom|"
+                      r"_*sys_sendmsg|_*sys_recvmsg|sock_|tcp|__tcp)"),
+    ("memory alloc", r"(kmem|kmalloc|kfree|alloc_|_alloc|free_|__free|"
+                     r"page_frag|slab|folio|get_page|put_page|mm_|"
+                     r"__slab|memcg|obj_cgroup|refill_obj|rmqueue)"),
+    ("irq/timer/sched/locks", r"(irq|softirq|hrtimer|timer|tick|apic|sched|"
+                              r"pick_|enqueue|dequeue|update_|ktime|clock|"
+                              r"spin|lock|rcu|syscall|sysvec|asm_|entry_|"
+                              r"wake|switch|idle|cpuidle|do_|handle_|"
+                              r"finish_task|ttwu|try_to_wake|__wake)"),
+]
+
+
+def phase_windows(path):
+    """{phase: (start, end)} for each phase that has a successor."""
+    lines = []
+    with open(path) as f:
+        for line in f:
+            t, name = line.split(None, 1)
+            lines.append((float(t), name.strip()))
+    wins = {}
+    for (t0, name), (t1, _) in zip(lines, lines[1:]):
+        wins[name] = (t0 + SKIP_START, t1 - SKIP_END)
+    return wins
+
+
+def host_category(sym, dso):
+    if dso == "[kernel.kallsyms]":
+        return "host kernel"
+    if sym == "[unknown]" and (dso == "[unknown]" or dso.startswith("/tmp/perf-")
+                               or "JIT" in dso):
+        return "TCG: guest code"
+    if "libslirp" in dso:
+        return "slirp"
+    if "libglib" in dso:
+        return "main loop"
+    if "libc.so" in dso:
+        if re.match(r"_*(mem|str)", sym):
+            return "libc memcpy/memset"
+        return "libc other"
+    if dso.endswith("qemu-system-x86_64"):
+        for name, rx in HOST_RULES:
+            if re.match(rx, sym):
+                return name
+        return "QEMU other"
+    return "other libraries"
+
+
+PERF_LINE = re.compile(r"^\s*(?P<comm>.*?)\s+(?P<tid>\d+)\s+(?P<t>\d+\.\d+):"
+                       r"\s+[0-9a-f]+\s+(?P<sym>.*?)\s+\((?P<dso>.*)\)\s*$")
+
+
+def host_profile(path, win):
+    """Per thread and per category sample counts inside win."""
+    threads = collections.Counter()
+    cats = collections.Counter()
+    syms = collections.Counter()
+    if not os.path.exists(path):
+        return None
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = PERF_LINE.match(line)
+            if not m:
+                continue
+            t = float(m["t"])
+            if not win[0] <= t < win[1]:
+                continue
+            comm = m["comm"]
+            if comm.startswith("CPU "):
+                comm = "vCPU (" + comm + ")"
+            elif comm.startswith("qemu-system"):
+                comm = "main loop (" + comm + ")"
+            threads[comm] += 1
+            cat = host_category(m["sym"], m["dso"])
+            cats[cat] += 1
+            syms[(cat, m["sym"])] += 1
+    return threads, cats, syms
+
+
+class Symbols:
+    def __init__(self, text):
+        entries = []
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) < 3:
+                continue
+            addr = int(parts[0], 16)
+            if addr == 0:
+                continue
+            mod = parts[3].strip("[]") if len(parts) > 3 else ""
+            entries.append((addr, parts[2], mod))
+        entries.sort()
+        self.addrs = [e[0] for e in entries]
+        self.entries = entries
+
+    def lookup(self, addr):
+        i = bisect.bisect_right(self.addrs, addr) - 1
+        if i < 0:
+            return "?", ""
+        return self.entries[i][1], self.entries[i][2]
+
+
+def guest_category(name, mod):
+    for cat, mods in GUEST_MODULES.items():
+        if mod in mods:
+            return cat
+    if mod:
+        return "other modules"
+    for cat, rx in GUEST_RULES:
+        if re.search(rx, name):
+            return cat
+    return "other kernel"
+
+
+def guest_profile(path, syms, win):
+    cats = collections.Counter()
+    funcs = collections.Counter()
+    n = 0
+    if not os.path.exists(path) or syms is None:
+        return None
+    with open(path) as f:
+        for line in f:
+            t, rip, cpl, hlt = line.split()
+            if not win[0] <= float(t) < win[1]:
+                continue
+            n += 1
+            if hlt == "1":
+                cats["idle (HLT)"] += 1
+                continue
+            if cpl == "3":
+                cats["user space"] += 1
+                funcs["[user space]"] += 1
+                continue
+            name, mod = syms.lookup(int(rip, 16))
+            cats[guest_category(name, mod)] += 1
+            funcs[name + (f" [{mod}]" if mod else "")] += 1
+    return n, cats, funcs
+
+
+def read_guest_tgz(path):
+    files = {}
+    if not os.path.exists(path):
+        return files
+    with tarfile.open(path) as tar:
+        for m in tar.getmembers():
+            if m.isfile():
+                files[os.path.basename(m.name)] = tar.extractfile(m).read()
+    return files
+
+
+def guest_stat(raw):
+    """user/system/idle/irq+softirq shares from two /proc/stat cpu lines."""
+    if raw is None:
+        return None
+    a, b = [list(map(int, l.split()[1:])) for l in raw.decode().splitlines()[:2]]
+    d = [y - x for x, y in zip(a, b)]
+    total = sum(d[:8]) or 1
+    return {"user": 100 * (d[0] + d[1]) / total, "system": 100 * d[2] / total,
+            "idle": 100 * (d[3] + d[4]) / total,
+            "irq": 100 * (d[5] + d[6]) / total}
+
+
+def ncmtest(path):
+    vals = {}
+    if os.path.exists(path):
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = re.search(r"NCMTEST ([\w.]+)=(.*)", line)
+                if m and m[1] not in vals:
+                    vals[m[1]] = m[2].strip()
+    return vals
+
+
+def pct(n, total):
+    return 100.0 * n / total if total else 0.0
+
+
+def main():
+    out, configs = sys.argv[1], sys.argv[2:]
+    summary = collections.OrderedDict()
+    for c in configs:
+        d = os.path.join(out, c)
+        vals = ncmtest(os.path.join(d, "console.log"))
+        gfiles = read_guest_tgz(os.path.join(d, "guest.tgz"))
+        syms = Symbols(gfiles["kallsyms"].decode()) if "kallsyms" in gfiles else None
+        try:
+            wins = phase_windows(os.path.join(d, "phases.txt"))
+        except OSError:
+            print(f"{c}: no phases recorded (did the guest boot?)")
+            continue
+        for key, phase, title in DIRECTIONS:
+            if phase not in wins:
+                print(f"{c}: no {phase} phase in the run")
+                continue
+            win = wins[phase]
+            secs = max(win[1] - win[0], 0.001)
+            mbps = vals.get(f"iperf_{key}_receiver_mbps", "?")
+            row = summary.setdefault((key, c), {})
+            row["Mbit/s"] = mbps
+            print(f"\n=== {c}: TCP {title}, 1 stream: {mbps} Mbit/s "
+                  f"(profiled {secs:.1f} s) ===")
+            host = host_profile(os.path.join(d, "perf.txt"), win)
+            if host:
+                threads, cats, hsyms = host
+                core = PERF_HZ * secs
+                print("Host, QEMU process (perf, % of one core):")
+                for name, n in threads.most_common():
+                    print(f"  {name:34s} {pct(n, core):6.1f}")
+                print(f"  {'all threads':34s} {pct(sum(threads.values()), core):6.1f}")
+                print("  by category:")
+                for name, n in cats.most_common():
+                    top = [s for (cat, s), _ in hsyms.most_common()
+                           if cat == name and s != "[unknown]"][:3]
+                    extra = f"  ({', '.join(top)})" if top else ""
+                    print(f"    {name:24s} {pct(n, core):6.1f}{extra}")
+                row["QEMU busy, % core"] = pct(sum(threads.values()), core)
+                for name, n in threads.items():
+                    if name.startswith("vCPU"):
+                        row["vCPU thread, % core"] = pct(n, core)
+                    elif name.startswith("main loop"):
+                        row["main-loop thread, % core"] = pct(n, core)
+                row["TCG guest code+runtime, % core"] = pct(
+                    cats["TCG: guest code"] + cats["TCG runtime"], core)
+                row["device model, % core"] = pct(
+                    cats["usb-ncm device"] + cats["xHCI model"] +
+                    cats["USB core"] + cats["virtio model"], core)
+                row["slirp, % core"] = pct(cats["slirp"], core)
+            guest = guest_profile(os.path.join(d, "guest-rip.txt"), syms, win)
+            if guest:
+                n, gcats, funcs = guest
+                print(f"Guest vCPU ({n} RIP samples, % of samples):")
+                for name, k in gcats.most_common():
+                    print(f"    {name:24s} {pct(k, n):6.1f}")
+                print("  busiest functions:")
+                for name, k in funcs.most_common(12):
+                    print(f"    {pct(k, n):5.1f}  {name}")
+                row["guest idle (HLT), %"] = pct(gcats["idle (HLT)"], n)
+                row["guest NIC driver, %"] = pct(gcats["NIC driver"], n)
+                row["guest USB/virtio transport, %"] = pct(
+                    gcats["USB host stack"] + gcats["virtio transport"], n)
+                row["guest copy/memset, %"] = pct(gcats["copy/memset"], n)
+                row["guest network stack, %"] = pct(gcats["network stack"], n)
+                row["guest user space, %"] = pct(gcats["user space"], n)
+            st = guest_stat(gfiles.get(f"{key}.stat"))
+            if st:
+                print("Guest's own accounting (/proc/stat): " +
+                      ", ".join(f"{k} {v:.0f}%" for k, v in st.items()))
+    for key, _, title in DIRECTIONS:
+        cols = [c for c in configs if (key, c) in summary]
+        if not cols:
+            continue
+        metrics = []
+        for c in cols:
+            for m in summary[(key, c)]:
+                if m not in metrics:
+                    metrics.append(m)
+        buf = io.StringIO()
+        buf.write(f"\nSummary, TCP {title}, 1 stream\n")
+        buf.write(f"{'':34s}" + "".join(f"{c:>13s}" for c in cols) + "\n")
+        for m in metrics:
+            buf.write(f"{m:34s}")
+            for c in cols:
+                v = summary[(key, c)].get(m, "-")
+                buf.write(f"{v:>13.1f}" if isinstance(v, float) else f"{v:>13s}")
+            buf.write("\n")
+        print(buf.getvalue(), end="")
+
+
+if __name__ == "__main__":
+    main()

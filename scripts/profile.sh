@@ -1,0 +1,103 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# make profile: where the time goes while a guest moves TCP data, on both
+# sides of the emulation, for usb-ncm-dl and the NICs it is compared with.
+#
+# Each configuration (names from scripts/bench-configs.sh) boots the bench
+# guest once and runs one TCP upload and one download. Meanwhile:
+#  - perf samples the whole QEMU process on the host (cpu-clock, 999 Hz,
+#    every thread): how busy each thread is, and in what: TCG-generated
+#    guest code, the TCG runtime, the usb-ncm device, xHCI, the USB core,
+#    slirp, memcpy, the host kernel...;
+#  - scripts/guest-sampler.py samples the guest's RIP over QMP (~200 Hz):
+#    idle (HLT), user space, or which kernel function; the guest sends its
+#    /proc/kallsyms at the end so that module functions resolve too.
+# scripts/profile-report.py prints the tables (build/profile/report.txt);
+# build/profile/<config>/ keeps the raw data.
+#
+# Environment: PROFILE_CONFIGS (ncm-64k ncm-64k-t20 usb-net virtio-net),
+#   PROFILE_TIME (8 s per direction).
+set -euo pipefail
+. "$(dirname "$0")/common.sh"
+. "$NCM_TOP/tests/guest/lib.sh"
+. "$NCM_TOP/scripts/bench-configs.sh"
+
+OUT=$NCM_BUILD/profile
+TIME=${PROFILE_TIME:-8}
+CONFIGS=${PROFILE_CONFIGS:-ncm-64k ncm-64k-t20 usb-net virtio-net}
+
+bash "$NCM_TOP/scripts/install-deps.sh" build guest bench
+command -v perf >/dev/null ||
+    die "perf is missing" "run: apt-get install linux-perf"
+bash "$NCM_TOP/scripts/build-qemu.sh"
+GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir)
+rm -rf "$OUT"
+mkdir -p "$OUT"
+trap guest_iperf_stop EXIT
+guest_iperf_start "$OUT/iperf3-server.log"
+
+# perf_attach PIDFILE PERFDATA: once QEMU has written its pid, record it
+# until it exits.
+perf_attach() {
+    local pidfile=$1 data=$2
+    for _ in $(seq 1 100); do
+        [ -s "$pidfile" ] && break
+        sleep 0.1
+    done
+    [ -s "$pidfile" ] || { note "QEMU wrote no pid file: no host profile"; return 0; }
+    exec perf record -q -e cpu-clock -F 999 -k CLOCK_REALTIME \
+        -p "$(cat "$pidfile")" -o "$data" >/dev/null 2>&1
+}
+
+n=0
+total=$(wc -w <<<"$CONFIGS")
+for c in $CONFIGS; do
+    n=$((n + 1))
+    ctrl=$(config_field "$c" 2)
+    dev=$(config_field "$c" 3)
+    [ -n "$dev" ] || die "unknown configuration '$c'" \
+        "PROFILE_CONFIGS takes: $(awk -F'|' 'NF > 1 { printf "%s ", $1 }' <<<"$CONFIG_TABLE")"
+    dir=$OUT/$c
+    mkdir -p "$dir"
+    step "profile $n/$total: $c ($TIME s up, $TIME s down)"
+    python3 "$NCM_TOP/scripts/recv-file.py" "$dir/port" "$dir/guest.tgz" 600 \
+        2>"$dir/recv.err" &
+    recv=$!
+    for _ in $(seq 1 50); do [ -s "$dir/port" ] && break; sleep 0.1; done
+    [ -s "$dir/port" ] || die "the symbol receiver did not start" "see $dir/recv.err"
+
+    guest_device_args "$ctrl" "$dev"
+    qom=-
+    case $dev in *id=ncm*) qom=ncm ;; esac
+    guest_qemu_cmd "$GDIR" "ncm.mode=bench ncm.driver=$GUEST_DRIVER \
+ncm.port=$GUEST_IPERF_PORT ncm.time=$TIME ncm.parallel=1 ncm.ping=5 \
+ncm.symbols=$(cat "$dir/port") $(config_field "$c" 4)"
+    sampler_sock=$(mktemp -u /tmp/ncm-sampler.XXXXXX)
+    # debug-threads: the vCPU thread is called "CPU 0/TCG" in perf
+    GUEST_CMD+=(-name "profile-$c,debug-threads=on" -pidfile "$dir/qemu.pid"
+        -qmp "unix:$sampler_sock,server=on,wait=off")
+    python3 "$NCM_TOP/scripts/guest-sampler.py" "$sampler_sock" \
+        "$dir/guest-rip.txt" 600 2>"$dir/sampler.err" &
+    sampler=$!
+    perf_attach "$dir/qemu.pid" "$dir/perf.data" &
+    perf=$!
+
+    export GUEST_PHASE_LOG=$dir/phases.txt
+    guest_run_with_stats "$dir/console.log" 600 "$qom" || true
+    unset GUEST_PHASE_LOG
+    wait "$sampler" "$perf" || true
+    wait "$recv" || note "$c: the guest sent no symbols (see $dir/recv.err)"
+    rm -f "$sampler_sock"
+    grep -q 'NCMTEST phase=done' "$dir/console.log" ||
+        note "$c did not finish: see ${dir#"$NCM_TOP"/}/console.log"
+    if [ -s "$dir/perf.data" ]; then
+        perf script -i "$dir/perf.data" -F comm,tid,time,ip,sym,dso \
+            > "$dir/perf.txt" 2>/dev/null || true
+    fi
+done
+guest_iperf_stop
+
+step "summarising"
+python3 "$NCM_TOP/scripts/profile-report.py" "$OUT" $CONFIGS |
+    tee "$OUT/report.txt"
