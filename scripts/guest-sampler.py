@@ -3,9 +3,12 @@
 #
 # Sample where a TCG guest's vCPU is: "info registers" over QMP at random
 # intervals (2-8 ms, so that the samples do not lock onto the guest's own
-# 250 Hz tick), one line per sample: host time (CLOCK_REALTIME), RIP, CPL,
-# HLT. Under TCG the monitor command runs between two translation blocks,
-# so the RIP is where the guest really is; HLT=1 means the guest is idle.
+# 250 Hz tick), one line per sample: host time (CLOCK_REALTIME) when the
+# answer came, RIP, CPL, HLT. HLT=1 means the guest is idle. The command
+# needs the BQL, which the vCPU thread holds while a device register
+# access runs: an answer can wait, and it then lands on the function that
+# made the access. Such a sample stands for the whole wait, so the report
+# weighs each sample by the time since the previous answer.
 # Stops when QEMU goes away or after TIMEOUT seconds.
 #
 #   guest-sampler.py SOCKET OUTFILE TIMEOUT-SECONDS

@@ -176,28 +176,33 @@ def guest_category(name, mod):
 
 
 def guest_profile(path, syms, win):
+    """Samples in win, each weighed by the seconds since the one before
+    (see guest-sampler.py); returns (count, seconds, categories, functions)."""
     cats = collections.Counter()
     funcs = collections.Counter()
-    n = 0
+    n, total, prev = 0, 0.0, None
     if not os.path.exists(path) or syms is None:
         return None
     with open(path) as f:
         for line in f:
             t, rip, cpl, hlt = line.split()
-            if not win[0] <= float(t) < win[1]:
+            t = float(t)
+            weight, prev = (t - prev if prev is not None else 0.0), t
+            if not win[0] <= t < win[1]:
                 continue
             n += 1
+            total += weight
             if hlt == "1":
-                cats["idle (HLT)"] += 1
+                cats["idle (HLT)"] += weight
                 continue
             if cpl == "3":
-                cats["user space"] += 1
-                funcs["[user space]"] += 1
+                cats["user space"] += weight
+                funcs["[user space]"] += weight
                 continue
             name, mod = syms.lookup(int(rip, 16))
-            cats[guest_category(name, mod)] += 1
-            funcs[name + (f" [{mod}]" if mod else "")] += 1
-    return n, cats, funcs
+            cats[guest_category(name, mod)] += weight
+            funcs[name + (f" [{mod}]" if mod else "")] += weight
+    return n, total, cats, funcs
 
 
 def read_guest_tgz(path):
@@ -290,8 +295,9 @@ def main():
                 row["slirp, % core"] = pct(cats["slirp"], core)
             guest = guest_profile(os.path.join(d, "guest-rip.txt"), syms, win)
             if guest:
-                n, gcats, funcs = guest
-                print(f"Guest vCPU ({n} RIP samples, % of samples):")
+                count, n, gcats, funcs = guest
+                print(f"Guest vCPU ({count} RIP samples, % of the time they"
+                      " cover):")
                 for name, k in gcats.most_common():
                     print(f"    {name:24s} {pct(k, n):6.1f}")
                 print("  busiest functions:")

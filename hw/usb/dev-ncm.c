@@ -105,6 +105,7 @@ struct USBNcmState {
     NICConf conf;
     NcmConfig cfg;
     bool ntb32;
+    bool deferred_out;
     char *zlp;
     uint16_t vendor_id;
     uint16_t product_id;
@@ -506,6 +507,10 @@ static void usb_ncm_out_bh(void *opaque)
  */
 static void usb_ncm_bulk_out(USBNcmState *s, USBPacket *p)
 {
+    if (!s->deferred_out && !s->fn.faults.busy) {
+        usb_ncm_out_process(s, p);
+        return;
+    }
     if (s->out_draining && !s->fn.faults.busy) {
         usb_ncm_out_process(s, p);
         return;
@@ -1017,6 +1022,7 @@ static const Property usb_ncm_properties[] = {
     DEFINE_PROP_UINT16("max-segment-size", USBNcmState, cfg.max_segment_size,
                        1514),
     DEFINE_PROP_BOOL("ntb32", USBNcmState, ntb32, true),
+    DEFINE_PROP_BOOL("x-deferred-out", USBNcmState, deferred_out, true),
     DEFINE_PROP_STRING("zlp", USBNcmState, zlp),
     DEFINE_PROP_UINT16("vendorid", USBNcmState, vendor_id, 0),
     DEFINE_PROP_UINT16("productid", USBNcmState, product_id, 0),
@@ -1036,6 +1042,8 @@ static const char *const usb_ncm_property_help[][2] = {
     { "ntb-out-max-datagrams", "wNtbOutMaxDatagrams, 1..1024" },
     { "max-segment-size", "wMaxSegmentSize (largest frame), from 1514" },
     { "ntb32", "advertise NTB32 as well as NTB16" },
+    { "x-deferred-out", "read bulk OUT in a bottom half (off: in the "
+                        "vCPU thread, for comparison)" },
     { "zlp", "end of an OUT transfer: auto (NCM 1.0) or required "
              "(short packet or ZLP only, DisplayLink firmware)" },
     { "vendorid", "idVendor (0: the model's own)" },

@@ -20,7 +20,7 @@ qemu_try() {
 help=$("$QEMU" -device usb-ncm-dl,help 2>&1)
 for prop in netdev mac ntb-in-max-size ntb-out-max-size ntb-in-divisor \
             ntb-out-max-datagrams max-segment-size ntb32 zlp vendorid \
-            productid; do
+            productid x-deferred-out; do
     if grep -q "^  $prop=" <<<"$help"; then
         echo "PASS: device/help-lists/$prop"
     else
