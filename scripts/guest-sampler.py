@@ -8,7 +8,9 @@
 # needs the BQL, which the vCPU thread holds while a device register
 # access runs: an answer can wait, and it then lands on the function that
 # made the access. Such a sample stands for the whole wait, so the report
-# weighs each sample by the time since the previous answer.
+# weighs each sample by the time since the previous answer. That still
+# over-counts HLT when the guest halts right after such an access (a timer
+# programmed, then HLT): take the idle share from the guest's /proc/stat.
 # Stops when QEMU goes away or after TIMEOUT seconds.
 #
 #   guest-sampler.py SOCKET OUTFILE TIMEOUT-SECONDS

@@ -7,6 +7,11 @@
 # guest's /proc/kallsyms). Only the middle of each iperf3 run counts: from
 # 1 s after it started to 0.2 s before the next phase began.
 #
+# The guest's idle share is best read from its own /proc/stat: the RIP
+# sampler can only answer while the vCPU thread does not hold the BQL
+# (device register accesses, interrupt delivery), so it over-counts halted
+# time when the guest halts right after such work (see guest-sampler.py).
+#
 #   profile-report.py OUTDIR CONFIG...
 import bisect
 import collections
@@ -75,15 +80,25 @@ GUEST_RULES = [
 
 
 def phase_windows(path):
-    """{phase: (start, end)} for each phase that has a successor."""
+    """{phase: (start, end, host_busy)} for each phase with a successor;
+    host_busy is how many of the host's CPUs were busy on average over the
+    whole phase (from the /proc/stat line logged with each phase)."""
     lines = []
     with open(path) as f:
         for line in f:
-            t, name = line.split(None, 1)
-            lines.append((float(t), name.strip()))
+            head, _, stat = line.partition("|")
+            t, name = head.split(None, 1)
+            ticks = [int(x) for x in stat.split()[1:9]] if stat else None
+            lines.append((float(t), name.strip(), ticks))
     wins = {}
-    for (t0, name), (t1, _) in zip(lines, lines[1:]):
-        wins[name] = (t0 + SKIP_START, t1 - SKIP_END)
+    for (t0, name, a), (t1, _, b) in zip(lines, lines[1:]):
+        busy = None
+        if a and b:
+            d = [y - x for x, y in zip(a, b)]
+            total = sum(d)
+            if total:
+                busy = (total - d[3] - d[4]) / total * os.cpu_count()
+        wins[name] = (t0 + SKIP_START, t1 - SKIP_END, busy)
     return wins
 
 
@@ -267,6 +282,10 @@ def main():
             row["Mbit/s"] = mbps
             print(f"\n=== {c}: TCP {title}, 1 stream: {mbps} Mbit/s "
                   f"(profiled {secs:.1f} s) ===")
+            if win[2] is not None:
+                print(f"Host: {win[2]:.2f} of {os.cpu_count()} CPUs busy "
+                      "(everything: QEMU, iperf3, the samplers)")
+                row[f"host CPUs busy (of {os.cpu_count()})"] = win[2]
             host = host_profile(os.path.join(d, "perf.txt"), win)
             if host:
                 threads, cats, hsyms = host
@@ -303,7 +322,7 @@ def main():
                 print("  busiest functions:")
                 for name, k in funcs.most_common(12):
                     print(f"    {pct(k, n):5.1f}  {name}")
-                row["guest idle (HLT), %"] = pct(gcats["idle (HLT)"], n)
+                row["guest halted (RIP samples), %"] = pct(gcats["idle (HLT)"], n)
                 row["guest NIC driver, %"] = pct(gcats["NIC driver"], n)
                 row["guest USB/virtio transport, %"] = pct(
                     gcats["USB host stack"] + gcats["virtio transport"], n)
@@ -314,6 +333,8 @@ def main():
             if st:
                 print("Guest's own accounting (/proc/stat): " +
                       ", ".join(f"{k} {v:.0f}%" for k, v in st.items()))
+                row["guest idle (/proc/stat), %"] = st["idle"]
+                row["guest irq+softirq (/proc/stat), %"] = st["irq"]
     for key, _, title in DIRECTIONS:
         cols = [c for c in configs if (key, c) in summary]
         if not cols:

@@ -143,9 +143,11 @@ guest_run_logged() {
 }
 
 guest_phase() {
-    # scripts/profile.sh cuts its samples into phases with these times
+    # scripts/profile.sh cuts its samples into phases with these times,
+    # and takes how busy the host's CPUs were from its /proc/stat line
     [ -z "${GUEST_PHASE_LOG:-}" ] ||
-        printf '%s %s\n' "$EPOCHREALTIME" "$1" >> "$GUEST_PHASE_LOG"
+        printf '%s %s | %s\n' "$EPOCHREALTIME" "$1" "$(head -n1 /proc/stat)" \
+            >> "$GUEST_PHASE_LOG"
     case $1 in
     boot) step "guest: kernel up, /init running" ;;
     modules) step "guest: loading modules" ;;
