@@ -8,7 +8,7 @@ SHELL := /bin/bash
 FUZZ_SECONDS ?= 60
 export QEMU_SRC KERNEL FUZZ_SECONDS
 
-.PHONY: all qemu deps guest-image run shell check check-unit check-fuzz \
+.PHONY: all qemu deps guest-image run shell check check-unit check-tools check-fuzz \
         check-qtest check-guest check-dropout fuzz bench-codec bench profile repro-dropout clean
 
 all: qemu
@@ -33,6 +33,9 @@ check:
 
 check-unit:
 	@bash scripts/check.sh unit
+
+check-tools:
+	@bash scripts/check.sh tools
 
 check-fuzz:
 	@bash scripts/check.sh fuzz

@@ -6,7 +6,7 @@
 # The last line is "N passed, N failed, N skipped"; exit status is non-zero
 # when anything failed.
 #
-#   scripts/check.sh [all|style|unit|fuzz|device|qtest|guest|dropout]...
+#   scripts/check.sh [all|style|unit|tools|fuzz|device|qtest|guest|dropout]...
 set -uo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -15,7 +15,7 @@ LOG_DIR=$NCM_BUILD/check-logs
 mkdir -p "$LOG_DIR"
 
 suites=${*:-all}
-[ "$suites" = all ] && suites="style unit fuzz device qtest guest dropout"
+[ "$suites" = all ] && suites="style unit tools fuzz device qtest guest dropout"
 
 needs_qemu=0
 for s in $suites; do
@@ -79,12 +79,13 @@ for s in $suites; do
     case $s in
     style) run_suite style bash "$NCM_TOP/scripts/checkpatch.sh" ;;
     unit) run_suite unit bash "$NCM_TOP/scripts/check-unit.sh" ;;
+    tools) run_suite tools python3 "$NCM_TOP/tests/tools/run.py" ;;
     fuzz) run_suite fuzz bash "$NCM_TOP/scripts/fuzz.sh" "$CHECK_FUZZ_SECONDS" ;;
     device) run_suite device bash "$NCM_TOP/tests/device/check-properties.sh" ;;
     qtest) run_suite qtest bash "$NCM_TOP/scripts/check-qtest.sh" ;;
     guest) run_suite guest bash "$NCM_TOP/tests/guest/run-all.sh" ;;
     dropout) run_suite dropout bash "$NCM_TOP/tests/guest/run-dropout-test.sh" ;;
-    *) die "unknown suite '$s'" "use style, unit, fuzz, device, qtest, guest, dropout or all" ;;
+    *) die "unknown suite '$s'" "use style, unit, tools, fuzz, device, qtest, guest, dropout or all" ;;
     esac
 done
 

@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# scripts/profile-report.py against a hand-made run directory whose numbers
+# are known: phase windows, per-thread and per-category host shares,
+# guest symbol resolution (modules included), sample weights, /proc/stat.
+import importlib.util
+import io
+import os
+import sys
+import tarfile
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+spec = importlib.util.spec_from_file_location(
+    "profile_report", os.path.join(TOP, "scripts", "profile-report.py"))
+report = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(report)
+
+T0 = 1000.0
+KALLSYMS = (
+    "ffffffff81000000 T _stext\n"
+    "ffffffff81001000 T native_apic_mem_write\n"
+    "ffffffff81002000 T __memcpy\n"
+    "ffffffff81003000 t tcp_rcv_established\n"
+    "ffffffffc0001000 t cdc_ncm_rx_fixup\t[cdc_ncm]\n"
+    "ffffffffc0002000 t xhci_irq\t[xhci_hcd]\n")
+
+
+def stat_line(user, system, idle, irq):
+    return f"cpu {user} 0 {system} {idle} 0 {irq} 0 0 0 0"
+
+
+def make_run(d):
+    # download from T0 to T0 + 5.2: the window is [T0 + 1, T0 + 5)
+    with open(os.path.join(d, "phases.txt"), "w") as f:
+        f.write(f"{T0:.6f} iperf-down | cpu 0 0 0 0 0 0 0 0\n")
+        f.write(f"{T0 + 5.2:.6f} done | cpu 300 0 100 400 0 0 0 0\n")
+    lines = []
+    # 4 s window at 999 Hz: vCPU 2997 samples (75 %), main 999 (25 %)
+    for i in range(2997):
+        t = T0 + 1 + i * 4 / 2997
+        sym, dso = (("[unknown]", "[unknown]") if i % 3 else
+                    ("helper_lookup_tb_ptr", "/b/qemu-system-x86_64"))
+        lines.append(f" CPU 0/TCG 11 {t:.6f}: 55aa {sym} ({dso})")
+    for i in range(999):
+        t = T0 + 1 + i * 4 / 999
+        sym, dso = (("ncm_function_out_direct", "/b/qemu-system-x86_64")
+                    if i % 2 else ("slirp_input", "/usr/lib/libslirp.so.0"))
+        lines.append(f" qemu-system-x86 10 {t:.6f}: 55aa {sym} ({dso})")
+    # outside the window: must not count
+    lines.append(f" CPU 0/TCG 11 {T0 + 0.5:.6f}: 55aa x (/b/qemu-system-x86_64)")
+    with open(os.path.join(d, "perf.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    # guest RIP: samples every 10 ms; 1/2 halted, 1/4 cdc_ncm, 1/4 memcpy
+    rips = []
+    for i in range(400):
+        t = T0 + 1 + i * 0.01
+        kind = i % 4
+        if kind in (0, 1):
+            rips.append(f"{t:.6f} ffffffff81001010 0 1")
+        elif kind == 2:
+            rips.append(f"{t:.6f} ffffffffc0001040 0 0")
+        else:
+            rips.append(f"{t:.6f} ffffffff81002008 0 0")
+    with open(os.path.join(d, "guest-rip.txt"), "w") as f:
+        f.write("\n".join(rips) + "\n")
+    with tarfile.open(os.path.join(d, "guest.tgz"), "w:gz") as tar:
+        for name, text in (
+                ("prof/kallsyms", KALLSYMS),
+                ("prof/down.stat", stat_line(0, 0, 0, 0) + "\n" +
+                 stat_line(10, 20, 60, 10) + "\n")):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    with open(os.path.join(d, "console.log"), "w") as f:
+        f.write("NCMTEST iperf_down_receiver_mbps=123\n")
+
+
+class ProfileReportTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.run_dir = os.path.join(self.tmp.name, "ncm-64k")
+        os.mkdir(self.run_dir)
+        make_run(self.run_dir)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_window(self):
+        wins = report.phase_windows(os.path.join(self.run_dir, "phases.txt"))
+        start, end, busy = wins["iperf-down"]
+        self.assertAlmostEqual(start, T0 + 1.0)
+        self.assertAlmostEqual(end, T0 + 5.0)
+        self.assertAlmostEqual(busy, 0.5 * os.cpu_count())
+        self.assertNotIn("done", wins)
+
+    def test_host_threads_and_categories(self):
+        threads, cats, _ = report.host_profile(
+            os.path.join(self.run_dir, "perf.txt"), (T0 + 1, T0 + 5))
+        self.assertEqual(threads["vCPU (CPU 0/TCG)"], 2997)
+        self.assertEqual(threads["main loop (qemu-system-x86)"], 999)
+        self.assertEqual(cats["TCG: guest code"], 1998)
+        self.assertEqual(cats["TCG runtime"], 999)
+        self.assertEqual(cats["usb-ncm device"], 499)
+        self.assertEqual(cats["slirp"], 500)
+
+    def test_guest_samples(self):
+        syms = report.Symbols(KALLSYMS)
+        self.assertEqual(syms.lookup(0xffffffffc0001040),
+                         ("cdc_ncm_rx_fixup", "cdc_ncm"))
+        count, total, cats, funcs = report.guest_profile(
+            os.path.join(self.run_dir, "guest-rip.txt"), syms,
+            (T0 + 1, T0 + 5))
+        self.assertEqual(count, 400)
+        self.assertAlmostEqual(cats["idle (HLT)"] / total, 0.5, places=2)
+        self.assertAlmostEqual(cats["NIC driver"] / total, 0.25, places=2)
+        self.assertAlmostEqual(cats["copy/memset"] / total, 0.25, places=2)
+        self.assertAlmostEqual(funcs["cdc_ncm_rx_fixup [cdc_ncm]"] / total,
+                               0.25, places=2)
+
+    def test_summary(self):
+        out = io.StringIO()
+        sys.argv = ["profile-report.py", self.tmp.name, "ncm-64k"]
+        with redirect_stdout(out):
+            report.main()
+        text = out.getvalue()
+        rows = {l[:34].strip(): l[34:].strip() for l in text.splitlines()
+                if l.startswith(("Mbit/s", "vCPU thread", "main-loop",
+                                 "guest idle (/proc/stat)",
+                                 "device model", "slirp, %"))}
+        self.assertEqual(rows["Mbit/s"], "123")
+        self.assertEqual(rows["vCPU thread, % core"], "75.0")
+        self.assertEqual(rows["main-loop thread, % core"], "25.0")
+        self.assertEqual(rows["device model, % core"], "12.5")
+        self.assertEqual(rows["slirp, % core"], "12.5")
+        self.assertEqual(rows["guest idle (/proc/stat), %"], "60.0")
+
+
+if __name__ == "__main__":
+    unittest.main()
