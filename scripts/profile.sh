@@ -47,7 +47,7 @@ perf_attach() {
     done
     [ -s "$pidfile" ] || { note "QEMU wrote no pid file: no host profile"; return 0; }
     exec perf record -q -e cpu-clock -F 999 -k CLOCK_REALTIME \
-        -p "$(cat "$pidfile")" -o "$data" >/dev/null 2>&1
+        -p "$(cat "$pidfile")" -o "$data" >/dev/null 2>"$data.err"
 }
 
 n=0
@@ -94,10 +94,14 @@ ncm.symbols=$(cat "$dir/port") $(config_field "$c" 4)"
     if [ -s "$dir/perf.data" ]; then
         perf script -i "$dir/perf.data" -F comm,tid,time,ip,sym,dso \
             > "$dir/perf.txt" 2>/dev/null || true
+    else
+        note "$c: perf recorded nothing, so no host profile" \
+            "see ${dir#"$NCM_TOP"/}/perf.data.err (kernel.perf_event_paranoid?)"
     fi
 done
 guest_iperf_stop
 
 step "summarising"
+# shellcheck disable=SC2086 # CONFIGS is a list of names
 python3 "$NCM_TOP/scripts/profile-report.py" "$OUT" $CONFIGS |
     tee "$OUT/report.txt"
