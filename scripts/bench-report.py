@@ -90,8 +90,9 @@ def main():
 
     width = 14
     print()
-    print(f"Medians of {max(len(r) for r in runs.values())} boots per "
-          f"configuration ({int(seconds)} s per iperf3 run)")
+    boots = max(len(r) for r in runs.values())
+    what = f"Medians of {boots} boots" if boots > 1 else "One boot"
+    print(f"{what} per configuration ({int(seconds)} s per iperf3 run)")
     print(f"{'':24}" + "".join(f"{c:>{width}}" for c in configs))
     for k, label, unit, _ in METRICS:
         print(f"{label + ' (' + unit + ')':24}" +
