@@ -2,8 +2,9 @@
 # shellcheck shell=bash
 #
 # The NIC configurations that make bench and make profile boot, one per
-# line.  Sourced; config_field NAME FIELD prints one field (2: controller,
-# 3: -device argument, 4: extra guest kernel parameters).
+# line.  Sourced after tests/guest/lib.sh; config_field NAME FIELD prints
+# one field (2: controller, 3: -device argument, 4: extra guest kernel
+# parameters), config_guest_cmd prepares a boot of one.
 #
 # ncm-64k-sync reads bulk OUT in the vCPU thread, as before the bottom half.
 # ncm-64k-dN advertise wNtbOutMaxDatagrams N, so that cdc_ncm sends an NTB
@@ -25,4 +26,23 @@ virtio-net|pci|virtio-net-pci|
 
 config_field() {
     awk -F'|' -v n="$1" -v f="$2" '$1 == n { print $f }' <<<"$CONFIG_TABLE"
+}
+
+# config_guest_cmd NAME GUESTDIR VARNAME APPEND: GUEST_CMD for a bench-mode
+# boot of configuration NAME against the host's iperf3 server, with the
+# guest kernel parameters APPEND; CONFIG_QOM is the usb-ncm device's id for
+# guest_run_with_stats ("-" for other NICs). VARNAME names the variable the
+# user set, for the message when NAME is unknown.
+# shellcheck disable=SC2034 # CONFIG_QOM is read by the sourcing script
+config_guest_cmd() {
+    local name=$1 dir=$2 var=$3 append=$4 ctrl dev
+    ctrl=$(config_field "$name" 2)
+    dev=$(config_field "$name" 3)
+    [ -n "$dev" ] || die "unknown configuration '$name'" \
+        "$var takes: $(awk -F'|' 'NF > 1 { printf "%s ", $1 }' <<<"$CONFIG_TABLE")"
+    guest_device_args "$ctrl" "$dev"
+    CONFIG_QOM=-
+    case $dev in *id=ncm*) CONFIG_QOM=ncm ;; esac
+    guest_qemu_cmd "$dir" "ncm.mode=bench ncm.driver=$GUEST_DRIVER \
+ncm.port=$GUEST_IPERF_PORT $append $(config_field "$name" 4)"
 }

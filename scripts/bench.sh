@@ -39,19 +39,11 @@ n=0
 for rep in $(seq 1 "$REPS"); do
     for c in $CONFIGS; do
         n=$((n + 1))
-        ctrl=$(config_field "$c" 2)
-        dev=$(config_field "$c" 3)
-        [ -n "$dev" ] || die "unknown bench configuration '$c'" \
-            "BENCH_CONFIGS takes: $(awk -F'|' 'NF > 1 { printf "%s ", $1 }' <<<"$CONFIG_TABLE")"
-        guest_device_args "$ctrl" "$dev"
-        qom=-
-        case $dev in *id=ncm*) qom=ncm ;; esac
+        config_guest_cmd "$c" "$GDIR" BENCH_CONFIGS \
+            "ncm.time=$TIME ncm.parallel=1,4 ncm.ping=20 ncm.udp=$UDP_MBPS"
         log=$OUT/logs/$c-$rep.log
         step "boot $n/$total: $c (repetition $rep)"
-        guest_qemu_cmd "$GDIR" "ncm.mode=bench ncm.driver=$GUEST_DRIVER \
-ncm.port=$GUEST_IPERF_PORT ncm.time=$TIME ncm.parallel=1,4 ncm.ping=20 \
-ncm.udp=$UDP_MBPS $(config_field "$c" 4)"
-        guest_run_with_stats "$log" 600 "$qom" || true
+        guest_run_with_stats "$log" 600 "$CONFIG_QOM" || true
         grep -q 'NCMTEST phase=done' "$log" ||
             note "boot $c-$rep did not finish: see ${log#"$NCM_TOP"/}"
     done

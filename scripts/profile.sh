@@ -54,10 +54,6 @@ n=0
 total=$(wc -w <<<"$CONFIGS")
 for c in $CONFIGS; do
     n=$((n + 1))
-    ctrl=$(config_field "$c" 2)
-    dev=$(config_field "$c" 3)
-    [ -n "$dev" ] || die "unknown configuration '$c'" \
-        "PROFILE_CONFIGS takes: $(awk -F'|' 'NF > 1 { printf "%s ", $1 }' <<<"$CONFIG_TABLE")"
     dir=$OUT/$c
     mkdir -p "$dir"
     step "profile $n/$total: $c ($TIME s up, $TIME s down)"
@@ -67,12 +63,8 @@ for c in $CONFIGS; do
     for _ in $(seq 1 50); do [ -s "$dir/port" ] && break; sleep 0.1; done
     [ -s "$dir/port" ] || die "the symbol receiver did not start" "see $dir/recv.err"
 
-    guest_device_args "$ctrl" "$dev"
-    qom=-
-    case $dev in *id=ncm*) qom=ncm ;; esac
-    guest_qemu_cmd "$GDIR" "ncm.mode=bench ncm.driver=$GUEST_DRIVER \
-ncm.port=$GUEST_IPERF_PORT ncm.time=$TIME ncm.parallel=1 ncm.ping=5 \
-ncm.symbols=$(cat "$dir/port") $(config_field "$c" 4)"
+    config_guest_cmd "$c" "$GDIR" PROFILE_CONFIGS \
+        "ncm.time=$TIME ncm.parallel=1 ncm.ping=5 ncm.symbols=$(cat "$dir/port")"
     sampler_sock=$(mktemp -u /tmp/ncm-sampler.XXXXXX)
     # debug-threads: the vCPU thread is called "CPU 0/TCG" in perf
     GUEST_CMD+=(-name "profile-$c,debug-threads=on" -pidfile "$dir/qemu.pid"
@@ -84,7 +76,7 @@ ncm.symbols=$(cat "$dir/port") $(config_field "$c" 4)"
     perf=$!
 
     export GUEST_PHASE_LOG=$dir/phases.txt
-    guest_run_with_stats "$dir/console.log" 600 "$qom" || true
+    guest_run_with_stats "$dir/console.log" 600 "$CONFIG_QOM" || true
     unset GUEST_PHASE_LOG
     wait "$sampler" "$perf" || true
     wait "$recv" || note "$c: the guest sent no symbols (see $dir/recv.err)"
