@@ -25,12 +25,22 @@ def frame(n, seed=0):
     return bytes((seed * 131 + i * 7) & 0xff for i in range(n))
 
 
-def ntb16(lens, seq=1, block_len=None, ndp_sig=b'NCM0', ndp_next=0,
-          ndp_len=None, entries=None):
-    n = len(lens)
-    nl = ndp_len if ndp_len is not None else max(8 + (n + 1) * 4, 16)
-    room = max(8 + (n + 1) * 4, 16)
-    pos = 12 + room
+# What differs between NTB16 and NTB32, as in the codec's format table:
+# NTH struct and signature, NDP header struct and size, datagram pointer
+# entry struct, the smallest NDP, and how the NDP header's fields line up.
+NTB16 = dict(nth='<4sHHHH', nth_sig=b'NCMH', nth_len=12,
+             ndp='<4sHH', ndp_hdr=8, entry='<HH', entry_len=4, ndp_min=16,
+             ndp_fields=lambda sig, ln, nxt: (sig, ln, nxt))
+NTB32 = dict(nth='<4sHHII', nth_sig=b'ncmh', nth_len=16,
+             ndp='<4sHHII', ndp_hdr=16, entry='<II', entry_len=8, ndp_min=32,
+             ndp_fields=lambda sig, ln, nxt: (sig, ln, 0, nxt, 0))
+
+
+def ntb(fmt, lens, seq, block_len, ndp_sig, ndp_next, ndp_len, entries):
+    room = max(fmt['ndp_hdr'] + (len(lens) + 1) * fmt['entry_len'],
+               fmt['ndp_min'])
+    ndp_at = fmt['nth_len']
+    pos = ndp_at + room
     body = bytearray(pos)
     offs = []
     for i, ln in enumerate(lens):
@@ -41,34 +51,24 @@ def ntb16(lens, seq=1, block_len=None, ndp_sig=b'NCM0', ndp_next=0,
         body += frame(ln, i)
         pos += ln
     ents = entries if entries is not None else list(zip(offs, lens))
-    struct.pack_into('<4sHHHH', body, 0, b'NCMH', 12, seq,
-                     pos if block_len is None else block_len, 12)
-    struct.pack_into('<4sHH', body, 12, ndp_sig, nl, ndp_next)
+    struct.pack_into(fmt['nth'], body, 0, fmt['nth_sig'], fmt['nth_len'], seq,
+                     pos if block_len is None else block_len, ndp_at)
+    struct.pack_into(fmt['ndp'], body, ndp_at, *fmt['ndp_fields'](
+        ndp_sig, room if ndp_len is None else ndp_len, ndp_next))
     for i, (o, ln) in enumerate(ents):
-        struct.pack_into('<HH', body, 20 + 4 * i, o, ln)
+        struct.pack_into(fmt['entry'], body,
+                         ndp_at + fmt['ndp_hdr'] + fmt['entry_len'] * i, o, ln)
     return bytes(body)
+
+
+def ntb16(lens, seq=1, block_len=None, ndp_sig=b'NCM0', ndp_next=0,
+          ndp_len=None, entries=None):
+    return ntb(NTB16, lens, seq, block_len, ndp_sig, ndp_next, ndp_len,
+               entries)
 
 
 def ntb32(lens, seq=1, block_len=None, ndp_sig=b'ncm0', entries=None):
-    n = len(lens)
-    room = max(16 + (n + 1) * 8, 32)
-    pos = 16 + room
-    body = bytearray(pos)
-    offs = []
-    for i, ln in enumerate(lens):
-        while pos % 4:
-            body.append(0)
-            pos += 1
-        offs.append(pos)
-        body += frame(ln, i)
-        pos += ln
-    ents = entries if entries is not None else list(zip(offs, lens))
-    struct.pack_into('<4sHHII', body, 0, b'ncmh', 16, seq,
-                     pos if block_len is None else block_len, 16)
-    struct.pack_into('<4sHHII', body, 16, ndp_sig, room, 0, 0, 0)
-    for i, (o, ln) in enumerate(ents):
-        struct.pack_into('<II', body, 32 + 8 * i, o, ln)
-    return bytes(body)
+    return ntb(NTB32, lens, seq, block_len, ndp_sig, 0, None, entries)
 
 
 def chain16(n, loop_to=0):
