@@ -403,8 +403,8 @@ static void usb_ncm_handle_control(USBDevice *dev, USBPacket *p, int request,
         request == (DeviceOutRequest | USB_REQ_SET_CONFIGURATION)) {
         /*
          * usb_desc_ep_init() empties every endpoint queue, the parked
-         * parked packets' too (whatever the interface): the OUT one is
-         * read first, the IN one given back.
+         * packets' too (whatever the interface): the OUT one is read
+         * first, the IN one given back.
          */
         usb_ncm_out_drain(s);
         usb_ncm_in_unpark(s);
@@ -507,23 +507,24 @@ static void usb_ncm_out_bh(void *opaque)
  */
 static void usb_ncm_bulk_out(USBNcmState *s, USBPacket *p)
 {
-    if (!s->deferred_out && !s->fn.faults.busy) {
+    bool busy = s->fn.faults.busy;
+
+    if (!busy && (s->out_draining || !s->deferred_out)) {
         usb_ncm_out_process(s, p);
         return;
     }
-    if (s->out_draining && !s->fn.faults.busy) {
-        usb_ncm_out_process(s, p);
-        return;
-    }
-    if (s->fn.faults.busy && !s->out_draining) {
+    if (busy && !s->out_draining) {
         p->status = USB_RET_NAK;
         return;
     }
-    /* a queued packet must not NAK: it waits here for the busy time */
+    /*
+     * Parked for out_bh; or, busy while draining, a queued packet that
+     * must not NAK waits here for the busy time to end.
+     */
     assert(!s->out_parked);
     s->out_parked = p;
     p->status = USB_RET_ASYNC;
-    if (!s->fn.faults.busy) {
+    if (!busy) {
         qemu_bh_schedule(s->out_bh);
     }
 }
