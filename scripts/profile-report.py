@@ -39,15 +39,14 @@ HOST_RULES = [
     ("main loop", r"^(aio_|qemu_bh|main_loop|os_host|qemu_poll|timerlist|"
                   r"qemu_clock|glib_|qemu_mutex|qemu_cond|qemu_event|"
                   r"qemu_lockcnt|rcu|call_rcu|qemu_sem|bql)"),
-    ("TCG runtime", r"^(helper_|tlb_|probe_access|cpu_|tb_|tcg_|x86_|gen_|"
+    ("TCG runtime", r"^(helper_|tlb_|probe_access|cpu_|tb_|tcg|x86_|gen_|"
                     r"translator|do_ld|do_st|mmu|victim|store_|load_|"
                     r"float|cc_compute|compute_|page_|log_|int_ld|int_st|"
                     r"full_ld|full_st|do_interrupt|raise_|ldl_|ldq_|lduw|"
                     r"ldub|stl_|stq_|stw_|stb_|io_|apic_|hpet|pit_|"
                     r"qemu_plugin|svm_|handle_|disas_|decode_|"
-                    r"get_page_addr|mmu_|cpu_loop|cpu_exec|"
-                    r"icount|tcg|parts|softfloat|atomic_|breakpoint|"
-                    r"check_|switch_|seg_|tss_|load_seg|x86_)"),
+                    r"get_page_addr|icount|parts|softfloat|atomic_|"
+                    r"breakpoint|check_|switch_|seg_|tss_)"),
 ]
 
 GUEST_MODULES = {
@@ -67,15 +66,15 @@ GUEST_RULES = [
                       r"napi|_*dev_|net_|_*neigh|eth_|_*gro|_*qdisc|sch_|"
                       r"validate_xmit|tc_|raw_v|_*kfree_skb|consume_skb|"
                       r"pfifo|fq_|dst_|_*sys_sendto|_*sys_recvfrom|"
-                      r"_*sys_sendmsg|_*sys_recvmsg|sock_|tcp|__tcp)"),
+                      r"_*sys_sendmsg|_*sys_recvmsg)"),
     ("memory alloc", r"(kmem|kmalloc|kfree|alloc_|_alloc|free_|__free|"
                      r"page_frag|slab|folio|get_page|put_page|mm_|"
-                     r"__slab|memcg|obj_cgroup|refill_obj|rmqueue)"),
-    ("irq/timer/sched/locks", r"(irq|softirq|hrtimer|timer|tick|apic|sched|"
+                     r"memcg|obj_cgroup|refill_obj|rmqueue)"),
+    ("irq/timer/sched/locks", r"(irq|hrtimer|timer|tick|apic|sched|"
                               r"pick_|enqueue|dequeue|update_|ktime|clock|"
                               r"spin|lock|rcu|syscall|sysvec|asm_|entry_|"
                               r"wake|switch|idle|cpuidle|do_|handle_|"
-                              r"finish_task|ttwu|try_to_wake|__wake)"),
+                              r"finish_task|ttwu)"),
 ]
 
 
