@@ -98,6 +98,19 @@ typedef struct USBNcmDescriptors {
     uint8_t ncm[6];
 } USBNcmDescriptors;
 
+/* A bulk endpoint and the one packet the device holds on it, if any */
+typedef struct USBNcmBulk {
+    USBEndpoint *ep;
+    USBPacket *parked;
+    /*
+     * A packet was NAK'd: the controller waits for usb_wakeup().  Only
+     * then is it woken; a wakeup out of the blue restarts an endpoint the
+     * guest has just stopped on QEMU's xHCI (its Set TR Dequeue Pointer
+     * then fails with a context state error).
+     */
+    bool nakd;
+} USBNcmBulk;
+
 struct USBNcmState {
     USBDevice dev;
 
@@ -106,6 +119,7 @@ struct USBNcmState {
     NcmConfig cfg;
     bool ntb32;
     bool deferred_out;
+    OnOffAuto park_packets;
     char *zlp;
     uint16_t vendor_id;
     uint16_t product_id;
@@ -118,16 +132,18 @@ struct USBNcmState {
     /* glue */
     NICState *nic;
     USBEndpoint *ep_notify;
-    USBEndpoint *ep_bulk_in;
+    USBNcmBulk in;                  /* parked: the next NTB goes there */
+    USBNcmBulk out;                 /* parked: waiting for out_bh */
+    bool may_park;                  /* rule 3, from x-park-packets */
+    bool handing_back;              /* rule 2 */
+    bool out_draining;              /* completing OUT packets */
     QEMUBH *wakeup_bh;
-    USBPacket *in_parked;           /* bulk IN the next NTB is built into */
     QEMUBH *out_bh;
-    USBPacket *out_parked;          /* bulk OUT waiting for out_bh */
-    bool out_draining;              /* out_bh is completing OUT packets */
     QEMUTimer *fault_link_timer;
     QEMUTimer *fault_busy_timer;
     bool wake_bulk_in;
     bool wake_notify;
+    bool notify_nakd;               /* as USBNcmBulk.nakd */
     char mac_string[13];
     USBNcmDescriptors descs;
 };
@@ -296,33 +312,213 @@ static void usb_ncm_build_descriptors(USBNcmState *s, uint8_t caps)
     };
 }
 
+/*
+ * Who holds which USB packet
+ *
+ * For each bulk endpoint the device holds at most one packet, the parked
+ * one: it answered USB_RET_ASYNC and the packet heads the core's
+ * ep->queue.  Packets the controller sends meanwhile wait in ep->queue
+ * (USB_PACKET_QUEUED) and reach usb_ncm_handle_data() from inside
+ * usb_packet_complete() when the parked one completes; on xHCI they may
+ * also arrive fresh from inside that call, when the controller refills
+ * the endpoint.  USBNcmBulk.parked is the only record of which packet is
+ * parked.  Three rules keep the core's assertions and the guest's
+ * transfers intact; usb_ncm_bulk_in() and usb_ncm_bulk_out() enforce
+ * them, nothing else parks or NAKs:
+ *
+ * 1. NAK only a packet fresh from the controller (USB_PACKET_SETUP).  One
+ *    that comes out of ep->queue is answered or parked: core.c asserts on
+ *    a NAK there.
+ * 2. While the device hands packets back (bus reset, SET_INTERFACE,
+ *    SET_CONFIGURATION), nothing is parked: IN packets complete empty and
+ *    OUT packets are read.  Completing the parked packet then empties the
+ *    endpoint's whole queue, before usb_desc_ep_init() forgets it.
+ * 3. Park only where the controller lets other transfers go on meanwhile
+ *    (usb_ncm_controller_lets_packets_wait()): not OHCI, which runs one
+ *    asynchronous packet per controller and reuses its buffer for the next
+ *    TD.  There bulk IN NAKs and OUT is read at once.
+ */
+
 static void usb_ncm_flush_rx(USBNcmState *s);
 static void usb_ncm_out_drain(USBNcmState *s);
 
-/* Complete the parked bulk IN packet with @len bytes already in place. */
-static void usb_ncm_in_complete(USBNcmState *s, uint32_t len)
+static void usb_ncm_wakeup_nakd(USBNcmBulk *b)
 {
-    USBPacket *p = s->in_parked;
+    if (b->nakd) {
+        b->nakd = false;
+        usb_wakeup(b->ep, 0);
+    }
+}
 
-    s->in_parked = NULL;
-    p->actual_length = len;
+static void usb_ncm_park(USBNcmBulk *b, USBPacket *p, bool attached)
+{
+    b->parked = p;
+    p->status = USB_RET_ASYNC;
+    trace_usb_ncm_park(p->ep->nr, p->iov.size, attached);
+}
+
+/*
+ * Complete @b's parked packet with what is already in it.  The core may
+ * call usb_ncm_handle_data() from in here, for the packets queued behind.
+ */
+static void usb_ncm_complete_parked(USBNcmState *s, USBNcmBulk *b)
+{
+    USBPacket *p = b->parked;
+
+    b->parked = NULL;
     p->status = USB_RET_SUCCESS;
     usb_packet_complete(&s->dev, p);
 }
 
-/* The data path resets under a parked packet: give it back empty. */
-static void usb_ncm_in_unpark(USBNcmState *s)
+/*
+ * When the host cancels the parked packet, the packets it queued behind
+ * stay in ep->queue, and the core runs them only when a parked packet
+ * completes: the first one becomes the parked packet.
+ */
+static bool usb_ncm_adopt(USBNcmState *s, USBNcmBulk *b)
 {
-    if (s->in_parked) {
-        ncm_function_in_detach(&s->fn);
-        usb_ncm_in_complete(s, 0);
+    USBPacket *p = QTAILQ_FIRST(&b->ep->queue);
+
+    if (b->parked || !p || p->state != USB_PACKET_QUEUED) {
+        return false;
     }
+    usb_packet_set_state(p, USB_PACKET_ASYNC);
+    b->parked = p;
+    s->fn.stats.packets_adopted++;
+    trace_usb_ncm_adopt(p->ep->nr, p->iov.size);
+    return true;
+}
+
+/* Rule 2: give back every packet of both bulk endpoints. */
+static void usb_ncm_hand_back(USBNcmState *s)
+{
+    if (s->handing_back) {
+        return;
+    }
+    s->handing_back = true;
+    /* the host sent its OUT data before the request: read it first */
+    usb_ncm_adopt(s, &s->out);
+    usb_ncm_out_drain(s);
+    usb_ncm_adopt(s, &s->in);
+    if (s->in.parked) {
+        /* datagrams in the host's buffer stay with the function */
+        ncm_function_in_detach(&s->fn);
+        s->fn.stats.packets_handed_back++;
+        trace_usb_ncm_hand_back(NCM_EP_BULK_IN, s->in.parked->iov.size);
+        usb_ncm_complete_parked(s, &s->in);
+    }
+    s->handing_back = false;
+}
+
+/* Bulk IN */
+
+/* Copy the next IN bytes (or the ZLP owed) into @p; false if none. */
+static bool usb_ncm_in_send(USBNcmState *s, USBPacket *p)
+{
+    uint64_t dropped = s->fn.stats.fault_dropped_in_ntbs;
+    const uint8_t *src;
+    uint32_t len;
+
+    src = ncm_function_in_next(&s->fn, p->iov.size, &len);
+    if (!src) {
+        if (dropped != s->fn.stats.fault_dropped_in_ntbs) {
+            usb_ncm_flush_rx(s);    /* the dropped NTB freed the buffer */
+        }
+        return false;
+    }
+    usb_packet_copy(p, (void *)src, len);
+    if (ncm_function_in_sent(&s->fn, len, p->iov.size,
+                             p->ep->max_packet_size)) {
+        usb_ncm_flush_rx(s);
+    }
+    return true;
 }
 
 /*
- * Deferred to the end of the main-loop iteration so that a burst of frames
- * becomes one NTB.
+ * When the first piece of @p's guest memory can hold an NTB, the next one
+ * is built right there, so each frame is copied once; an NTB is never
+ * split over pieces.
  */
+static bool usb_ncm_in_attach(USBNcmState *s, USBPacket *p)
+{
+    return p->iov.niov >= 1 &&
+           ncm_function_in_attach(&s->fn, p->iov.iov[0].iov_base,
+                                  p->iov.iov[0].iov_len);
+}
+
+/* Keep @p for the next NTB. */
+static void usb_ncm_in_hold(USBNcmState *s, USBPacket *p)
+{
+    s->fn.stats.in_parked++;
+    usb_ncm_park(&s->in, p, usb_ncm_in_attach(s, p));
+}
+
+static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
+{
+    bool fresh = p->state == USB_PACKET_SETUP;
+
+    if (s->handing_back) {
+        s->fn.stats.packets_handed_back++;
+        trace_usb_ncm_hand_back(p->ep->nr, p->iov.size);
+        return;                             /* empty, successful */
+    }
+    if (!p->iov.size) {
+        /* a zero-length TD takes the ZLP owed, if any, and nothing else */
+        uint32_t len;
+
+        if (s->fn.in_zlp_owed &&
+            ncm_function_in_next(&s->fn, 0, &len)) {
+            ncm_function_in_sent(&s->fn, 0, 0, p->ep->max_packet_size);
+        }
+        return;
+    }
+    if (usb_ncm_in_send(s, p)) {
+        return;
+    }
+    if (s->in.parked || (fresh && (s->fn.faults.busy || !s->may_park))) {
+        if (fresh) {
+            s->fn.stats.in_naks++;
+            s->in.nakd = true;
+            p->status = USB_RET_NAK;
+        }
+        /* else: cannot happen (the parked packet heads the queue) */
+        return;
+    }
+    usb_ncm_in_hold(s, p);
+}
+
+/*
+ * Deferred to the end of the main-loop iteration so that a burst of
+ * frames becomes one NTB: answer the parked IN packet, if there is
+ * something for it.
+ */
+static void usb_ncm_in_kick(USBNcmState *s)
+{
+    USBPacket *p;
+
+    if (usb_ncm_adopt(s, &s->in)) {
+        usb_ncm_in_attach(s, s->in.parked);
+    }
+    p = s->in.parked;
+    if (!p) {
+        usb_ncm_wakeup_nakd(&s->in);
+        return;
+    }
+    if (s->fn.in_attached) {
+        uint32_t len = ncm_function_in_attached_finish(
+            &s->fn, p->iov.size, p->ep->max_packet_size);
+
+        if (len) {
+            p->actual_length = len;
+            usb_ncm_complete_parked(s, &s->in);
+        }
+    } else if (usb_ncm_in_send(s, p)) {
+        usb_ncm_complete_parked(s, &s->in);
+    }
+    /* room again, after a send or a fault's drop */
+    usb_ncm_flush_rx(s);
+}
+
 static void usb_ncm_wakeup_bh(void *opaque)
 {
     USBNcmState *s = opaque;
@@ -332,21 +528,14 @@ static void usb_ncm_wakeup_bh(void *opaque)
     }
     if (s->wake_notify) {
         s->wake_notify = false;
-        usb_wakeup(s->ep_notify, 0);
+        if (s->notify_nakd) {
+            s->notify_nakd = false;
+            usb_wakeup(s->ep_notify, 0);
+        }
     }
     if (s->wake_bulk_in) {
         s->wake_bulk_in = false;
-        if (s->in_parked) {
-            uint32_t len = ncm_function_in_attached_finish(&s->fn);
-
-            if (len) {
-                usb_ncm_in_complete(s, len);
-            }
-            /* room again, after a send or a fault's drop */
-            usb_ncm_flush_rx(s);
-        } else {
-            usb_wakeup(s->ep_bulk_in, 0);
-        }
+        usb_ncm_in_kick(s);
     }
 }
 
@@ -364,81 +553,7 @@ static void usb_ncm_flush_rx(USBNcmState *s)
     }
 }
 
-static void usb_ncm_handle_reset(USBDevice *dev)
-{
-    USBNcmState *s = USB_NCM(dev);
-
-    trace_usb_ncm_reset(dev->addr);
-    usb_ncm_out_drain(s);
-    usb_ncm_in_unpark(s);
-    ncm_function_reset(&s->fn);
-    usb_ncm_flush_rx(s);
-}
-
-static void usb_ncm_set_interface(USBDevice *dev, int iface,
-                                  int alt_old, int alt_new)
-{
-    USBNcmState *s = USB_NCM(dev);
-
-    if (iface != NCM_IF_DATA) {
-        return;
-    }
-    usb_ncm_out_drain(s);
-    usb_ncm_in_unpark(s);
-    ncm_function_set_data_alt(&s->fn, alt_new);
-    if (alt_new) {
-        usb_ncm_schedule_wakeup(s, false, true);
-    }
-    usb_ncm_flush_rx(s);
-}
-
-static void usb_ncm_handle_control(USBDevice *dev, USBPacket *p, int request,
-                                   int value, int index, int length,
-                                   uint8_t *data)
-{
-    USBNcmState *s = USB_NCM(dev);
-    int ret;
-
-    if (request == (InterfaceOutRequest | USB_REQ_SET_INTERFACE) ||
-        request == (DeviceOutRequest | USB_REQ_SET_CONFIGURATION)) {
-        /*
-         * usb_desc_ep_init() empties every endpoint queue, the parked
-         * packets' too (whatever the interface): the OUT one is read
-         * first, the IN one given back.
-         */
-        usb_ncm_out_drain(s);
-        usb_ncm_in_unpark(s);
-    }
-    ret = usb_desc_handle_control(dev, p, request, value, index, length, data);
-    if (ret >= 0) {
-        return;
-    }
-
-    if (request == (EndpointOutRequest | USB_REQ_CLEAR_FEATURE) &&
-        value == 0) {
-        /* ENDPOINT_HALT: nothing is halted inside the model */
-        p->actual_length = 0;
-        return;
-    }
-    if ((request & 0xff00) == ClassInterfaceRequest ||
-        (request & 0xff00) == ClassInterfaceOutRequest) {
-        ret = ncm_function_control(&s->fn, request, value, index, length,
-                                   data);
-        if (ret < 0) {
-            p->status = USB_RET_STALL;
-        } else {
-            p->actual_length = ret;
-        }
-        return;
-    }
-
-    s->fn.stats.bad_requests++;
-    trace_usb_ncm_bad_request(request, value, length);
-    qemu_log_mask(LOG_GUEST_ERROR,
-                  "usb-ncm: unsupported control request 0x%04x value 0x%x "
-                  "index 0x%x\n", request, value, index);
-    p->status = USB_RET_STALL;
-}
+/* Bulk OUT */
 
 static void usb_ncm_emit(void *opaque, const uint8_t *frame, size_t len)
 {
@@ -471,22 +586,22 @@ static void usb_ncm_out_process(USBNcmState *s, USBPacket *p)
 }
 
 /*
- * Complete the parked OUT packet, and with it every OUT packet the host
- * controller queued behind it: usb_packet_complete() hands those to
+ * Read and complete the parked OUT packet, and with it every OUT packet
+ * queued behind it: usb_packet_complete() hands those to
  * usb_ncm_bulk_out() while out_draining is set.
  */
 static void usb_ncm_out_drain(USBNcmState *s)
 {
-    USBPacket *p = s->out_parked;
-
-    if (!p || s->out_draining) {
+    if (!s->out.parked || s->out_draining) {
         return;
     }
-    s->out_parked = NULL;
+    if (s->handing_back) {
+        s->fn.stats.packets_handed_back++;
+        trace_usb_ncm_hand_back(NCM_EP_BULK_OUT, s->out.parked->iov.size);
+    }
     s->out_draining = true;
-    usb_ncm_out_process(s, p);
-    p->status = USB_RET_SUCCESS;
-    usb_packet_complete(&s->dev, p);
+    usb_ncm_out_process(s, s->out.parked);
+    usb_ncm_complete_parked(s, &s->out);
     s->out_draining = false;
 }
 
@@ -495,6 +610,7 @@ static void usb_ncm_out_bh(void *opaque)
     USBNcmState *s = opaque;
 
     if (s->dev.attached && !s->fn.faults.busy) {
+        usb_ncm_adopt(s, &s->out);
         usb_ncm_out_drain(s);
     }
 }
@@ -507,75 +623,128 @@ static void usb_ncm_out_bh(void *opaque)
  */
 static void usb_ncm_bulk_out(USBNcmState *s, USBPacket *p)
 {
-    bool busy = s->fn.faults.busy;
+    bool fresh = p->state == USB_PACKET_SETUP;
+    bool busy = s->fn.faults.busy && !s->handing_back;
 
-    if (!busy && (s->out_draining || !s->deferred_out)) {
+    if (busy) {
+        if (fresh) {
+            s->out.nakd = true;
+            p->status = USB_RET_NAK;
+        } else if (!s->out.parked) {
+            usb_ncm_park(&s->out, p, false);    /* until the busy time ends */
+        }
+        /* else: cannot happen (the parked packet heads the queue) */
+        return;
+    }
+    if (s->handing_back || s->out_draining || !s->deferred_out ||
+        !s->may_park) {
         usb_ncm_out_process(s, p);
         return;
     }
-    if (busy && !s->out_draining) {
-        p->status = USB_RET_NAK;
-        return;
-    }
-    /*
-     * Parked for out_bh; or, busy while draining, a queued packet that
-     * must not NAK waits here for the busy time to end.
-     */
-    assert(!s->out_parked);
-    s->out_parked = p;
-    p->status = USB_RET_ASYNC;
-    if (!busy) {
-        qemu_bh_schedule(s->out_bh);
-    }
-}
-
-static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
-{
-    uint64_t dropped = s->fn.stats.fault_dropped_in_ntbs;
-    const uint8_t *src;
-    uint32_t len;
-
-    src = ncm_function_in_next(&s->fn, p->iov.size, &len);
-    if (!src) {
-        if (dropped != s->fn.stats.fault_dropped_in_ntbs) {
-            usb_ncm_flush_rx(s);    /* the dropped NTB freed the buffer */
-        }
-        /*
-         * Nothing queued: keep the host's buffer and build the next NTB
-         * right in it, so each frame is copied once.  Only the first
-         * contiguous piece of guest memory is used; an NTB is never split.
-         */
-        if (!s->in_parked && p->iov.niov >= 1 &&
-            ncm_function_in_attach(&s->fn, p->iov.iov[0].iov_base,
-                                   p->iov.iov[0].iov_len)) {
-            s->in_parked = p;
-            p->status = USB_RET_ASYNC;
-            return;
-        }
-        s->fn.stats.in_naks++;
-        p->status = USB_RET_NAK;
-        return;
-    }
-    usb_packet_copy(p, (void *)src, len);
-    if (ncm_function_in_sent(&s->fn, len)) {
-        usb_ncm_flush_rx(s);
-    }
+    /* the queue was empty, or it would not be fresh: keep the order */
+    usb_ncm_out_drain(s);
+    usb_ncm_park(&s->out, p, false);
+    qemu_bh_schedule(s->out_bh);
 }
 
 static void usb_ncm_cancel_packet(USBDevice *dev, USBPacket *p)
 {
     USBNcmState *s = USB_NCM(dev);
 
-    if (p == s->in_parked) {
+    if (p == s->in.parked) {
+        /* what was built in its buffer goes out in the next one */
         ncm_function_in_detach(&s->fn);
-        s->in_parked = NULL;
-        usb_ncm_flush_rx(s);
+        s->in.parked = NULL;
+        trace_usb_ncm_in_cancelled(p->iov.size);
+        usb_ncm_schedule_wakeup(s, true, false);
     }
-    if (p == s->out_parked) {
+    if (p == s->out.parked) {
         /* the host took its transfer back before the device read it */
-        s->out_parked = NULL;
+        s->out.parked = NULL;
         trace_usb_ncm_out_cancelled(p->iov.size);
+        qemu_bh_schedule(s->out_bh);
     }
+}
+
+/* Device */
+
+static void usb_ncm_handle_reset(USBDevice *dev)
+{
+    USBNcmState *s = USB_NCM(dev);
+
+    trace_usb_ncm_reset(dev->addr);
+    usb_ncm_hand_back(s);
+    ncm_function_reset(&s->fn);
+    usb_ncm_flush_rx(s);
+}
+
+/* After usb_desc_ep_init(): usb_ncm_handle_control() handed back first. */
+static void usb_ncm_set_interface(USBDevice *dev, int iface,
+                                  int alt_old, int alt_new)
+{
+    USBNcmState *s = USB_NCM(dev);
+
+    if (iface != NCM_IF_DATA) {
+        return;
+    }
+    ncm_function_set_data_alt(&s->fn, alt_new);
+    if (alt_new) {
+        usb_ncm_schedule_wakeup(s, false, true);
+    }
+    usb_ncm_flush_rx(s);
+}
+
+static void usb_ncm_handle_control(USBDevice *dev, USBPacket *p, int request,
+                                   int value, int index, int length,
+                                   uint8_t *data)
+{
+    USBNcmState *s = USB_NCM(dev);
+    bool set_config = request == (DeviceOutRequest |
+                                  USB_REQ_SET_CONFIGURATION);
+    int ret;
+
+    if (set_config ||
+        request == (InterfaceOutRequest | USB_REQ_SET_INTERFACE)) {
+        /* usb_desc_ep_init() empties every endpoint queue: rule 2 */
+        usb_ncm_hand_back(s);
+    }
+    ret = usb_desc_handle_control(dev, p, request, value, index, length, data);
+    if (ret >= 0) {
+        if (set_config) {
+            /* a new configuration (or none) starts with the data path off */
+            ncm_function_reset(&s->fn);
+            usb_ncm_flush_rx(s);
+        }
+        return;
+    }
+
+    if (request == (EndpointOutRequest | USB_REQ_CLEAR_FEATURE) &&
+        value == 0) {
+        /* ENDPOINT_HALT: nothing is halted inside the model */
+        p->actual_length = 0;
+        return;
+    }
+    if ((request & 0xff00) == ClassInterfaceRequest ||
+        (request & 0xff00) == ClassInterfaceOutRequest) {
+        ret = ncm_function_control(&s->fn, request, value, index, length,
+                                   data);
+        if (ret < 0) {
+            p->status = USB_RET_STALL;
+        } else {
+            p->actual_length = ret;
+            /* a smaller input size may have dropped what was queued */
+            usb_ncm_flush_rx(s);
+            usb_ncm_schedule_wakeup(s, true, false);
+        }
+        return;
+    }
+
+    s->fn.stats.bad_requests++;
+    trace_usb_ncm_bad_request(request, value, length);
+    qemu_log_mask(LOG_GUEST_ERROR,
+                  "usb-ncm: unsupported control request 0x%04x value 0x%x "
+                  "index 0x%x\n", request, value, index);
+    p->status = USB_RET_STALL;
 }
 
 static void usb_ncm_notify_in(USBNcmState *s, USBPacket *p)
@@ -586,6 +755,7 @@ static void usb_ncm_notify_in(USBNcmState *s, USBPacket *p)
     len = ncm_function_notify_next(&s->fn, buf, MIN(p->iov.size,
                                                     sizeof(buf)));
     if (!len) {
+        s->notify_nakd = true;
         p->status = USB_RET_NAK;
         return;
     }
@@ -600,7 +770,7 @@ static void usb_ncm_handle_data(USBDevice *dev, USBPacket *p)
         usb_ncm_notify_in(s, p);
         return;
     }
-    if (!s->fn.data_active) {
+    if (!s->fn.data_active && !s->handing_back) {
         qemu_log_mask(LOG_GUEST_ERROR,
                       "usb-ncm: data transfer on ep %d while the data "
                       "interface is in alt 0\n", p->ep->nr);
@@ -670,7 +840,9 @@ static const struct {
     NCM_STAT(out_merged_transfers), NCM_STAT(out_merge_lost_datagrams),
     NCM_STAT(in_ntbs), NCM_STAT(in_direct_ntbs), NCM_STAT(in_datagrams),
     NCM_STAT(in_bytes),
-    NCM_STAT(in_naks), NCM_STAT(rx_backpressure), NCM_STAT(rx_filtered),
+    NCM_STAT(in_naks), NCM_STAT(in_zlps), NCM_STAT(in_parked),
+    NCM_STAT(in_rescued_datagrams), NCM_STAT(packets_handed_back),
+    NCM_STAT(packets_adopted), NCM_STAT(rx_backpressure), NCM_STAT(rx_filtered),
     NCM_STAT(rx_oversize), NCM_STAT(rx_inactive_drops),
     NCM_STAT(in_flushed_datagrams), NCM_STAT(bad_requests),
     NCM_STAT(notifications), NCM_STAT(link_down_drops),
@@ -727,7 +899,7 @@ static void usb_ncm_fault_busy_end(void *opaque)
 
     s->fn.faults.busy = false;
     if (s->dev.attached) {
-        usb_wakeup(usb_ep_get(&s->dev, USB_TOKEN_OUT, NCM_EP_BULK_OUT), 0);
+        usb_ncm_wakeup_nakd(&s->out);
     }
     qemu_bh_schedule(s->out_bh);
     usb_ncm_schedule_wakeup(s, true, false);
@@ -902,6 +1074,24 @@ static bool usb_ncm_check_properties(USBNcmState *s, NcmZlpPolicy *zlp,
     return true;
 }
 
+/*
+ * Rule 3 of "Who holds which USB packet".  QEMU's OHCI keeps one
+ * asynchronous packet for the whole controller: a parked bulk IN would
+ * stop every other endpoint, and the next OUT TD overwrites the buffer the
+ * parked packet points at.
+ */
+static bool usb_ncm_controller_lets_packets_wait(USBNcmState *s)
+{
+    BusState *bus = s->dev.qdev.parent_bus;
+    Object *hc = bus && bus->parent ? OBJECT(bus->parent) : NULL;
+
+    if (s->park_packets != ON_OFF_AUTO_AUTO) {
+        return s->park_packets == ON_OFF_AUTO_ON;
+    }
+    return !hc || (!object_dynamic_cast(hc, "pci-ohci") &&
+                   !object_dynamic_cast(hc, "sysbus-ohci"));
+}
+
 static void usb_ncm_realize(USBDevice *dev, Error **errp)
 {
     USBNcmState *s = USB_NCM(dev);
@@ -945,7 +1135,9 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
     ncm_function_init(&s->fn, &s->cfg);
 
     s->ep_notify = usb_ep_get(dev, USB_TOKEN_IN, NCM_EP_NOTIFY);
-    s->ep_bulk_in = usb_ep_get(dev, USB_TOKEN_IN, NCM_EP_BULK_IN);
+    s->in.ep = usb_ep_get(dev, USB_TOKEN_IN, NCM_EP_BULK_IN);
+    s->out.ep = usb_ep_get(dev, USB_TOKEN_OUT, NCM_EP_BULK_OUT);
+    s->may_park = usb_ncm_controller_lets_packets_wait(s);
     s->wakeup_bh = qemu_bh_new_guarded(usb_ncm_wakeup_bh, s,
                                        &DEVICE(dev)->mem_reentrancy_guard);
     s->out_bh = qemu_bh_new_guarded(usb_ncm_out_bh, s,
@@ -1024,6 +1216,8 @@ static const Property usb_ncm_properties[] = {
                        1514),
     DEFINE_PROP_BOOL("ntb32", USBNcmState, ntb32, true),
     DEFINE_PROP_BOOL("x-deferred-out", USBNcmState, deferred_out, true),
+    DEFINE_PROP_ON_OFF_AUTO("x-park-packets", USBNcmState, park_packets,
+                            ON_OFF_AUTO_AUTO),
     DEFINE_PROP_STRING("zlp", USBNcmState, zlp),
     DEFINE_PROP_UINT16("vendorid", USBNcmState, vendor_id, 0),
     DEFINE_PROP_UINT16("productid", USBNcmState, product_id, 0),
@@ -1045,6 +1239,8 @@ static const char *const usb_ncm_property_help[][2] = {
     { "ntb32", "advertise NTB32 as well as NTB16" },
     { "x-deferred-out", "read bulk OUT in a bottom half (off: in the "
                         "vCPU thread, for comparison)" },
+    { "x-park-packets", "hold bulk packets until there is data (auto: "
+                        "not on OHCI, which allows one per controller)" },
     { "zlp", "end of an OUT transfer: auto (NCM 1.0) or required "
              "(short packet or ZLP only, DisplayLink firmware)" },
     { "vendorid", "idVendor (0: the model's own)" },

@@ -51,6 +51,7 @@ static void ncm_in_flush(NcmFunction *f)
         f->stats.in_flushed_datagrams += lost;
         trace_usb_ncm_in_flush(lost);
     }
+    f->in_zlp_owed = false;
     ncm_in_restart(f);
 }
 
@@ -689,8 +690,13 @@ bool ncm_function_rx_can_queue(const NcmFunction *f)
     if (!f->data_active) {
         return true;    /* frames are dropped and counted */
     }
+    /*
+     * An empty NTB takes any frame: one that does not fit is dropped and
+     * counted, or moves the NTB out of a small attached buffer.
+     */
     return !f->in_ntb_len &&
-           ncm_ntb_builder_fits(&f->in_builder, f->max_datagram_size);
+           (!f->in_builder.n_datagrams ||
+            ncm_ntb_builder_fits(&f->in_builder, f->max_datagram_size));
 }
 
 NcmRxResult ncm_function_rx(NcmFunction *f, const uint8_t *frame, size_t len)
@@ -719,6 +725,11 @@ NcmRxResult ncm_function_rx(NcmFunction *f, const uint8_t *frame, size_t len)
         return NCM_RX_BUSY;
     }
     dst = ncm_ntb_builder_reserve(&f->in_builder, len);
+    if (!dst && f->in_attached && !f->in_builder.n_datagrams) {
+        /* the host's buffer is too small for this frame: use our own */
+        ncm_function_in_detach(f);
+        dst = ncm_ntb_builder_reserve(&f->in_builder, len);
+    }
     if (!dst) {
         if (f->in_builder.n_datagrams) {
             f->stats.rx_backpressure++;
@@ -804,24 +815,46 @@ static bool ncm_in_finish(NcmFunction *f)
     return true;
 }
 
+/*
+ * USB 2.0 5.8.3, NCM 1.0 3.2.2: a bulk IN transfer ends with a short
+ * packet.  An NTB whose last piece filled the host's packet exactly, in
+ * whole wMaxPacketSize units, and that is shorter than the NTB input size
+ * (the transfer length the host posts) leaves the host's transfer open
+ * (EHCI's next qTD, UHCI's next TD): the next IN packet is a ZLP.  When
+ * the packet had room left, QEMU's controllers see a short packet and end
+ * the transfer there, so nothing more is owed.
+ */
+static void ncm_in_ended(NcmFunction *f, uint32_t ntb_len, uint32_t last,
+                         uint32_t room, uint32_t max_packet)
+{
+    f->in_zlp_owed = last == room && max_packet &&
+                     ntb_len % max_packet == 0 && ntb_len < f->ntb_in_size;
+}
+
 bool ncm_function_in_attach(NcmFunction *f, uint8_t *buf, uint32_t size)
 {
     NcmNtbLayout layout = f->in_builder.layout;
 
     if (!f->data_active || f->faults.busy || f->in_attached ||
-        f->in_ntb_len || f->in_builder.n_datagrams ||
+        f->in_zlp_owed || f->in_ntb_len || f->in_builder.n_datagrams ||
         size < NCM_NTB_MIN_SIZE) {
         return false;
     }
     layout.max_len = MIN(f->ntb_in_size, size);
     layout.max_datagrams = f->ntb_in_max_datagrams;
     ncm_ntb_builder_init(&f->in_builder, f->format, &layout, buf);
+    if (!ncm_ntb_builder_fits(&f->in_builder, f->max_datagram_size)) {
+        /* a largest frame would not fit: build in our own buffer */
+        ncm_in_restart(f);
+        return false;
+    }
     f->in_attached = true;
     f->in_attached_size = size;
     return true;
 }
 
-uint32_t ncm_function_in_attached_finish(NcmFunction *f)
+uint32_t ncm_function_in_attached_finish(NcmFunction *f, uint32_t room,
+                                         uint32_t max_packet)
 {
     uint32_t len;
 
@@ -832,14 +865,36 @@ uint32_t ncm_function_in_attached_finish(NcmFunction *f)
     len = f->in_ntb_len;
     f->stats.in_direct_ntbs++;
     ncm_in_restart(f);
+    ncm_in_ended(f, len, len, room, max_packet);
     return len;
 }
 
 void ncm_function_in_detach(NcmFunction *f)
 {
-    if (f->in_attached) {
-        ncm_in_flush(f);
+    NcmNtbBuilder *b = &f->in_builder;
+
+    if (!f->in_attached) {
+        return;
     }
+    /*
+     * The builder's own table says where each datagram lies and the
+     * headers are written only at finish, so the bytes can move as they
+     * are; a guest that changed them meanwhile changed only its payload.
+     */
+    if (b->n_datagrams) {
+        memcpy(f->in_buf, b->buf, b->len);
+        f->stats.in_rescued_datagrams += b->n_datagrams;
+        trace_usb_ncm_in_rescue(b->n_datagrams, b->len);
+    }
+    b->buf = f->in_buf;
+    b->layout.max_len = MIN(f->ntb_in_size, f->format->max_block_len);
+    f->in_attached = false;
+}
+
+bool ncm_function_in_pending(const NcmFunction *f)
+{
+    return !f->faults.busy && !f->in_attached &&
+           (f->in_zlp_owed || f->in_ntb_len || f->in_builder.n_datagrams);
 }
 
 const uint8_t *ncm_function_in_next(NcmFunction *f, uint32_t room,
@@ -847,6 +902,10 @@ const uint8_t *ncm_function_in_next(NcmFunction *f, uint32_t room,
 {
     if (f->faults.busy || f->in_attached) {
         return NULL;
+    }
+    if (f->in_zlp_owed) {
+        *len = 0;
+        return f->in_buf;
     }
     if (!f->in_ntb_len) {
         if (!f->in_builder.n_datagrams) {
@@ -860,12 +919,22 @@ const uint8_t *ncm_function_in_next(NcmFunction *f, uint32_t room,
     return f->in_buf + f->in_send_off;
 }
 
-bool ncm_function_in_sent(NcmFunction *f, uint32_t len)
+bool ncm_function_in_sent(NcmFunction *f, uint32_t len, uint32_t room,
+                          uint32_t max_packet)
 {
+    uint32_t ntb_len = f->in_ntb_len;
+
+    if (f->in_zlp_owed) {
+        f->in_zlp_owed = false;
+        f->stats.in_zlps++;
+        trace_usb_ncm_in_zlp();
+        return false;
+    }
     f->in_send_off += len;
-    if (f->in_send_off < f->in_ntb_len) {
+    if (f->in_send_off < ntb_len) {
         return false;
     }
     ncm_in_restart(f);
+    ncm_in_ended(f, ntb_len, len, room, max_packet);
     return true;
 }

@@ -61,6 +61,7 @@ struct NcmCase {
     const char *model;          /* usb-ncm-dl or usb-ncm */
     const char *props;          /* extra -device properties, or NULL */
     int arg;                    /* case-specific */
+    const void *data;           /* case-specific, typed by the case */
     void (*fn)(NcmEnv *e, const NcmCase *c);
 };
 
@@ -1841,7 +1842,9 @@ static void test_rx_parked_cancel(NcmEnv *e, const NcmCase *c)
 
     /*
      * Frames written into the parked TD, not completed (the device is
-     * busy): taking the TD away loses exactly those, and says so.
+     * busy): when the TD goes away they move to the device's own buffer
+     * and come in the next TD; a reset of the data path (alt 0, port
+     * reset) drops exactly those, and says so.
      */
     before = ncm_stats(e);
     t = in_park(e, e->p.in_max, 0);
@@ -1855,11 +1858,18 @@ static void test_rx_parked_cancel(NcmEnv *e, const NcmCase *c)
     in_cancel_parked(e, c, t, got, true);
     g_assert_cmpuint(got->len, ==, 0);
     in_drain(e, got);
-    g_assert_cmpuint(got->len, ==, 0);
     after = ncm_stats(e);
-    assert_stat_delta(before, after, "in_flushed_datagrams", rx->len);
-    assert_stat_delta(before, after, "in_ntbs", 0);
-    assert_stat_delta(before, after, "in_datagrams", 0);
+    assert_stat_delta(before, after, "in_rescued_datagrams", rx->len);
+    if (c->arg == CANCEL_ALT_0 || c->arg == CANCEL_PORT_RESET) {
+        g_assert_cmpuint(got->len, ==, 0);
+        assert_stat_delta(before, after, "in_flushed_datagrams", rx->len);
+        assert_stat_delta(before, after, "in_ntbs", 0);
+    } else {
+        frames_assert_equal(got, rx);
+        assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+        assert_stat_delta(before, after, "in_datagrams", rx->len);
+    }
+    g_ptr_array_set_size(got, 0);
     qobject_unref(before);
     qobject_unref(after);
 
@@ -2937,6 +2947,615 @@ static void test_fault_corrupt_invalid(NcmEnv *e, const NcmCase *c)
     assert_stat_delta(before, after, "fault_corrupted_in_ntbs", 0);
 }
 
+/*
+ * Several TDs per endpoint.  A guest queues as many as it likes (Linux's
+ * usbnet keeps several bulk IN URBs in flight), and resets, alternate
+ * settings, configurations, Stop Endpoint, unplugging and the busy fault
+ * may meet them at any point.  Whatever happens, QEMU lives, every TD
+ * completes or is cancelled, every OUT TD the device completed reached
+ * the netdev exactly once, and the device goes on working.
+ */
+
+typedef enum QueueEvent {
+    QEV_NONE,
+    QEV_SET_INTERFACE_0,
+    QEV_SET_INTERFACE_1,
+    QEV_SET_CONFIGURATION_0,
+    QEV_SET_CONFIGURATION_1,
+    QEV_PORT_RESET,
+    QEV_STOP_ENDPOINT,
+    QEV_DEVICE_DEL,
+    QEV_FAULT_BUSY,
+    QEV__MAX,
+} QueueEvent;
+
+static const char *const queue_event_names[QEV__MAX] = {
+    [QEV_NONE] = "none",
+    [QEV_SET_INTERFACE_0] = "set-interface-0",
+    [QEV_SET_INTERFACE_1] = "set-interface-1",
+    [QEV_SET_CONFIGURATION_0] = "set-configuration-0",
+    [QEV_SET_CONFIGURATION_1] = "set-configuration-1",
+    [QEV_PORT_RESET] = "port-reset",
+    [QEV_STOP_ENDPOINT] = "stop-endpoint",
+    [QEV_DEVICE_DEL] = "device-del",
+    [QEV_FAULT_BUSY] = "fault-busy-ms",
+};
+
+/* Bulk IN TD sizes, in queue order: big, then small and odd ones */
+static const uint32_t queue_in_sizes[] = { 65536, 512, 16384, 1 };
+static const unsigned queue_in_counts[] = { 0, 1, 2, 4 };
+static const unsigned queue_out_counts[] = { 0, 1, 2 };
+
+typedef struct QueueCase {
+    QueueEvent event;
+} QueueCase;
+
+static void ncm_set_configuration(NcmEnv *e, int value)
+{
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, USB_REQ_SET_CONFIGURATION,
+                                  value, 0, NULL, 0, NULL),
+                    ==, QXHCI_CC_SUCCESS);
+}
+
+/* The adapter again, as a host finds it after a reset or a replug */
+static void ncm_reenumerate(NcmEnv *e)
+{
+    if (e->dev) {
+        qxhci_device_free(e->dev);
+    }
+    e->dev = NULL;
+    e->port = qxhci_find_connected_port(e->xhci);
+    g_assert_cmpint(e->port, >, 0);
+    ncm_enumerate(e);
+}
+
+/* Both directions work: an OUT NTB and an IN NTB through queued TDs. */
+static void queue_check_traffic(NcmEnv *e, uint32_t tag)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    QXhciTransfer *t[2];
+    unsigned i;
+
+    ncm_check_marker(e, tag);
+    /* two IN TDs at once: the first takes the NTB, the second waits */
+    qxhci_hold_doorbells(e->dev, true);
+    for (i = 0; i < 2; i++) {
+        t[i] = qxhci_submit(e->dev, e->ep_in.address, NULL, e->p.in_max);
+    }
+    qxhci_hold_doorbells(e->dev, false);
+    qxhci_ring_doorbell(e->dev, e->ep_in.address);
+    frames_add(rx, ncm_mac, tag + 10, 700);
+    sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t[0], RX_TIMEOUT_NS));
+    in_td_parse(e, t[0], e->in_size, got);
+    frames_assert_equal(got, rx);
+    for (i = 0; i < 5; i++) {
+        qxhci_step(e->xhci);
+    }
+    g_assert(!t[1]->done);
+    g_ptr_array_set_size(rx, 0);
+    g_ptr_array_set_size(got, 0);
+    frames_add(rx, bcast_mac, tag + 11, 1514);
+    sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t[1], RX_TIMEOUT_NS));
+    in_td_parse(e, t[1], e->in_size, got);
+    frames_assert_equal(got, rx);
+    qxhci_transfer_free(t[0]);
+    qxhci_transfer_free(t[1]);
+}
+
+/* One event met by @n_in IN and @n_out OUT TDs queued at once. */
+static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
+                        unsigned n_out, uint32_t tag)
+{
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) sent = frames_new();
+    g_autoptr(GPtrArray) busy_rx = frames_new();
+    QXhciTransfer *in[ARRAY_SIZE(queue_in_sizes)];
+    QXhciTransfer *out[4];
+    NtbLayout l = out_layout(e);
+    unsigned i, out_done = 0;
+    bool gone = false;
+
+    g_test_message("event %s with %u IN and %u OUT TDs queued",
+                   queue_event_names[ev], n_in, n_out);
+    qxhci_hold_doorbells(e->dev, true);
+    for (i = 0; i < n_out; i++) {
+        g_autoptr(GPtrArray) one = frames_new();
+        g_autoptr(GByteArray) ntb = NULL;
+
+        frames_add(one, bcast_mac, tag + i, 301 + i * 64);
+        frames_add(tx, bcast_mac, tag + i, 301 + i * 64);
+        ntb = ntb_build(&l, one, i);
+        g_assert_cmpuint(ntb->len % e->mps, !=, 0);
+        out[i] = qxhci_submit(e->dev, e->ep_out.address, ntb->data,
+                              ntb->len);
+    }
+    for (i = 0; i < n_in; i++) {
+        in[i] = qxhci_submit(e->dev, e->ep_in.address, NULL,
+                             queue_in_sizes[i]);
+    }
+    qxhci_hold_doorbells(e->dev, false);
+    if (ev == QEV_FAULT_BUSY) {
+        fault_set(e, "fault-busy-ms", 1000000);
+    }
+    if (n_in) {
+        qxhci_ring_doorbell(e->dev, e->ep_in.address);
+    }
+    if (n_out) {
+        qxhci_ring_doorbell(e->dev, e->ep_out.address);
+    }
+
+    switch (ev) {
+    case QEV_NONE:
+        break;
+    case QEV_SET_INTERFACE_0:
+        ncm_set_alt(e, 0);
+        break;
+    case QEV_SET_INTERFACE_1:
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE,
+                                      1, IF_DATA, NULL, 0, NULL),
+                        ==, QXHCI_CC_SUCCESS);
+        break;
+    case QEV_SET_CONFIGURATION_0:
+    case QEV_SET_CONFIGURATION_1:
+        ncm_set_configuration(e, ev == QEV_SET_CONFIGURATION_1);
+        break;
+    case QEV_PORT_RESET:
+        g_assert_cmpint(qxhci_port_reset(e->xhci, e->port), ==,
+                        e->c->super ? QXHCI_SPEED_SUPER : QXHCI_SPEED_HIGH);
+        break;
+    case QEV_STOP_ENDPOINT:
+        g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_in.address),
+                        ==, QXHCI_CC_SUCCESS);
+        g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_out.address),
+                        ==, QXHCI_CC_SUCCESS);
+        break;
+    case QEV_DEVICE_DEL:
+        qtest_qmp_device_del(e->qts, "ncm0");
+        g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
+        g_assert(e->dev->gone);
+        gone = true;
+        break;
+    case QEV_FAULT_BUSY:
+        if (n_in) {
+            frames_add(busy_rx, ncm_mac, tag + 50, 900);
+            sock_send_frames(e, busy_rx);
+            sock_settle(e);
+        }
+        fault_set(e, "fault-busy-ms", 0);
+        break;
+    default:
+        g_assert_not_reached();
+    }
+    assert_alive(e);
+
+    /* every TD: completed now, or waiting in a way Stop Endpoint ends */
+    for (i = 0; i < 10; i++) {
+        qxhci_step(e->xhci);
+    }
+    for (i = 0; i < n_out; i++) {
+        if (out[i]->done && out[i]->cc == QXHCI_CC_SUCCESS) {
+            g_assert_cmpuint(out_done, ==, i);      /* in order */
+            out_done++;
+        }
+    }
+    if (!gone && (ev == QEV_NONE || ev == QEV_FAULT_BUSY)) {
+        /* nothing took the OUT TDs away: all of them complete */
+        for (i = 0; i < n_out; i++) {
+            g_assert(qxhci_wait(out[i], RX_TIMEOUT_NS));
+            g_assert_cmpint(out[i]->cc, ==, QXHCI_CC_SUCCESS);
+        }
+        out_done = n_out;
+    }
+    if (ev == QEV_SET_INTERFACE_0 || ev == QEV_SET_INTERFACE_1 ||
+        ev == QEV_SET_CONFIGURATION_0 || ev == QEV_SET_CONFIGURATION_1 ||
+        ev == QEV_PORT_RESET) {
+        /* handed back: IN TDs empty, OUT TDs read first */
+        for (i = 0; i < n_in; i++) {
+            g_assert(in[i]->done);
+            g_assert_cmpuint(in[i]->actual, ==, 0);
+        }
+        g_assert_cmpuint(out_done, ==, n_out);
+    }
+    if (ev == QEV_FAULT_BUSY && n_in) {
+        /* the frame that came while busy went into the first IN TD */
+        g_autoptr(GPtrArray) got = frames_new();
+
+        g_assert(qxhci_wait(in[0], RX_TIMEOUT_NS));
+        in_td_parse(e, in[0], e->in_size, got);
+        frames_assert_equal(got, busy_rx);
+    }
+    for (i = 0; i < n_out; i++) {
+        GByteArray *f = g_ptr_array_index(tx, i);
+
+        if (i >= out_done) {
+            break;
+        }
+        g_ptr_array_add(sent, g_byte_array_ref(f));
+    }
+    sock_expect_frames(e, sent);
+    sock_expect_silence(e, 20);
+
+    if (gone || ev == QEV_PORT_RESET) {
+        /* the slot goes; its TDs with it */
+        qxhci_device_free(e->dev);
+        e->dev = NULL;
+    }
+    /* what is still queued is cancelled with Stop Endpoint */
+    for (i = 0; i < n_in; i++) {
+        qxhci_transfer_free(in[i]);
+    }
+    for (i = 0; i < n_out; i++) {
+        qxhci_transfer_free(out[i]);
+    }
+    assert_alive(e);
+
+    /* back to a working data interface */
+    switch (ev) {
+    case QEV_DEVICE_DEL:
+        qtest_qmp_device_add(e->qts, e->c->model, "ncm0",
+                             "{'bus': 'xhci.0', 'netdev': 'n0', "
+                             "'mac': '" NCM_MAC_STR "'}");
+        ncm_reenumerate(e);
+        ncm_set_alt(e, 1);
+        break;
+    case QEV_PORT_RESET:
+        ncm_reenumerate(e);
+        ncm_set_alt(e, 1);
+        break;
+    case QEV_SET_INTERFACE_0:
+        ncm_set_alt(e, 1);
+        break;
+    case QEV_SET_CONFIGURATION_0:
+    case QEV_SET_CONFIGURATION_1:
+        /* the endpoints' xHCI contexts stay; the device starts afresh */
+        ncm_set_configuration(e, 1);
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE,
+                                      1, IF_DATA, NULL, 0, NULL),
+                        ==, QXHCI_CC_SUCCESS);
+        e->rx_seq = 0;
+        break;
+    default:
+        break;
+    }
+    queue_check_traffic(e, tag + 100);
+}
+
+static void test_queue(NcmEnv *e, const NcmCase *c)
+{
+    const QueueCase *q = c->data;
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    unsigned i, j, n = 0;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    for (i = 0; i < ARRAY_SIZE(queue_in_counts); i++) {
+        for (j = 0; j < ARRAY_SIZE(queue_out_counts); j++) {
+            queue_round(e, q->event, queue_in_counts[i],
+                        queue_out_counts[j], 20000 + n++ * 200);
+        }
+    }
+    if (q->event != QEV_DEVICE_DEL) {
+        after = ncm_stats(e);
+        assert_stat_delta(before, after, "bad_requests", 0);
+        assert_stat_delta(before, after, "out_overflow_bytes", 0);
+    }
+}
+
+/* The three sequences that aborted QEMU, as a usbfs program sent them */
+typedef enum QueueAbort {
+    ABORT_SMALL_TD_BEHIND_PARKED,   /* 64 KiB parked, 512 queued, a frame */
+    ABORT_SET_INTERFACE,            /* two 64 KiB queued, SET_INTERFACE 0 */
+    ABORT_SET_CONFIGURATION,        /* two 64 KiB queued, SET_CONFIG 1 */
+} QueueAbort;
+
+static void test_queue_abort(NcmEnv *e, const NcmCase *c)
+{
+    const QueueAbort *how = c->data;
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    QXhciTransfer *t[2];
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    qxhci_hold_doorbells(e->dev, true);
+    t[0] = qxhci_submit(e->dev, e->ep_in.address, NULL, 65536);
+    t[1] = qxhci_submit(e->dev, e->ep_in.address, NULL,
+                        *how == ABORT_SMALL_TD_BEHIND_PARKED ? 512 : 65536);
+    qxhci_hold_doorbells(e->dev, false);
+    qxhci_ring_doorbell(e->dev, e->ep_in.address);
+    for (i = 0; i < 5; i++) {
+        qxhci_step(e->xhci);
+    }
+    switch (*how) {
+    case ABORT_SMALL_TD_BEHIND_PARKED:
+        frames_add(rx, bcast_mac, 30000, 60);       /* an ARP request */
+        sock_send_frames(e, rx);
+        g_assert(qxhci_wait(t[0], RX_TIMEOUT_NS));
+        in_td_parse(e, t[0], e->in_size, got);
+        frames_assert_equal(got, rx);
+        /* the small TD waits for the next NTB, which fits it */
+        for (i = 0; i < 10; i++) {
+            qxhci_step(e->xhci);
+        }
+        g_assert(!t[1]->done);
+        g_ptr_array_set_size(got, 0);
+        g_ptr_array_set_size(rx, 0);
+        frames_add(rx, ncm_mac, 30001, 98);
+        sock_send_frames(e, rx);
+        g_assert(qxhci_wait(t[1], RX_TIMEOUT_NS));
+        in_td_parse(e, t[1], 512, got);
+        frames_assert_equal(got, rx);
+        break;
+    case ABORT_SET_INTERFACE:
+        ncm_set_alt(e, 0);
+        g_assert(t[0]->done && t[1]->done);
+        g_assert_cmpuint(t[0]->actual + t[1]->actual, ==, 0);
+        ncm_set_alt(e, 1);
+        break;
+    case ABORT_SET_CONFIGURATION:
+        ncm_set_configuration(e, 1);
+        g_assert(t[0]->done && t[1]->done);
+        g_assert_cmpuint(t[0]->actual + t[1]->actual, ==, 0);
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE,
+                                      1, IF_DATA, NULL, 0, NULL),
+                        ==, QXHCI_CC_SUCCESS);
+        e->rx_seq = 0;
+        break;
+    }
+    qxhci_transfer_free(t[0]);
+    qxhci_transfer_free(t[1]);
+    assert_alive(e);
+    queue_check_traffic(e, 30100);
+}
+
+/*
+ * Frames whose IN NTB (as the device builds it) is exactly @len bytes.
+ * The device takes another frame only while a largest one would still
+ * fit, so when there are several the last is a largest one.
+ */
+static GPtrArray *frames_for_ntb_len(NcmEnv *e, uint32_t len, uint32_t tag)
+{
+    GPtrArray *f = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    uint32_t n = 1, first, each = 0, i;
+    int64_t diff;
+
+    g_assert(!e->ntb32 && len % 4 == 0);
+    if (len - 12 - 16 > 1514) {
+        n = 2 + (len - 1516 - 12 - 40) / 1400;
+        each = ROUND_DOWN((len - 12 - 1516 - 8 - (n + 1) * 4) / (n - 1), 4);
+    }
+    first = n == 1 ? len - 12 - 16 : each;
+    for (;;) {
+        g_ptr_array_set_size(f, 0);
+        frames_add(f, bcast_mac, tag, first);
+        for (i = 1; i < n; i++) {
+            frames_add(f, i % 2 ? ncm_mac : bcast_mac, tag + i,
+                       i == n - 1 ? 1514 : each);
+        }
+        ntb = in_ntb_expected(e, f, 0);
+        diff = (int64_t)len - ntb->len;
+        g_clear_pointer(&ntb, g_byte_array_unref);
+        if (!diff) {
+            return f;
+        }
+        g_assert_cmpint(first + diff, >=, 60);
+        g_assert_cmpint(first + diff, <=, 1514);
+        first += diff;
+    }
+}
+
+typedef enum ZlpCase {
+    ZLP_PACKET_TDS,         /* NTB of 2 x mps over mps-sized TDs: ZLP */
+    ZLP_FILLED_TD,          /* NTB fills a 4 KiB TD exactly: ZLP */
+    ZLP_SHORT_TD,           /* NTB 2 x mps in a bigger TD: ends short */
+    ZLP_INPUT_SIZE,         /* NTB exactly the input size: no ZLP */
+} ZlpCase;
+
+/*
+ * USB 2.0 5.8.3 / NCM 1.0 3.2.2: an IN NTB that ends exactly at a packet
+ * boundary of the host's transfer, shorter than the input size, is
+ * followed by a ZLP; otherwise no zero-length transfer is sent.
+ */
+static void test_zlp(NcmEnv *e, const NcmCase *c)
+{
+    const ZlpCase *z = c->data;
+    uint32_t ntb_len = *z == ZLP_FILLED_TD || *z == ZLP_INPUT_SIZE ?
+                       4096 : 2 * e->mps;
+    uint32_t td_len = *z == ZLP_PACKET_TDS ? e->mps : 4096;
+    unsigned n_td = *z == ZLP_PACKET_TDS ? 3 : 2, i;
+    g_autoptr(GPtrArray) rx = NULL;
+    g_autoptr(GPtrArray) more = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GByteArray) ntb = g_byte_array_new();
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    QXhciTransfer *t[3];
+    bool zlp = *z == ZLP_PACKET_TDS || *z == ZLP_FILLED_TD;
+
+    if (*z == ZLP_INPUT_SIZE) {
+        uint8_t b[4];
+
+        stl_le_p(b, 4096);
+        g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                        ==, QXHCI_CC_SUCCESS);
+        e->in_size = 4096;
+    }
+    ncm_set_alt(e, 1);
+    rx = frames_for_ntb_len(e, ntb_len, 31000);
+    before = ncm_stats(e);
+    qxhci_hold_doorbells(e->dev, true);
+    for (i = 0; i < n_td; i++) {
+        t[i] = qxhci_submit(e->dev, e->ep_in.address, NULL, td_len);
+    }
+    qxhci_hold_doorbells(e->dev, false);
+    qxhci_ring_doorbell(e->dev, e->ep_in.address);
+    g_test_message("first TD in %u TRBs, first %u bytes", t[0]->ntrbs,
+                   t[0]->trb_len[0]);
+    sock_send_frames(e, rx);
+    for (i = 0; i < n_td - 1; i++) {
+        g_autofree uint8_t *buf = g_malloc(td_len);
+
+        g_assert(qxhci_wait(t[i], RX_TIMEOUT_NS));
+        qxhci_transfer_read(t[i], buf);
+        g_byte_array_append(ntb, buf, t[i]->actual);
+    }
+    g_assert_cmpuint(ntb->len, ==, ntb_len);
+    ntb_parse_in(e, ntb->data, ntb->len, e->in_size, got);
+    frames_assert_equal(got, rx);
+    for (i = 0; i < 10; i++) {
+        qxhci_step(e->xhci);
+    }
+    after = ncm_stats(e);
+    if (zlp) {
+        g_assert(t[n_td - 1]->done);
+        g_assert_cmpuint(t[n_td - 1]->actual, ==, 0);
+        assert_stat_delta(before, after, "in_zlps", 1);
+    } else {
+        /* no empty transfer: the last TD waits for the next NTB */
+        g_assert(!t[n_td - 1]->done);
+        assert_stat_delta(before, after, "in_zlps", 0);
+        frames_add(more, ncm_mac, 31100, 400);
+        sock_send_frames(e, more);
+        g_assert(qxhci_wait(t[n_td - 1], RX_TIMEOUT_NS));
+        g_ptr_array_set_size(got, 0);
+        in_td_parse(e, t[n_td - 1], e->in_size, got);
+        frames_assert_equal(got, more);
+    }
+    if (*z == ZLP_FILLED_TD) {
+        assert_stat_delta(before, after, "in_direct_ntbs", 1);
+    }
+    for (i = 0; i < n_td; i++) {
+        qxhci_transfer_free(t[i]);
+    }
+    queue_check_traffic(e, 31200);
+}
+
+/*
+ * A smaller input size drops what was queued for the old one; frames the
+ * netdev held back meanwhile must flow again at once.
+ */
+static void test_rx_input_size_flush(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = NULL;
+    g_autoptr(GPtrArray) next = frames_new();
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    uint64_t flushed, backlog;
+    uint8_t b[4];
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    for (i = 0; i < 100; i++) {
+        frames_add(rx, ncm_mac, 32000 + i, 1000);
+    }
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    stl_le_p(b, 2048);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    e->in_size = 2048;
+    sock_settle(e);
+    after = ncm_stats(e);
+    flushed = stat_delta(before, after, "in_flushed_datagrams");
+    g_assert_cmpuint(flushed, >, 0);
+    backlog = rx->len - flushed;
+    g_test_message("%" PRIu64 " flushed, %" PRIu64 " still to come",
+                   flushed, backlog);
+    got = ncm_receive(e, backlog, e->p.in_max, 2048);
+    for (i = 0; i < backlog; i++) {
+        g_ptr_array_add(next, g_byte_array_ref(
+                            g_ptr_array_index(rx, flushed + i)));
+    }
+    frames_assert_equal(got, next);
+    ncm_expect_no_rx(e);
+}
+
+/*
+ * A host buffer smaller than the largest frame is not built into; a
+ * jumbo frame then goes out through it in pieces and RX stays alive.
+ */
+static void test_rx_jumbo_small_td(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GByteArray) ntb = g_byte_array_new();
+    g_autofree uint8_t *buf = g_malloc(65536);
+    QXhciTransfer *t;
+
+    ncm_set_alt(e, 1);
+    t = in_park(e, 2048, 0);
+    frames_add(rx, ncm_mac, 33000, 8000);
+    sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    g_assert_cmpuint(t->actual, ==, 2048);
+    qxhci_transfer_read(t, buf);
+    g_byte_array_append(ntb, buf, t->actual);
+    qxhci_transfer_free(t);
+    t = qxhci_submit(e->dev, e->ep_in.address, NULL, 65536);
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    qxhci_transfer_read(t, buf);
+    g_byte_array_append(ntb, buf, t->actual);
+    qxhci_transfer_free(t);
+    ntb_parse_in(e, ntb->data, ntb->len, e->in_size, got);
+    frames_assert_equal(got, rx);
+    queue_check_traffic(e, 33100);
+}
+
+/* SET_CONFIGURATION(0) turns the data interface off with the rest. */
+static void test_set_configuration_0(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    uint8_t byte = 0;
+
+    ncm_set_alt(e, 1);
+    ncm_set_configuration(e, 0);
+    before = ncm_stats(e);
+    frames_add(rx, ncm_mac, 34000, 500);
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    g_assert_cmpint(qxhci_transfer_sync(e->dev, e->ep_out.address, &byte, 1,
+                                        NULL, RX_TIMEOUT_NS),
+                    ==, QXHCI_CC_STALL);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "rx_inactive_drops", 1);
+    g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_out.address), ==,
+                    QXHCI_CC_SUCCESS);
+    ncm_set_configuration(e, 1);
+    g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE,
+                                  1, IF_DATA, NULL, 0, NULL),
+                    ==, QXHCI_CC_SUCCESS);
+    e->rx_seq = 0;
+    queue_check_traffic(e, 34100);
+}
+
+/*
+ * x-park-packets=off: the OHCI way, every empty bulk IN NAKs and OUT is
+ * read at once; data still flows both ways through queued TDs.
+ */
+static void test_nak_mode(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    queue_check_traffic(e, 35000);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "in_parked", 0);
+    g_assert_cmpuint(stat_delta(before, after, "in_naks"), >, 0);
+    assert_stat_delta(before, after, "out_deferred_packets", 0);
+}
+
+
 /* Registration */
 
 static void run_case(const void *data)
@@ -2950,9 +3569,10 @@ static void run_case(const void *data)
     ncm_stop(e);
 }
 
-static void add_case(bool super, const char *model, const char *name,
-                     void (*fn)(NcmEnv *e, const NcmCase *c), int arg,
-                     const char *props)
+static NcmCase *add_case_data(bool super, const char *model,
+                              const char *name,
+                              void (*fn)(NcmEnv *e, const NcmCase *c),
+                              const void *data, const char *props)
 {
     NcmCase *c = g_new0(NcmCase, 1);
     g_autofree char *path = NULL;
@@ -2960,12 +3580,92 @@ static void add_case(bool super, const char *model, const char *name,
     c->super = super;
     c->model = model;
     c->props = props;
-    c->arg = arg;
+    c->data = data;
     c->fn = fn;
     path = g_strdup_printf("/usb-ncm-dl/%s/%s%s%s", super ? "super" : "high",
                            strcmp(model, "usb-ncm-dl") ? model : "",
                            strcmp(model, "usb-ncm-dl") ? "/" : "", name);
     qtest_add_data_func(path, c, run_case);
+    return c;
+}
+
+static void add_case(bool super, const char *model, const char *name,
+                     void (*fn)(NcmEnv *e, const NcmCase *c), int arg,
+                     const char *props)
+{
+    add_case_data(super, model, name, fn, NULL, props)->arg = arg;
+}
+
+/* Several TDs per endpoint; the whole cross product only with -m slow */
+static void add_queue_cases(bool ss)
+{
+    static const QueueCase events[QEV__MAX] = {
+        [QEV_NONE] = { QEV_NONE },
+        [QEV_SET_INTERFACE_0] = { QEV_SET_INTERFACE_0 },
+        [QEV_SET_INTERFACE_1] = { QEV_SET_INTERFACE_1 },
+        [QEV_SET_CONFIGURATION_0] = { QEV_SET_CONFIGURATION_0 },
+        [QEV_SET_CONFIGURATION_1] = { QEV_SET_CONFIGURATION_1 },
+        [QEV_PORT_RESET] = { QEV_PORT_RESET },
+        [QEV_STOP_ENDPOINT] = { QEV_STOP_ENDPOINT },
+        [QEV_DEVICE_DEL] = { QEV_DEVICE_DEL },
+        [QEV_FAULT_BUSY] = { QEV_FAULT_BUSY },
+    };
+    static const QueueAbort aborts[] = {
+        ABORT_SMALL_TD_BEHIND_PARKED, ABORT_SET_INTERFACE,
+        ABORT_SET_CONFIGURATION,
+    };
+    static const char *const abort_names[] = {
+        "small-td-behind-parked-then-frame", "two-64k-then-set-interface-0",
+        "two-64k-then-set-configuration-1",
+    };
+    static const ZlpCase zlps[] = {
+        ZLP_PACKET_TDS, ZLP_FILLED_TD, ZLP_SHORT_TD, ZLP_INPUT_SIZE,
+    };
+    static const char *const zlp_names[] = {
+        "zlp/ntb-over-packet-sized-tds", "zlp/ntb-fills-td",
+        "zlp/none-when-td-ends-short", "zlp/none-at-input-size",
+    };
+    const char *dl = "usb-ncm-dl";
+    bool slow = g_test_slow();
+    unsigned i;
+
+    for (i = 0; i < QEV__MAX; i++) {
+        g_autofree char *name = g_strdup_printf("queue/%s",
+                                                queue_event_names[i]);
+        g_autofree char *nak = g_strdup_printf("queue/nak-mode/%s",
+                                               queue_event_names[i]);
+
+        if (ss || slow) {
+            add_case_data(ss, dl, name, test_queue, &events[i], NULL);
+        }
+        if (slow) {
+            add_case_data(ss, dl, nak, test_queue, &events[i],
+                          "x-park-packets=off");
+            add_case_data(ss, "usb-ncm", name, test_queue, &events[i], NULL);
+        }
+    }
+    for (i = 0; i < ARRAY_SIZE(aborts); i++) {
+        g_autofree char *name = g_strdup_printf("queue/%s", abort_names[i]);
+
+        add_case_data(ss, dl, name, test_queue_abort, &aborts[i], NULL);
+    }
+    for (i = 0; i < ARRAY_SIZE(zlps); i++) {
+        g_autofree char *nak = g_strdup_printf("%s/nak-mode", zlp_names[i]);
+
+        add_case_data(ss, dl, zlp_names[i], test_zlp, &zlps[i], NULL);
+        if (zlps[i] == ZLP_PACKET_TDS || slow) {
+            add_case_data(ss, dl, nak, test_zlp, &zlps[i],
+                          "x-park-packets=off");
+        }
+    }
+    add_case_data(ss, dl, "rx/input-size-drop-restarts-rx",
+                  test_rx_input_size_flush, NULL, NULL);
+    add_case_data(ss, dl, "rx/jumbo-frame-small-td", test_rx_jumbo_small_td,
+                  NULL, "max-segment-size=8192");
+    add_case_data(ss, dl, "set-configuration-0-data-off",
+                  test_set_configuration_0, NULL, NULL);
+    add_case_data(ss, dl, "nak-mode/traffic", test_nak_mode, NULL,
+                  "x-park-packets=off");
 }
 
 static void add_speed(bool ss)
@@ -2993,6 +3693,7 @@ static void add_speed(bool ss)
     add_case(ss, dl, "rx/input-size-limit", test_rx_input_size, 0, NULL);
     add_case(ss, dl, "rx/backlog-1000", test_rx_backlog, 0, NULL);
     add_case(ss, dl, "xhci/ring-wrap", test_ring_wrap, 0, NULL);
+    add_queue_cases(ss);
     add_case(ss, dl, "fault/link-down-ms", test_fault_link_down, 0, NULL);
     add_case(ss, dl, "fault/link-down-ms-0-ends-early", test_fault_link_down,
              1, NULL);

@@ -58,6 +58,11 @@ typedef struct NcmCounters {
     uint64_t in_datagrams;
     uint64_t in_bytes;
     uint64_t in_naks;
+    uint64_t in_zlps;               /* ZLPs ending an exact-multiple NTB */
+    uint64_t in_parked;             /* IN packets held for the next NTB */
+    uint64_t in_rescued_datagrams;  /* taken back from a cancelled buffer */
+    uint64_t packets_handed_back;   /* completed empty by a reset/alt */
+    uint64_t packets_adopted;       /* queued behind a cancelled packet */
     uint64_t rx_backpressure;
     uint64_t rx_filtered;
     uint64_t rx_oversize;
@@ -138,6 +143,13 @@ typedef struct NcmFunction {
     uint32_t in_ntb_len;            /* non-zero while a finished NTB drains */
     uint32_t in_send_off;
     uint16_t in_sequence;
+    /*
+     * The last NTB filled its packet exactly and was an exact multiple of
+     * wMaxPacketSize, shorter than the input size: the host's transfer is
+     * still open, so the next IN packet is a ZLP (USB 2.0 5.8.3, NCM 1.0
+     * 3.2.2).
+     */
+    bool in_zlp_owed;
 
     /* interrupt endpoint */
     uint8_t notify_pending;
@@ -196,29 +208,40 @@ bool ncm_function_out_direct(NcmFunction *f, const uint8_t *buf,
 NcmRxResult ncm_function_rx(NcmFunction *f, const uint8_t *frame,
                             size_t len);
 bool ncm_function_rx_can_queue(const NcmFunction *f);
+
 /*
  * IN: the bytes to send for the next bulk IN packet of up to @room bytes,
- * or NULL when nothing is pending (NAK).  Call ncm_function_in_sent() with
- * the count actually sent; it returns true when a whole NTB has gone and
- * queued network frames may flow again.
+ * or NULL when nothing is pending (NAK or park).  A ZLP that is owed comes
+ * back as a non-NULL pointer with *@len 0.  Then call
+ * ncm_function_in_sent() with the count actually sent, the packet's size
+ * and the endpoint's wMaxPacketSize; it returns true when a whole NTB has
+ * gone and queued network frames may flow again.
  */
 const uint8_t *ncm_function_in_next(NcmFunction *f, uint32_t room,
                                     uint32_t *len);
-bool ncm_function_in_sent(NcmFunction *f, uint32_t len);
+bool ncm_function_in_sent(NcmFunction *f, uint32_t len, uint32_t room,
+                          uint32_t max_packet);
+/* Something (an NTB, datagrams or a ZLP) is ready for an IN packet. */
+bool ncm_function_in_pending(const NcmFunction *f);
 
 /*
  * IN, one copy: build the next NTB straight into @buf (@size bytes, the
- * host's waiting buffer).  Only when nothing is pending; returns false
- * otherwise.  Frames from ncm_function_rx() then land in @buf.
+ * first piece of the host's waiting buffer).  Only when nothing is pending
+ * and a largest datagram fits; returns false otherwise.  Frames from
+ * ncm_function_rx() then land in @buf.
  */
 bool ncm_function_in_attach(NcmFunction *f, uint8_t *buf, uint32_t size);
 /*
  * Finish the NTB in the attached buffer and detach; returns its length, or
  * 0 (still attached) when there is nothing to send yet or a fault dropped
- * the NTB.
+ * the NTB.  @room is the whole packet's size, for the ZLP rule.
  */
-uint32_t ncm_function_in_attached_finish(NcmFunction *f);
-/* The attached buffer goes away: count what was in it as flushed. */
+uint32_t ncm_function_in_attached_finish(NcmFunction *f, uint32_t room,
+                                         uint32_t max_packet);
+/*
+ * The attached buffer goes away (cancelled or handed back): the datagrams
+ * already in it move to the device's own buffer and go out later.
+ */
 void ncm_function_in_detach(NcmFunction *f);
 
 /* Interrupt IN: next notification bytes, or 0 when none. */

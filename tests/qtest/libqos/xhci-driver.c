@@ -1070,8 +1070,20 @@ QXhciTransfer *qxhci_submit_split(QXhciDevice *d, uint8_t ep,
     r->used += t->ntrbs;
     d->pending = g_list_append(d->pending, t);
     ring_release(x, t->trb_addr[0], first_control);
-    doorbell(x, d->slot, dci);
+    if (!d->hold_doorbells) {
+        doorbell(x, d->slot, dci);
+    }
     return t;
+}
+
+void qxhci_hold_doorbells(QXhciDevice *d, bool hold)
+{
+    d->hold_doorbells = hold;
+}
+
+void qxhci_ring_doorbell(QXhciDevice *d, uint8_t ep)
+{
+    doorbell(d->xhci, d->slot, ep_dci(ep));
 }
 
 int qxhci_transfer_sync(QXhciDevice *d, uint8_t ep, void *data,

@@ -101,6 +101,7 @@ struct QXhciDevice {
     QXhciEndpoint eps[32];
     GList *pending;             /* QXhciTransfer not yet completed */
     bool gone;                  /* detached: no more transfers */
+    bool hold_doorbells;        /* qxhci_submit() leaves the doorbell */
 };
 
 /* Controller */
@@ -182,6 +183,13 @@ QXhciTransfer *qxhci_submit(QXhciDevice *d, uint8_t ep, const void *data,
 QXhciTransfer *qxhci_submit_split(QXhciDevice *d, uint8_t ep,
                                   const void *data, uint32_t len,
                                   uint32_t first_len);
+/*
+ * While held, qxhci_submit() only queues its TD; qxhci_ring_doorbell()
+ * then hands the controller every TD queued on @ep at once, so that the
+ * device sees several in one go.
+ */
+void qxhci_hold_doorbells(QXhciDevice *d, bool hold);
+void qxhci_ring_doorbell(QXhciDevice *d, uint8_t ep);
 /* Wait until @t completes or @timeout_ns of virtual time pass. */
 bool qxhci_wait(QXhciTransfer *t, int64_t timeout_ns);
 /* Copy what an IN transfer received (t->actual bytes) to @buf. */
