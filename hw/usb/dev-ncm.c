@@ -28,6 +28,7 @@
 #include "system/system.h"
 #include "qom/object.h"
 #include "desc.h"
+#include "hw/usb/ncm-compat.h"
 #include "hw/usb/ncm-function.h"
 #include "trace.h"
 
@@ -1249,7 +1250,7 @@ static const char *const usb_ncm_property_help[][2] = {
     { "product", "product string" },
 };
 
-static void usb_ncm_class_init(ObjectClass *klass, void *data)
+static void usb_ncm_class_init(ObjectClass *klass, NcmClassInitData *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     USBDeviceClass *uc = USB_DEVICE_CLASS(klass);
@@ -1277,7 +1278,7 @@ static void usb_ncm_class_init(ObjectClass *klass, void *data)
     }
 }
 
-static void usb_ncm_dl_class_init(ObjectClass *klass, void *data)
+static void usb_ncm_dl_class_init(ObjectClass *klass, NcmClassInitData *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     USBDeviceClass *uc = USB_DEVICE_CLASS(klass);
