@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # Build (once, then reuse) the test guest: a Debian kernel plus a busybox
-# initramfs with iperf3, ethtool and the USB/virtio network modules.
+# initramfs with iperf3, ethtool, the USB/virtio network modules and our
+# own usbfs stress program (tests/guest/ncm-usbfs-stress.c, built static
+# here with the host's gcc).
 #
 #   scripts/guest-image.sh [--print-dir]
 #
@@ -19,8 +21,9 @@
 #       (=y) unless KERNEL_MODULES=/path/lib/modules/<version> is given too
 #       (what `make modules_install INSTALL_MOD_PATH=DIR` leaves in DIR).
 #
-# Idempotent: nothing is rebuilt while the .debs, tests/guest/init.sh and
-# this script are unchanged. Downloads go to $NCM_CACHE/debs.
+# Idempotent: nothing is rebuilt while the .debs, tests/guest/init.sh,
+# tests/guest/ncm-usbfs-stress.c, gcc and this script are unchanged.
+# Downloads go to $NCM_CACHE/debs.
 set -euo pipefail
 shopt -s inherit_errexit
 . "$(dirname "$0")/common.sh"
@@ -40,6 +43,7 @@ KERNEL=${KERNEL:-linux-image-amd64}
 KERNEL_IMAGE=${KERNEL_IMAGE:-}
 KERNEL_MODULES=${KERNEL_MODULES:-}
 INIT_SRC=$NCM_TOP/tests/guest/init.sh
+STRESS_SRC=$NCM_TOP/tests/guest/ncm-usbfs-stress.c
 DEBS=$NCM_CACHE/debs
 GUESTS=$NCM_CACHE/guest
 
@@ -48,15 +52,16 @@ GUESTS=$NCM_CACHE/guest
 USER_PKGS="busybox-static iperf3 libiperf0 libsctp1 libssl3 libc6 ethtool libmnl0"
 # Modules to load at boot (their dependencies are worked out by depmod).
 # Names that are built into a given kernel are skipped.
-MODULES="usb-common usbcore xhci-pci xhci-hcd ehci-pci ehci-hcd mii usbnet
- cdc_ether cdc_ncm failover net_failover virtio_pci virtio_net"
+MODULES="usb-common usbcore xhci-pci xhci-hcd ehci-pci ehci-hcd uhci-hcd
+ ohci-pci ohci-hcd mii usbnet cdc_ether cdc_ncm failover net_failover
+ virtio_pci virtio_net"
 # Extra modules copied in but not loaded (handy in the shell).
 EXTRA_MODULES="usbmon"
 
 # Idempotent and quiet when everything is there; stdout is for the paths.
 bash "$NCM_TOP/scripts/install-deps.sh" guest >&2
 
-for t in apt-get dpkg-deb depmod modprobe cpio gzip readelf flock sha256sum; do
+for t in apt-get dpkg-deb depmod modprobe cpio gzip readelf flock sha256sum gcc; do
     command -v "$t" >/dev/null ||
         die "'$t' is missing" "run: make deps (or scripts/install-deps.sh guest)"
 done
@@ -205,6 +210,8 @@ key=$( {
     for d in "${user_debs[@]}"; do basename "$d"; done
     echo "$MODULES / $EXTRA_MODULES"
     sha256sum < "$INIT_SRC"
+    sha256sum < "$STRESS_SRC"
+    gcc --version | head -n1
     sha256sum < "$0"
 } | sha256sum | awk '{print $1}')
 
@@ -249,6 +256,11 @@ else
     cp "$ext/usr/bin/iperf3" "$root/usr/bin/iperf3"
     cp "$ext/sbin/ethtool" "$root/usr/sbin/ethtool"
     install -m 0755 "$INIT_SRC" "$root/init"
+    # Static: the initramfs has only the libraries iperf3 and ethtool need.
+    gcc -static -O2 -Wall -Wextra -Wno-unused-parameter \
+        -o "$root/usr/bin/ncm-usbfs-stress" "$STRESS_SRC" ||
+        die "could not build $STRESS_SRC with gcc -static" \
+            "install gcc and libc6-dev: make deps (or scripts/install-deps.sh guest)"
     printf 'root:x:0:0:root:/root:/bin/sh\n' > "$root/etc/passwd"
     printf 'root:x:0:\n' > "$root/etc/group"
     printf '127.0.0.1 localhost\n' > "$root/etc/hosts"

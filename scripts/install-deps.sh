@@ -12,7 +12,7 @@ BUILD_PKGS="build-essential ninja-build python3-venv pkg-config libglib2.0-dev
  libpixman-1-dev libslirp-dev libfdt-dev flex bison ccache dpkg-dev
  seabios qemu-system-data ipxe-qemu"
 BPO_PKGS="meson python3-pycotap"
-GUEST_PKGS="cpio xz-utils zstd kmod iperf3 iputils-ping"
+GUEST_PKGS="cpio xz-utils zstd kmod iperf3 iputils-ping gcc libc6-dev"
 FUZZ_PKGS="clang libclang-rt-14-dev"
 BENCH_PKGS="gnuplot-nox linux-perf"
 

@@ -6,7 +6,7 @@
 # copies this file into the initramfs.
 #
 # Kernel command line parameters (all optional):
-#   ncm.mode=test|run|bench|shell   default shell
+#   ncm.mode=test|run|bench|stress|shell   default shell
 #   ncm.driver=cdc_ncm     driver whose interface to use (cdc_ether for
 #                          usb-net, virtio_net for virtio-net-pci, any = first)
 #   ncm.wait=60            seconds to wait for that interface, then any non-lo
@@ -21,6 +21,22 @@
 #   ncm.mtu=N              set the interface MTU
 #   ncm.ip=10.0.2.15/24 ncm.gw=10.0.2.2
 #   ncm.ping=20            ping count (0 skips)
+#   ncm.ping_sizes=56      ping payload sizes, each a run of ncm.ping pings;
+#                          keys ping_* for 56, ping<size>_* for the others
+#   ncm.live_raise=0       1: boot with the driver's NTB sizes (rx_max and
+#                          tx_max default to "none"), and after the TCP runs
+#                          write ncm.live_value to rx_max, then tx_max, with
+#                          the interface up and traffic running (iperf3 -R
+#                          and a fast ping); a write that does not return
+#                          within ncm.raise_timeout s is a hang, reported with
+#                          the writer's kernel stack and sysrq w/l/t; then
+#                          ping again (keys ping_after_*)
+#   ncm.live_value=65536 ncm.live_time=8 ncm.raise_timeout=30
+#   ncm.stress=STEP,...    stress mode: the ncm-usbfs-stress steps to run
+#                          (default: every one, see "ncm-usbfs-stress list");
+#                          after each, cdc_ncm must bind again and 5 pings
+#                          to the gateway must come back
+#   ncm.stress_v=1         ncm-usbfs-stress -v (every URB completion)
 #   ncm.carrier_wait=20    seconds to wait for carrier
 #   ncm.sysfs=a=1,b=2      more cdc_ncm sysfs writes after rx_max/tx_max
 #                          (e.g. tx_timer_usecs=5, min_tx_pkt=0)
@@ -78,6 +94,13 @@ UDP=0
 COLS=
 ROWS=
 SYMBOLS=
+PING_SIZES=56
+LIVE_RAISE=0
+LIVE_VALUE=65536
+LIVE_TIME=8
+RAISE_TIMEOUT=30
+STRESS=
+STRESS_V=
 
 for arg in $(cat /proc/cmdline); do
     case $arg in
@@ -102,13 +125,21 @@ for arg in $(cat /proc/cmdline); do
     ncm.cols=*) COLS=${arg#*=} ;;
     ncm.rows=*) ROWS=${arg#*=} ;;
     ncm.symbols=*) SYMBOLS=${arg#*=} ;;
+    ncm.ping_sizes=*) PING_SIZES=${arg#*=} ;;
+    ncm.live_raise=*) LIVE_RAISE=${arg#*=} ;;
+    ncm.live_value=*) LIVE_VALUE=${arg#*=} ;;
+    ncm.live_time=*) LIVE_TIME=${arg#*=} ;;
+    ncm.raise_timeout=*) RAISE_TIMEOUT=${arg#*=} ;;
+    ncm.stress=*) STRESS=${arg#*=} ;;
+    ncm.stress_v=1) STRESS_V=-v ;;
     esac
 done
+# bench and live_raise start from the driver's own NTB sizes
 if [ "$RX_MAX" = default ]; then
-    if [ "$MODE" = bench ]; then RX_MAX=none; else RX_MAX=65536; fi
+    if [ "$MODE" = bench ] || [ "$LIVE_RAISE" = 1 ]; then RX_MAX=none; else RX_MAX=65536; fi
 fi
 if [ "$TX_MAX" = default ]; then
-    if [ "$MODE" = bench ]; then TX_MAX=none; else TX_MAX=65536; fi
+    if [ "$MODE" = bench ] || [ "$LIVE_RAISE" = 1 ]; then TX_MAX=none; else TX_MAX=65536; fi
 fi
 
 t() { echo "NCMTEST $*"; }
@@ -242,15 +273,201 @@ configure_ip() {
     ip route add default via "$GW" dev "$IFACE"
 }
 
+# run_ping [SIZE [TAG [COUNT]]]: COUNT pings of SIZE bytes to the gateway;
+# keys TAG_loss_pct, TAG_received, TAG_rtt_ms (TAG: ping)
 run_ping() {
-    local out
-    [ "$PING" = 0 ] && return 0
-    t phase=ping
-    out=$(ping -c "$PING" -i 0.2 -W 2 "$GW" 2>&1)
+    local size=${1:-56} tag=${2:-ping} count=${3:-$PING} out
+    [ "$count" = 0 ] && return 0
+    t "phase=$tag"
+    out=$(timeout $((count + 20)) ping -c "$count" -i 0.2 -W 2 -s "$size" "$GW" 2>&1)
     echo "$out" | tail -n 3
-    t "ping_loss_pct=$(echo "$out" | sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p')"
-    t "ping_received=$(echo "$out" | sed -n 's/.*, \([0-9]*\) packets received.*/\1/p')"
-    t "ping_rtt_ms=$(echo "$out" | sed -n 's|.*min/avg/max = \([0-9./]*\).*|\1|p')"
+    t "${tag}_loss_pct=$(echo "$out" | sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p')"
+    t "${tag}_received=$(echo "$out" | sed -n 's/.*, \([0-9]*\) packets received.*/\1/p')"
+    t "${tag}_rtt_ms=$(echo "$out" | sed -n 's|.*min/avg/max = \([0-9./]*\).*|\1|p')"
+}
+
+# run_pings: one run per size in ncm.ping_sizes
+run_pings() {
+    local sz
+    for sz in $(echo "$PING_SIZES" | tr ',' ' '); do
+        if [ "$sz" = 56 ]; then run_ping 56 ping; else run_ping "$sz" "ping$sz"; fi
+    done
+}
+
+secs() { cut -d. -f1 /proc/uptime; }
+
+# wait_file FILE SECONDS: until FILE exists (0) or the time is up (1).
+# Background jobs write their exit status to a file when they end: a
+# finished job the shell has not reaped yet would still pass kill -0.
+wait_file() {
+    local end=$(($(secs) + $2))
+    while [ ! -e "$1" ]; do
+        [ "$(secs)" -ge "$end" ] && return 1
+        sleep 0.2
+    done
+    return 0
+}
+
+# dump_stuck PID: what a process (and its children) stuck in the kernel is
+# doing, then every blocked task, CPU and task (sysrq w, l, t) on the
+# console
+dump_stuck() {
+    local p pids=$1
+    dmesg -n 8
+    for p in /proc/[0-9]*; do
+        [ "$(cut -d' ' -f4 "$p/stat" 2>/dev/null)" = "$1" ] && pids="$pids ${p#/proc/}"
+    done
+    for p in $pids; do
+        t "stuck.pid=$p $(cat "/proc/$p/comm" 2>/dev/null)"
+        t "stuck.wchan=$(cat "/proc/$p/wchan" 2>/dev/null)"
+        t "stuck.state=$(sed -n 's/^State:[[:space:]]*//p' "/proc/$p/status" 2>/dev/null)"
+        t stuck-stack-begin
+        cat "/proc/$p/stack" 2>&1
+        t stuck-stack-end
+    done
+    echo w > /proc/sysrq-trigger
+    echo l > /proc/sysrq-trigger
+    echo t > /proc/sysrq-trigger
+    sleep 2
+}
+
+# The kernel's lockup detectors, quicker than their defaults, so that a
+# hang comes with a backtrace on the console (soft lockup after 10 s,
+# hung task after 20 s).
+lockup_watch() {
+    echo 5 > /proc/sys/kernel/watchdog_thresh 2>/dev/null
+    echo 20 > /proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
+    echo 0 > /proc/sys/kernel/softlockup_panic 2>/dev/null
+    echo 1 > /proc/sys/kernel/softlockup_all_cpu_backtrace 2>/dev/null
+}
+
+# live_raise: raise rx_max, then tx_max to $LIVE_VALUE with the interface
+# up and traffic running (iperf3 -R and a ping every 50 ms). Keys:
+# live_raise=ok|hang|fail, ATTR.requested/.write/.readback like
+# set_ntb_size, live_iperf_rc, live_ping_*. Returns 1 after a hang.
+live_raise() {
+    local attr f pid ipid rc=0 out
+    t phase=live-raise
+    lockup_watch
+    for attr in rx_max tx_max; do
+        t "live_raise.before.$attr=$(cat "/sys/class/net/$IFACE/cdc_ncm/$attr" 2>/dev/null)"
+    done
+    rm -f /tmp/live-iperf.rc /tmp/live-ping.rc
+    (timeout $((LIVE_TIME + 40)) iperf3 -c "$SERVER" -p "$PORT" -t "$LIVE_TIME" \
+        -R -f m --connect-timeout 10000 > /tmp/live-iperf.out 2>&1
+     echo $? > /tmp/live-iperf.rc) &
+    ipid=$!
+    (timeout $((LIVE_TIME + 40)) ping -q -i 0.05 -c $((LIVE_TIME * 20)) -W 2 \
+        "$GW" > /tmp/live-ping.out 2>&1
+     echo $? > /tmp/live-ping.rc) &
+    sleep 2
+    # from here a lockup's backtrace goes straight to the console
+    dmesg -n 8
+    for attr in rx_max tx_max; do
+        f=/sys/class/net/$IFACE/cdc_ncm/$attr
+        t "$attr.requested=$LIVE_VALUE"
+        if [ ! -w "$f" ]; then
+            t "$attr.write=absent"
+            continue
+        fi
+        rm -f /tmp/raise.rc
+        (echo "$LIVE_VALUE" > "$f" 2>/tmp/raise.err; echo $? > /tmp/raise.rc) &
+        pid=$!
+        if ! wait_file /tmp/raise.rc "$RAISE_TIMEOUT"; then
+            t "$attr.write=hang (no return within ${RAISE_TIMEOUT}s)"
+            t "live_raise=hang $attr"
+            dump_stuck "$pid"
+            return 1
+        fi
+        if [ "$(cat /tmp/raise.rc 2>/dev/null)" = 0 ]; then
+            t "$attr.write=ok"
+        else
+            t "$attr.write=fail $(cat /tmp/raise.err 2>/dev/null)"
+            rc=1
+        fi
+        t "$attr.readback=$(cat "$f")"
+        sleep 1
+    done
+    dmesg -n 1
+    if ! wait_file /tmp/live-iperf.rc $((LIVE_TIME + 45)) ||
+       ! wait_file /tmp/live-ping.rc 10; then
+        t "live_raise=hang traffic (iperf3/ping did not end)"
+        dump_stuck "$ipid"
+        return 1
+    fi
+    t "live_iperf_rc=$(cat /tmp/live-iperf.rc)"
+    grep -E 'receiver$|error' /tmp/live-iperf.out
+    out=$(cat /tmp/live-ping.out)
+    t "live_ping_loss_pct=$(echo "$out" | sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p')"
+    if [ "$rc" = 0 ]; then t live_raise=ok; else t live_raise=fail; fi
+    return 0
+}
+
+# Stress mode (ncm-usbfs-stress): one step at a time; after each, cdc_ncm
+# must have the function again and pings must come back.
+STRESS_TIMEOUT=150
+
+# up_again: wait for the interface cdc_ncm makes again, configure it.
+up_again() {
+    local w=$WAIT
+    WAIT=20
+    if ! find_iface || [ "$(driver_of "$IFACE")" != "$DRIVER" ]; then
+        WAIT=$w
+        return 1
+    fi
+    WAIT=$w
+    ip link set "$IFACE" up
+    wait_carrier >/dev/null
+    ip addr add "$IPADDR" dev "$IFACE" 2>/dev/null
+    ip route add default via "$GW" dev "$IFACE" 2>/dev/null
+    return 0
+}
+
+stress_ping() {
+    local out
+    out=$(timeout 30 ping -c 5 -i 0.2 -W 2 "$GW" 2>&1)
+    t "stress_ping.$1=$(echo "$out" | sed -n 's/.*, \([0-9]*\) packets received.*/\1/p') of 5"
+}
+
+stress_mode() {
+    local steps s pid rc
+    steps=$STRESS
+    [ -n "$steps" ] || steps=$(ncm-usbfs-stress list | cut -f1 | tr '\n' ',')
+    t "stress_steps=$steps"
+    ip link set "$IFACE" up
+    wait_carrier || t "warning=no carrier after ${CARRIER_WAIT}s, trying anyway"
+    configure_ip
+    stress_ping baseline
+    lockup_watch
+    for s in $(echo "$steps" | tr ',' ' '); do
+        t "phase=stress-$s"
+        t "stress_step=$s"
+        rm -f /tmp/stress.rc
+        (ncm-usbfs-stress $STRESS_V "$s"; echo $? > /tmp/stress.rc) &
+        pid=$!
+        if ! wait_file /tmp/stress.rc "$STRESS_TIMEOUT"; then
+            echo "STRESS $s FAIL hang: ncm-usbfs-stress did not end within ${STRESS_TIMEOUT}s"
+            dump_stuck "$pid"
+            t "stress_abandoned=$s"
+            return 1
+        fi
+        t "stress_rc.$s=$(cat /tmp/stress.rc)"
+        if up_again; then
+            t "stress_rebind.$s=ok $IFACE"
+        else
+            # the program's own hand-back did not do it: reset and retry
+            t "stress_rebind.$s=fail (no $DRIVER interface within 20s)"
+            timeout 60 ncm-usbfs-stress reset-handback
+            if up_again; then
+                t "stress_rebind_after_reset.$s=ok"
+            else
+                t "stress_rebind_after_reset.$s=fail"
+                return 1
+            fi
+        fi
+        stress_ping "$s"
+    done
+    t stress_done=1
 }
 
 # run_iperf up|down [TAG]: TCP with $PARALLEL streams; results are keyed
@@ -398,6 +615,13 @@ if ! find_iface; then
 fi
 
 case $MODE in
+stress)
+    report_device
+    set_ntb_size rx_max "$RX_MAX"
+    set_ntb_size tx_max "$TX_MAX"
+    stress_mode
+    finish
+    ;;
 shell)
     ip link set "$IFACE" up
     wait_carrier >/dev/null
@@ -418,7 +642,7 @@ test|run|bench)
     ip link set "$IFACE" up
     wait_carrier || t "warning=no carrier after ${CARRIER_WAIT}s, trying anyway"
     configure_ip
-    run_ping
+    run_pings
     # ncm.parallel=1,4: one run per stream count, keys tagged _p1/_p4
     for p in $(echo "$PARALLEL_LIST" | tr ',' ' '); do
         PARALLEL=$p
@@ -433,6 +657,12 @@ test|run|bench)
         for d in $(echo "$DIRS" | tr ',' ' '); do
             run_udp "$d"
         done
+    fi
+    if [ "$LIVE_RAISE" = 1 ]; then
+        if ! live_raise; then
+            finish
+        fi
+        run_ping 56 ping_after
     fi
     report_counters
     send_symbols

@@ -24,7 +24,11 @@ guest_has_device() {
 }
 
 # guest_device_args CONTROLLER DEVICE
-#   CONTROLLER: xhci | ehci, optionally with properties (xhci,p3=0)
+#   CONTROLLER: xhci (qemu-xhci, the device on a USB 3 port: super speed)
+#               | xhci-hs (qemu-xhci,p3=0: USB 2 ports only, high speed)
+#               | ehci (usb-ehci, high speed) | uhci (piix3-usb-uhci, full
+#               speed) | ohci (pci-ohci, full speed) | a QEMU device name;
+#               optionally with properties (xhci,p2=8)
 #   DEVICE:     usb-ncm-dl | usb-net | virtio-net-pci ..., optionally with
 #               properties (usb-ncm-dl,pcap=/tmp/x.pcap)
 # Sets GUEST_DEV_ARGS (array), GUEST_DEV_NAME, GUEST_DRIVER (the Linux driver
@@ -46,9 +50,14 @@ guest_device_args() {
         GUEST_IS_USB=1
         case $cname in
         xhci) cname=qemu-xhci ;;
+        xhci-hs) cname=qemu-xhci copts=",p3=0$copts" ;;
         ehci) cname=usb-ehci ;;
-        qemu-xhci|usb-ehci|ich9-usb-ehci1|nec-usb-xhci) ;;
-        *) die "unknown USB controller '$cname'" "use xhci or ehci" ;;
+        uhci) cname=piix3-usb-uhci ;;
+        ohci) cname=pci-ohci ;;
+        qemu-xhci|usb-ehci|ich9-usb-ehci1|nec-usb-xhci|piix3-usb-uhci|\
+        ich9-usb-uhci[1-6]|pci-ohci) ;;
+        *) die "unknown USB controller '$cname'" \
+               "use xhci, xhci-hs, ehci, uhci or ohci" ;;
         esac
         GUEST_DEV_ARGS=(-device "$cname,id=usbctl$copts"
             -device "$GUEST_DEV_NAME,netdev=n0,bus=usbctl.0$dopts")
@@ -117,10 +126,15 @@ guest_qemu_cmd() {
 
 # guest_run_logged LOG TIMEOUT: run GUEST_CMD without input, the console
 # (carriage returns removed) into LOG, announcing "NCMTEST phase=" lines as
-# steps. Returns QEMU's status (124: timed out).
+# steps. Returns QEMU's status (124: timed out). When the guest kernel
+# reports a lockup (soft lockup, hung task, RCU stall), QEMU is given
+# GUEST_LOCKUP_GRACE seconds (60) more for the backtraces, then killed
+# (status 137, "# killed: guest lockup" in LOG): a hung guest costs a
+# minute, not the whole TIMEOUT.
 guest_run_logged() {
-    local log=$1 tmo=$2 line rc
+    local log=$1 tmo=$2 rc pidfile
     mkdir -p "$(dirname "$log")"
+    pidfile=$(mktemp -u /tmp/ncm-qemu-pid.XXXXXX)
     {
         printf '# %s\n' "$(date -u '+%Y-%m-%dT%H:%M:%SZ')"
         printf '#'
@@ -128,18 +142,95 @@ guest_run_logged() {
         printf '\n'
     } > "$log"
     set +e
-    timeout -k 10 "$tmo" "${GUEST_CMD[@]}" </dev/null 2>&1 |
-    while IFS= read -r line || [ -n "$line" ]; do
-        line=${line%$'\r'}
-        printf '%s\n' "$line" >> "$log"
-        case $line in
-        *"NCMTEST phase="*) guest_phase "${line##*NCMTEST phase=}" ;;
-        esac
-    done
-    rc=${PIPESTATUS[0]}
+    # (stderr of the group: bash's "Killed" notice when QEMU is killed)
+    {
+        timeout -k 10 "$tmo" "${GUEST_CMD[@]}" -pidfile "$pidfile" </dev/null 2>&1 |
+            guest_console "$log" "$pidfile"
+        rc=${PIPESTATUS[0]}
+    } 2>/dev/null
     set -e
+    rm -f "$pidfile"
     [ "$rc" = 124 ] && printf '# timed out after %ss\n' "$tmo" >> "$log"
     return "$rc"
+}
+
+# guest_console LOG PIDFILE: the reading end of guest_run_logged
+guest_console() {
+    local log=$1 pidfile=$2 line buf="" st lockup=0 grace=${GUEST_LOCKUP_GRACE:-60}
+    while :; do
+        if IFS= read -r -t 5 line; then
+            line=$buf${line%$'\r'}
+            buf=""
+        else
+            st=$?
+            if [ "$st" -gt 128 ]; then
+                buf=$buf$line           # no newline yet: keep the piece
+                line=""
+            else
+                line=$buf$line          # end of output
+                [ -n "$line" ] && printf '%s\n' "${line%$'\r'}" >> "$log"
+                break
+            fi
+        fi
+        if [ -n "$line" ]; then
+            printf '%s\n' "$line" >> "$log"
+            case $line in
+            *"NCMTEST phase="*) guest_phase "${line##*NCMTEST phase=}" ;;
+            *"soft lockup"*|*"blocked for more than"*|*"rcu_sched self-detected stall"*|\
+            *"rcu: INFO: rcu_sched detected stall"*|*"rcu_preempt self-detected stall"*)
+                if [ "$lockup" = 0 ]; then
+                    lockup=$SECONDS
+                    step "guest: kernel lockup report; QEMU goes in ${grace}s"
+                fi
+                ;;
+            esac
+        fi
+        if [ "$lockup" != 0 ] && [ $((SECONDS - lockup)) -ge "$grace" ]; then
+            printf '# killed: guest lockup reported %ss earlier\n' "$grace" >> "$log"
+            [ -s "$pidfile" ] && kill -9 "$(cat "$pidfile")" 2>/dev/null
+            lockup=0
+        fi
+    done
+}
+
+# guest_qemu_error LOG: the line QEMU left when it died on its own (an
+# assertion, a signal), if any
+guest_qemu_error() {
+    grep -a -v '^#' "$1" |
+        grep -a -m1 -E 'Assertion .* failed|qemu-system-[a-z0-9_]+: .*(abort|assert|[Ee]rror|fault)|Segmentation fault|core dumped|^Aborted' |
+        cut -c1-300 || true
+}
+
+# guest_lockup LOG: the guest kernel's first lockup report and the task
+# frames of the call trace after it ("func < caller < ..."; interrupt
+# frames and "?" guesses left out), if any
+guest_lockup() {
+    awk '
+        !found && /soft lockup|blocked for more than|self-detected stall|detected stall/ {
+            found = 1; head = $0; sub(/^\[[ 0-9.]*\] /, "", head); next
+        }
+        !found { next }
+        /Call Trace:/ { trace = 1; next }
+        !trace { next }
+        /<IRQ>/ { irq = 1; next }
+        /<\/IRQ>/ { irq = 0; next }
+        /<\/TASK>/ { if (n) exit; next }
+        irq || / \? / || n >= 12 { next }
+        match($0, /[A-Za-z_][A-Za-z_0-9.]*\+0x[0-9a-f]+\/0x[0-9a-f]+/) {
+            f = substr($0, RSTART, RLENGTH); sub(/\+.*/, "", f)
+            if (f !~ /^(asm_|sysvec_|entry_SYSCALL|do_syscall)/)
+                s = s (n++ ? " < " : "") f
+        }
+        END { if (found) printf "%s%s\n", head, (s != "" ? "; trace: " s : "") }
+    ' "$1" | cut -c1-600
+}
+
+# guest_stuck_stack LOG: the kernel stack(s) /init printed for a process
+# that did not come back (dump_stuck in init.sh), "func < caller < ..."
+guest_stuck_stack() {
+    sed -n '/NCMTEST stuck-stack-begin/,/NCMTEST stuck-stack-end/p' "$1" |
+        sed -n 's/^\[<[0-9a-f]*>\] \([^+]*\)+.*/\1/p' | head -n 10 |
+        paste -sd'<' | sed 's/</ < /g'
 }
 
 guest_phase() {

@@ -1,31 +1,48 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# The check-guest suite: boot the test guest with usb-ncm-dl behind qemu-xhci
-# and behind usb-ehci (one after the other: TCG wants both cores) and check
-# what Linux's cdc_ncm made of it. See tests/guest/run-guest-test.sh.
+# The check-guest suite: boot the test guest with usb-ncm-dl behind every
+# host controller QEMU has for it (one after the other: TCG wants both
+# cores) and check what Linux's cdc_ncm made of it (see
+# tests/guest/run-guest-test.sh), then the usbfs stress of the function
+# (tests/guest/run-stress-test.sh) on xHCI and EHCI.
 #
 #   tests/guest/run-all.sh [DEVICE[,PROPS]]      default usb-ncm-dl
 #
 # Environment as for run-guest-test.sh (KERNEL, QEMU, GUEST_TIMEOUT, ...);
-# GUEST_CONTROLLERS="xhci ehci" picks the controllers.
+# GUEST_CONTROLLERS="xhci xhci-hs ehci uhci ohci" picks the controllers,
+# GUEST_STRESS="xhci ehci" those of the stress runs ("" for none).
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/common.sh"
 
 DEVICE=${1:-${NCM_DEVICE:-usb-ncm-dl}}
-CONTROLLERS=${GUEST_CONTROLLERS:-xhci ehci}
+CONTROLLERS=${GUEST_CONTROLLERS-xhci xhci-hs ehci uhci ohci}
+STRESS=${GUEST_STRESS-xhci ehci}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
 status=0
+timing=()
 for c in $CONTROLLERS; do
+    t0=$SECONDS
     bash "$NCM_TOP/tests/guest/run-guest-test.sh" "$c" "$DEVICE" 2>&1 |
         tee -a "$out" || status=1
+    timing+=("$c $((SECONDS - t0))s")
 done
+case $DEVICE in
+usb-ncm*)
+    for c in $STRESS; do
+        t0=$SECONDS
+        bash "$NCM_TOP/tests/guest/run-stress-test.sh" "$c" "$DEVICE" 2>&1 |
+            tee -a "$out" || status=1
+        timing+=("stress-$c $((SECONDS - t0))s")
+    done
+    ;;
+esac
 npass=$(grep -c '^PASS: ' "$out" || true)
 nfail=$(grep -c '^FAIL: ' "$out" || true)
 [ "$nfail" = 0 ] || status=1
 # A run that produced no verdict at all is a failure too.
 [ "$npass" -gt 0 ] || status=1
-echo "check-guest: $npass passed, $nfail failed"
+echo "check-guest: $npass passed, $nfail failed (time per run: ${timing[*]})"
 exit "$status"

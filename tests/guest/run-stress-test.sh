@@ -1,0 +1,161 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# usbfs stress of usb-ncm-dl under a Linux guest: tests/guest/ncm-usbfs-stress
+# (in the guest image) takes the NCM function from cdc_ncm and runs one
+# step at a time (several bulk IN URBs of mixed sizes in flight, OUT NTBs of
+# exact wMaxPacketSize multiples with and without ZLP, DISCARDURB in the
+# middle of a queue, SET_INTERFACE / SET_CONFIGURATION / USBDEVFS_RESET
+# with URBs in flight); after each step the guest gives the function back
+# to cdc_ncm and pings the gateway.
+#
+#   tests/guest/run-stress-test.sh [CONTROLLER] [DEVICE[,PROPS]]
+#
+#   CONTROLLER  xhci (default), xhci-hs, ehci, uhci, ohci (see
+#               tests/guest/run-guest-test.sh)
+#   DEVICE      usb-ncm-dl (default) or usb-ncm, properties passed through
+#
+# Per step three checks: "guest/stress-<ctrl>/<step>" (the program's own
+# verdict: every URB back within its time limit with a status a host
+# controller gives, the function passing traffic on fresh URBs after it),
+# ".../<step>/rebind" (cdc_ncm has the function again) and
+# ".../<step>/ping" (5 of 5 replies from 10.0.2.2 through cdc_ncm, so QEMU
+# is alive too). When QEMU dies in a step, that step FAILs with QEMU's last
+# words (an assertion) and the guest boots again for the steps after it,
+# at most STRESS_MAX_BOOTS (6) boots.
+#
+# Environment: STRESS_STEPS (comma-separated subset), STRESS_VERBOSE=1
+#   (every URB completion in the log), GUEST_TIMEOUT (600 s per boot),
+#   KERNEL, QEMU, QEMU_EXTRA as for run-guest-test.sh.
+set -euo pipefail
+. "$(dirname "$0")/../../scripts/common.sh"
+. "$NCM_TOP/tests/guest/lib.sh"
+
+case ${1:-} in -h|--help) sed -n '3,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
+CTRL=${1:-xhci}
+DEVICE=${2:-${NCM_DEVICE:-usb-ncm-dl}}
+GUEST_TIMEOUT=${GUEST_TIMEOUT:-600}
+MAX_BOOTS=${STRESS_MAX_BOOTS:-6}
+CNAME=stress-${CTRL//,/-}
+guest_device_args "$CTRL" "$DEVICE"
+[ "$GUEST_IS_USB" = 1 ] || die "the stress test needs a USB device, not $DEVICE"
+LOGBASE=$NCM_BUILD/guest-logs/$CNAME-$GUEST_DEV_NAME
+
+npass=0
+nfail=0
+pass() { echo "PASS: guest/$CNAME/$1"; npass=$((npass + 1)); }
+fail() { echo "FAIL: guest/$CNAME/$1 ($2)"; nfail=$((nfail + 1)); }
+
+step "usbfs stress: $CTRL with $DEVICE"
+guest_need_qemu
+if ! guest_has_device "$GUEST_DEV_NAME"; then
+    fail device "$GUEST_QEMU has no -device $GUEST_DEV_NAME"
+    exit 1
+fi
+if ! GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir); then
+    fail image "scripts/guest-image.sh failed, see the messages above"
+    exit 1
+fi
+mkdir -p "$NCM_BUILD/guest-logs"
+rm -f "$LOGBASE".*log
+
+remaining=${STRESS_STEPS:-}
+all=""
+boot=0
+while :; do
+    boot=$((boot + 1))
+    LOG=$LOGBASE.$boot.log
+    REL_LOG=${LOG#"$NCM_TOP"/}
+    guest_qemu_cmd "$GDIR" "ncm.mode=stress ncm.driver=cdc_ncm \
+${remaining:+ncm.stress=$remaining} ${STRESS_VERBOSE:+ncm.stress_v=1}"
+    step "boot $boot: ${remaining:-every step} (timeout ${GUEST_TIMEOUT}s); log: $REL_LOG"
+    rc=0
+    t0=$SECONDS
+    guest_run_logged "$LOG" "$GUEST_TIMEOUT" || rc=$?
+    note "boot $boot: QEMU status $rc after $((SECONDS - t0))s"
+
+    v() { guest_val "$LOG" "$1"; }
+    if [ -z "$all" ]; then
+        all=$(v stress_steps | tr ',' ' ')
+        if [ -z "$all" ]; then
+            fail "boot$boot" "the guest never listed its steps (QEMU status $rc: $(
+                grep -a -v '^#' "$LOG" | grep -a . | tail -n 1 | cut -c1-200)); log $REL_LOG"
+            exit 1
+        fi
+        base=$(v stress_ping.baseline)
+        r=1
+        [ "$base" = "5 of 5" ] && r=0
+        if [ "$r" = 0 ]; then pass baseline-ping
+        else fail baseline-ping "before any step: ${base:-no} replies of 5; log $REL_LOG"; fi
+    fi
+
+    # How the boot ended, for the step it ended in
+    qerr=$(guest_qemu_error "$LOG")
+    lockup=$(guest_lockup "$LOG")
+    if [ -n "$qerr" ]; then died="QEMU aborted (status $rc): $qerr"
+    elif [ -n "$lockup" ]; then died="guest kernel: $lockup"
+    elif [ "$rc" = 124 ]; then died="no end within ${GUEST_TIMEOUT}s, QEMU killed"
+    else died="QEMU exited, status $rc"; fi
+
+    todo=${remaining:-$(echo $all | tr ' ' ',')}
+    next=""
+    stop=""
+    for s in $(echo "$todo" | tr ',' ' '); do
+        if [ -n "$stop" ]; then
+            next="$next${next:+,}$s"
+            continue
+        fi
+        if ! grep -aq "NCMTEST stress_step=$s\$" "$LOG"; then
+            # never started: the boot ended before it
+            stop=1
+            next="$s"
+            continue
+        fi
+        line=$(grep -a -m1 "^STRESS $s \(ok\|FAIL\)" "$LOG" || true)
+        case $line in
+        "STRESS $s ok"*) pass "$s" ;;
+        "STRESS $s FAIL"*) fail "$s" "${line#"STRESS $s FAIL "}; log $REL_LOG" ;;
+        *) fail "$s" "the step never ended: $died; log $REL_LOG"
+           stop=1
+           continue ;;
+        esac
+        if grep -aq "NCMTEST stress_abandoned=$s" "$LOG"; then
+            # /init gave up on a program stuck in the kernel
+            st=$(guest_stuck_stack "$LOG")
+            fail "$s/rebind" "not tried: ncm-usbfs-stress stuck${st:+ in $st}; log $REL_LOG"
+            stop=1
+            continue
+        fi
+        rb=$(v "stress_rebind.$s")
+        rr=$(v "stress_rebind_after_reset.$s")
+        if [ "${rb%% *}" = ok ]; then
+            pass "$s/rebind"
+        elif [ -n "$rb" ]; then
+            fail "$s/rebind" "cdc_ncm did not get the function back after the step: $rb; after USBDEVFS_RESET: ${rr:-not tried}; log $REL_LOG"
+        else
+            fail "$s/rebind" "not seen: $died; log $REL_LOG"
+            stop=1
+            continue
+        fi
+        p=$(v "stress_ping.$s")
+        if [ "$p" = "5 of 5" ]; then
+            pass "$s/ping"
+        elif [ -n "$p" ]; then
+            fail "$s/ping" "${p:-0} replies from 10.0.2.2 after the step; log $REL_LOG"
+        else
+            fail "$s/ping" "no ping result: $died; log $REL_LOG"
+            stop=1
+        fi
+    done
+    [ -n "$next" ] || break
+    if [ "$boot" -ge "$MAX_BOOTS" ]; then
+        for s in $(echo "$next" | tr ',' ' '); do
+            fail "$s" "not run: $MAX_BOOTS boots used up"
+        done
+        break
+    fi
+    remaining=$next
+    note "the boot ended before: $next; booting again for them"
+done
+note "guest/$CNAME: $npass checks passed, $nfail failed ($boot boot(s))"
+[ "$nfail" = 0 ]
