@@ -27,11 +27,13 @@
 #                          tx_max default to "none"), and after the TCP runs
 #                          write ncm.live_value to rx_max, then tx_max, with
 #                          the interface up and traffic running (iperf3 -R
-#                          and a fast ping); a write that does not return
-#                          within ncm.raise_timeout s is a hang, reported with
-#                          the writer's kernel stack and sysrq w/l/t; then
-#                          ping again (keys ping_after_*)
-#   ncm.live_value=65536 ncm.live_time=8 ncm.raise_timeout=30
+#                          and a fast ping), ncm.live_rounds times (odd; back
+#                          to the first sizes in between); a write that does
+#                          not return within ncm.raise_timeout s is a hang,
+#                          reported with the writer's kernel stack and sysrq
+#                          w/l/t; then ping again (keys ping_after_*)
+#   ncm.live_value=65536 ncm.live_rounds=3 ncm.live_time=8
+#   ncm.raise_timeout=30
 #   ncm.stress=STEP,...    stress mode: the ncm-usbfs-stress steps to run
 #                          (default: every one, see "ncm-usbfs-stress list");
 #                          after each, cdc_ncm must bind again and 5 pings
@@ -98,6 +100,7 @@ PING_SIZES=56
 LIVE_RAISE=0
 LIVE_VALUE=65536
 LIVE_TIME=8
+LIVE_ROUNDS=3
 RAISE_TIMEOUT=30
 STRESS=
 STRESS_V=
@@ -130,6 +133,7 @@ for arg in $(cat /proc/cmdline); do
     ncm.live_value=*) LIVE_VALUE=${arg#*=} ;;
     ncm.live_time=*) LIVE_TIME=${arg#*=} ;;
     ncm.raise_timeout=*) RAISE_TIMEOUT=${arg#*=} ;;
+    ncm.live_rounds=*) LIVE_ROUNDS=${arg#*=} ;;
     ncm.stress=*) STRESS=${arg#*=} ;;
     ncm.stress_v=1) STRESS_V=-v ;;
     esac
@@ -341,17 +345,51 @@ lockup_watch() {
     echo 1 > /proc/sys/kernel/softlockup_all_cpu_backtrace 2>/dev/null
 }
 
-# live_raise: raise rx_max, then tx_max to $LIVE_VALUE with the interface
-# up and traffic running (iperf3 -R and a ping every 50 ms). Keys:
-# live_raise=ok|hang|fail, ATTR.requested/.write/.readback like
-# set_ntb_size, live_iperf_rc, live_ping_*. Returns 1 after a hang.
+# live_write ATTR VALUE TAG: write VALUE to cdc_ncm's ATTR, at most
+# $RAISE_TIMEOUT s; keys TAG.write=ok|fail ...|hang ..., TAG.readback.
+# Returns 2 after a hang (with dump_stuck), 1 after a failed write.
+live_write() {
+    local f=/sys/class/net/$IFACE/cdc_ncm/$1 pid
+    if [ ! -w "$f" ]; then
+        t "$3.write=absent"
+        return 1
+    fi
+    rm -f /tmp/raise.rc
+    # shellcheck disable=SC2320 # the status of the write is the one wanted
+    (echo "$2" > "$f" 2>/tmp/raise.err; echo $? > /tmp/raise.rc) &
+    pid=$!
+    if ! wait_file /tmp/raise.rc "$RAISE_TIMEOUT"; then
+        t "$3.write=hang (no return within ${RAISE_TIMEOUT}s)"
+        t "live_raise=hang writing $2 to $1"
+        dump_stuck "$pid"
+        return 2
+    fi
+    if [ "$(cat /tmp/raise.rc 2>/dev/null)" = 0 ]; then
+        t "$3.write=ok"
+    else
+        t "$3.write=fail $(cat /tmp/raise.err 2>/dev/null)"
+        return 1
+    fi
+    t "$3.readback=$(cat "$f")"
+    return 0
+}
+
+# live_raise: with the interface up and traffic running (iperf3 -R and a
+# ping every 50 ms) write $LIVE_VALUE to rx_max, then tx_max; repeated
+# $LIVE_ROUNDS times with a return to the driver's first sizes in between
+# (each change makes usbnet unlink its URBs under traffic), ending at
+# $LIVE_VALUE. Keys: live_raise=ok|hang ...|fail; the last writes as
+# set_ntb_size does (rx_max.requested/.write/.readback); live_iperf_rc,
+# live_ping_loss_pct. Returns 1 after a hang.
 live_raise() {
-    local attr f pid ipid rc=0 out
+    local attr ipid rc=0 r v low_rx low_tx out
     t phase=live-raise
     lockup_watch
-    for attr in rx_max tx_max; do
-        t "live_raise.before.$attr=$(cat "/sys/class/net/$IFACE/cdc_ncm/$attr" 2>/dev/null)"
-    done
+    low_rx=$(cat "/sys/class/net/$IFACE/cdc_ncm/rx_max" 2>/dev/null)
+    low_tx=$(cat "/sys/class/net/$IFACE/cdc_ncm/tx_max" 2>/dev/null)
+    t "live_raise.before.rx_max=$low_rx"
+    t "live_raise.before.tx_max=$low_tx"
+    [ $((LIVE_ROUNDS % 2)) = 1 ] || LIVE_ROUNDS=$((LIVE_ROUNDS + 1))
     rm -f /tmp/live-iperf.rc /tmp/live-ping.rc
     (timeout $((LIVE_TIME + 40)) iperf3 -c "$SERVER" -p "$PORT" -t "$LIVE_TIME" \
         -R -f m --connect-timeout 10000 > /tmp/live-iperf.out 2>&1
@@ -363,30 +401,26 @@ live_raise() {
     sleep 2
     # from here a lockup's backtrace goes straight to the console
     dmesg -n 8
-    for attr in rx_max tx_max; do
-        f=/sys/class/net/$IFACE/cdc_ncm/$attr
-        t "$attr.requested=$LIVE_VALUE"
-        if [ ! -w "$f" ]; then
-            t "$attr.write=absent"
-            continue
-        fi
-        rm -f /tmp/raise.rc
-        (echo "$LIVE_VALUE" > "$f" 2>/tmp/raise.err; echo $? > /tmp/raise.rc) &
-        pid=$!
-        if ! wait_file /tmp/raise.rc "$RAISE_TIMEOUT"; then
-            t "$attr.write=hang (no return within ${RAISE_TIMEOUT}s)"
-            t "live_raise=hang $attr"
-            dump_stuck "$pid"
-            return 1
-        fi
-        if [ "$(cat /tmp/raise.rc 2>/dev/null)" = 0 ]; then
-            t "$attr.write=ok"
-        else
-            t "$attr.write=fail $(cat /tmp/raise.err 2>/dev/null)"
-            rc=1
-        fi
-        t "$attr.readback=$(cat "$f")"
-        sleep 1
+    r=1
+    while [ "$r" -le "$LIVE_ROUNDS" ]; do
+        for attr in rx_max tx_max; do
+            if [ "$r" = "$LIVE_ROUNDS" ]; then
+                t "$attr.requested=$LIVE_VALUE"
+                live_write "$attr" "$LIVE_VALUE" "$attr"
+            else
+                v=$LIVE_VALUE
+                if [ $((r % 2)) = 0 ]; then
+                    if [ "$attr" = rx_max ]; then v=$low_rx; else v=$low_tx; fi
+                fi
+                live_write "$attr" "$v" "live_raise.round$r.$attr"
+            fi
+            case $? in
+            2) return 1 ;;
+            1) rc=1 ;;
+            esac
+            sleep 0.5
+        done
+        r=$((r + 1))
     done
     dmesg -n 1
     if ! wait_file /tmp/live-iperf.rc $((LIVE_TIME + 45)) ||
@@ -593,6 +627,8 @@ Try:  ip link; ip addr              interfaces and addresses
       ping -c 5 $GW                 slirp's gateway (the host)
       iperf3 -c $SERVER -p $PORT -t 5 [-R]   to the host's iperf3 server
       dmesg | grep -i -e usb -e cdc    kernel messages (dmesg -n 7: live)
+      ncm-usbfs-stress list         usbfs stress steps; "ncm-usbfs-stress -v
+                                    in-4" runs one (takes $i from cdc_ncm)
 Leave with 'exit' (powers off) or Ctrl-A X (quits QEMU).
 EOF
     # The serial line has no size: take the host terminal's.

@@ -45,7 +45,7 @@ CNAME=${CTRL//,/-}
 guest_device_args "$CTRL" "$DEVICE"
 # Full speed (12 Mbit/s) under TCG: short TCP runs keep the suite in budget
 case $CNAME in
-uhci*|ohci*|*-uhci*|*-ohci*) IPERF_TIME=${IPERF_TIME:-2} LIVE_TIME=5 ;;
+uhci*|ohci*|*-uhci*|*-ohci*) IPERF_TIME=${IPERF_TIME:-2} LIVE_TIME=6 ;;
 *) IPERF_TIME=${IPERF_TIME:-5} LIVE_TIME=8 ;;
 esac
 [ "$GUEST_IS_USB" = 1 ] || CNAME=pci

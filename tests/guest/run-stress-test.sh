@@ -97,6 +97,7 @@ ${remaining:+ncm.stress=$remaining} ${STRESS_VERBOSE:+ncm.stress_v=1}"
     elif [ "$rc" = 124 ]; then died="no end within ${GUEST_TIMEOUT}s, QEMU killed"
     else died="QEMU exited, status $rc"; fi
 
+    # shellcheck disable=SC2086 # unquoted: the blanks collapse
     todo=${remaining:-$(echo $all | tr ' ' ',')}
     next=""
     stop=""
