@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # Copy a QEMU tree to build/qemu-src, lay our files over it at their upstream
-# paths, apply patches/, configure x86_64-softmmu once and build
+# paths, apply patches/ (the variants that fit the tree's release, see
+# scripts/qemu-tree.sh), configure x86_64-softmmu once and build
 # build/qemu/qemu-system-x86_64.  Re-running only copies files whose content
-# changed, so ninja rebuilds incrementally.
+# changed, so ninja rebuilds incrementally.  QEMU_VERSION=10.2 builds in
+# build/10.2/ instead (scripts/common.sh).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
+. "$NCM_TOP/scripts/qemu-tree.sh"
 
-OVERLAY_DIRS="hw/usb include/hw/usb tests/qtest docs/system"
 SRC_COPY=$NCM_BUILD/qemu-src
 OBJ=$NCM_BUILD/qemu
 
@@ -35,39 +37,35 @@ if [ ! -f "$SRC_COPY/.copied-from" ] ||
 fi
 
 # Patches: restore every file they touch from the pristine tree whenever the
-# patch set changes, then apply them all; a hunk that fails is named.
-shopt -s nullglob
-patch_files=("$NCM_TOP"/patches/*.patch)
-patch_hash=$(cat /dev/null "${patch_files[@]}" | sha256sum | cut -c1-16)
+# patch set or the tree changes, then apply them all; a hunk that fails is
+# named.
+patch_hash=$(patch_set_hash)
 if [ "$(cat "$SRC_COPY/.patches" 2>/dev/null)" != "$patch_hash" ]; then
-    step "applying patches/"
-    for p in "$NCM_TOP"/patches/*.patch; do
-        [ -f "$p" ] || continue
-        for f in $(sed -n 's@^+++ b/\([^[:space:]]*\).*@\1@p' "$p"); do
-            if [ -f "$pristine/$f" ]; then
-                cp -p "$pristine/$f" "$SRC_COPY/$f"
-            else
-                rm -f "$SRC_COPY/$f"
-            fi
-        done
-    done
-    for p in "$NCM_TOP"/patches/*.patch; do
-        [ -f "$p" ] || continue
-        if ! out=$(patch -d "$SRC_COPY" -p1 --forward --no-backup-if-mismatch \
-                   -r - <"$p" 2>&1); then
-            echo "$out" >&2
-            die "patch $(basename "$p") does not apply to $(cat "$pristine/VERSION")" \
-                "the failing hunk is shown above; refresh it against this tree" \
-                "or try the tested tree: unset QEMU_SRC (Debian's qemu 10.0.x)"
+    step "applying patches/ for QEMU $(qemu_line "$pristine")"
+    # what the previous patch set touched too, in case a patch went away
+    for f in $(cat "$SRC_COPY/.patched-files" 2>/dev/null; patch_touched); do
+        if [ -f "$pristine/$f" ]; then
+            cp -p "$pristine/$f" "$SRC_COPY/$f"
+        else
+            rm -f "$SRC_COPY/$f"
         fi
-        note "applied $(basename "$p")"
+    done
+    rm -f "$SRC_COPY/.patches"
+    patch_touched >"$SRC_COPY/.patched-files"
+    for name in $(patch_names); do
+        used=$(apply_patch "$SRC_COPY" "$name") ||
+            die "patch $name does not apply to $(cat "$pristine/VERSION")" \
+                "the failing hunk is shown above; refresh it against this tree" \
+                "(a variant for this release goes in patches/$(qemu_line "$pristine")/)" \
+                "or try a tested tree: QEMU_VERSION=10.0 or 10.2 without QEMU_SRC"
+        note "applied $used"
     done
     echo "$patch_hash" >"$SRC_COPY/.patches"
 fi
 
 step "laying the overlay over the tree"
 changed=0
-for d in $OVERLAY_DIRS; do
+for d in $NCM_OVERLAY_DIRS; do
     [ -d "$NCM_TOP/$d" ] || continue
     while IFS= read -r -d '' f; do
         rel=${f#"$NCM_TOP"/}
@@ -83,16 +81,7 @@ note "$changed overlay file(s) updated"
 
 if [ ! -f "$OBJ/build.ninja" ]; then
     step "configuring x86_64-softmmu (about 30 s)"
-    mkdir -p "$OBJ"
-    cc_args=()
-    if command -v ccache >/dev/null; then
-        cc_args=(--cc="ccache gcc" --cxx="ccache g++" --host-cc=gcc)
-    fi
-    (cd "$OBJ" && "$SRC_COPY/configure" --python=/usr/bin/python3 \
-        "${cc_args[@]}" --target-list=x86_64-softmmu \
-        --without-default-features --enable-slirp --enable-fdt=system \
-        --enable-tcg --disable-docs --disable-install-blobs \
-        --enable-trace-backends=log >"$OBJ/../configure.log" 2>&1) || {
+    qemu_configure "$SRC_COPY" "$OBJ" "$NCM_BUILD/configure.log" || {
         tail -n 30 "$NCM_BUILD/configure.log" >&2
         rm -f "$OBJ/build.ninja"
         die "configure failed (full log: $NCM_BUILD/configure.log)" \

@@ -4,7 +4,17 @@
 # time, and failures that tell the reader what to do next.
 
 NCM_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-NCM_BUILD=${NCM_BUILD:-$NCM_TOP/build}
+# The QEMU release line to build against (scripts/fetch-qemu.sh): 10.0, the
+# default, or 10.2.  Each line has its own build directory, so switching
+# never throws away the other's build: build/ for 10.0, build/10.2/ for 10.2.
+QEMU_VERSION=${QEMU_VERSION:-10.0}
+export QEMU_VERSION
+if [ -z "${NCM_BUILD:-}" ]; then
+    case $QEMU_VERSION in
+    10.0) NCM_BUILD=$NCM_TOP/build ;;
+    *) NCM_BUILD=$NCM_TOP/build/$QEMU_VERSION ;;
+    esac
+fi
 NCM_CACHE=${NCM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/usb-ncm-dl}
 NCM_T0=${NCM_T0:-$(date +%s)}
 export NCM_T0

@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=bash
+#
+# Sourced by build-qemu.sh and make-series.sh (after common.sh): which
+# patches/ variant fits a QEMU tree, how it is applied, and how the tree is
+# configured.
+#
+# patches/NNNN-*.patch are the hunks to files QEMU owns, applied in NNNN
+# order.  A hunk whose context differs between QEMU releases has one
+# variant per release line instead, patches/<line>/NNNN-*.patch (line =
+# major.minor: 10.0, 10.2).  For a tree of line L, each NNNN is taken from
+# patches/L/, else patches/, else the other lines' directories, newest
+# first: the first of those that applies cleanly (exact context, then with
+# patch's default fuzz) wins.  So 10.0.x and 10.2.x use their own variants
+# and another tree (10.1, upstream git) gets whichever fits.
+
+NCM_PATCHES=$NCM_TOP/patches
+
+# Our files, at their upstream paths; build-qemu.sh copies these directories
+# over the tree.  NCM_OVERLAY_ONLY are built but never submitted upstream.
+NCM_OVERLAY_DIRS="hw/usb include/hw/usb tests/qtest tests/unit docs/system"
+NCM_OVERLAY_ONLY="include/hw/usb/ncm-compat.h"
+
+# overlay_files: every file of the overlay, relative to the repo, sorted
+overlay_files() {
+    local d
+    for d in $NCM_OVERLAY_DIRS; do
+        [ -d "$NCM_TOP/$d" ] && (cd "$NCM_TOP" && find "$d" -type f)
+    done | LC_ALL=C sort -u
+}
+
+# qemu_line TREE: the release line of TREE ("10.2" for 10.2.2 or 10.2.50)
+qemu_line() {
+    local v
+    v=$(cat "$1/VERSION")
+    echo "${v%.*}"
+}
+
+# qemu_version_ge TREE MAJOR MINOR: true if TREE is MAJOR.MINOR or later
+qemu_version_ge() {
+    local major minor
+    IFS=. read -r major minor _ <"$1/VERSION"
+    [ "$major" -gt "$2" ] || { [ "$major" = "$2" ] && [ "$minor" -ge "$3" ]; }
+}
+
+# patch_names: every patch name (NNNN-*.patch), in application order
+patch_names() {
+    (cd "$NCM_PATCHES" && ls -- *.patch [0-9]*.[0-9]*/*.patch 2>/dev/null) |
+        sed 's@.*/@@' | sort -u
+}
+
+# patch_candidates LINE NAME: the variants of NAME, preferred first
+patch_candidates() {
+    local line=$1 name=$2 d
+    [ -f "$NCM_PATCHES/$line/$name" ] && echo "$NCM_PATCHES/$line/$name"
+    [ -f "$NCM_PATCHES/$name" ] && echo "$NCM_PATCHES/$name"
+    for d in $(cd "$NCM_PATCHES" && ls -d -- [0-9]*.[0-9]*/ 2>/dev/null | tr -d / |
+               sort -t. -k1,1nr -k2,2nr); do
+        [ "$d" = "$line" ] && continue
+        [ -f "$NCM_PATCHES/$d/$name" ] && echo "$NCM_PATCHES/$d/$name"
+    done
+    return 0
+}
+
+# patch_touched: every file of the QEMU tree that some variant patches
+patch_touched() {
+    cat /dev/null "$NCM_PATCHES"/*.patch "$NCM_PATCHES"/[0-9]*.[0-9]*/*.patch \
+        2>/dev/null |
+        sed -n 's@^+++ b/\([^[:space:]]*\).*@\1@p' | sort -u
+}
+
+# patch_set_hash: changes whenever any variant changes
+patch_set_hash() {
+    (cd "$NCM_PATCHES" && ls -- *.patch [0-9]*.[0-9]*/*.patch 2>/dev/null |
+        xargs cat /dev/null) | sha256sum | cut -c1-16
+}
+
+# apply_patch TREE NAME: apply the variant of NAME that fits TREE and print
+# its path relative to the repo; on failure print why and return 1
+apply_patch() {
+    local tree=$1 name=$2 line p fuzz out first=
+    line=$(qemu_line "$tree")
+    local cands
+    mapfile -t cands < <(patch_candidates "$line" "$name")
+    [ "${#cands[@]}" -gt 0 ] || { echo "no patch named $name" >&2; return 1; }
+    for fuzz in 0 2; do
+        for p in "${cands[@]}"; do
+            if patch -d "$tree" -p1 --forward --dry-run --fuzz=$fuzz -s \
+                    <"$p" >/dev/null 2>&1; then
+                patch -d "$tree" -p1 --forward --no-backup-if-mismatch \
+                    --fuzz=$fuzz -r - -s <"$p" >/dev/null
+                echo "${p#"$NCM_TOP"/}"
+                return 0
+            fi
+        done
+    done
+    first=${cands[0]}
+    out=$(patch -d "$tree" -p1 --forward --dry-run <"$first" 2>&1)
+    echo "$out" >&2
+    echo "none of these applies to QEMU $(cat "$tree/VERSION"):" \
+         "${cands[*]#"$NCM_TOP"/} (the first one's hunks are shown above)" >&2
+    return 1
+}
+
+# qemu_configure SRC OBJ LOG: configure x86_64-softmmu in OBJ, as small as
+# the device and its tests need
+qemu_configure() {
+    local src=$1 obj=$2 log=$3
+    local cc_args=()
+    if command -v ccache >/dev/null; then
+        cc_args=(--cc="ccache gcc" --cxx="ccache g++" --host-cc=gcc)
+    fi
+    mkdir -p "$obj"
+    (cd "$obj" && "$src/configure" --python=/usr/bin/python3 \
+        "${cc_args[@]}" --target-list=x86_64-softmmu \
+        --without-default-features --enable-slirp --enable-fdt=system \
+        --enable-tcg --disable-docs --disable-install-blobs \
+        --enable-trace-backends=log) >"$log" 2>&1
+}
