@@ -6,10 +6,11 @@
 
 SHELL := /bin/bash
 FUZZ_SECONDS ?= 60
-export QEMU_SRC KERNEL FUZZ_SECONDS
+export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS
 
 .PHONY: all qemu deps guest-image run shell check check-unit check-tools check-fuzz \
-        check-qtest check-guest check-dropout fuzz bench-codec bench profile repro-dropout clean
+        check-qtest check-guest check-dropout fuzz bench-codec bench profile repro-dropout \
+        series series-verify clean
 
 all: qemu
 
@@ -54,6 +55,14 @@ fuzz:
 
 bench-codec:
 	@bash scripts/bench-codec.sh
+
+# The upstream series (git format-patch) against the QEMU tree built with;
+# series-verify also git-ams it onto a clean tree and builds every commit.
+series: qemu
+	@bash scripts/make-series.sh
+
+series-verify: qemu
+	@bash scripts/make-series.sh --verify
 
 clean:
 	rm -rf build
