@@ -23,8 +23,10 @@
 #include "qapi/visitor.h"
 #include "hw/qdev-properties.h"
 #include "hw/usb.h"
+#include "migration/qemu-file-types.h"
 #include "migration/vmstate.h"
 #include "net/net.h"
+#include "system/runstate.h"
 #include "system/system.h"
 #include "qom/object.h"
 #include "desc.h"
@@ -142,6 +144,16 @@ struct USBNcmState {
     QEMUBH *out_bh;
     QEMUTimer *fault_link_timer;
     QEMUTimer *fault_busy_timer;
+    VMChangeStateEntry *vmstate_change;
+    /* what migration carries in another form than the function keeps */
+    struct {
+        bool ntb32;
+        uint32_t corrupt;
+        uint32_t in_bytes;
+        int32_t configuration;
+        int32_t altsetting[NCM_IF_COUNT];
+        bool loading;               /* replaying the USB configuration */
+    } mig;
     bool wake_bulk_in;
     bool wake_notify;
     bool notify_nakd;               /* as USBNcmBulk.nakd */
@@ -342,6 +354,8 @@ static void usb_ncm_build_descriptors(USBNcmState *s, uint8_t caps)
 
 static void usb_ncm_flush_rx(USBNcmState *s);
 static void usb_ncm_out_drain(USBNcmState *s);
+static void usb_ncm_vm_state_change(void *opaque, bool running,
+                                    RunState state);
 
 static void usb_ncm_wakeup_nakd(USBNcmBulk *b)
 {
@@ -524,7 +538,8 @@ static void usb_ncm_wakeup_bh(void *opaque)
 {
     USBNcmState *s = opaque;
 
-    if (!s->dev.attached) {
+    /* no DMA while the VM is stopped: the flags wait for it to run */
+    if (!s->dev.attached || !runstate_is_running()) {
         return;
     }
     if (s->wake_notify) {
@@ -610,7 +625,7 @@ static void usb_ncm_out_bh(void *opaque)
 {
     USBNcmState *s = opaque;
 
-    if (s->dev.attached && !s->fn.faults.busy) {
+    if (s->dev.attached && !s->fn.faults.busy && runstate_is_running()) {
         usb_ncm_adopt(s, &s->out);
         usb_ncm_out_drain(s);
     }
@@ -685,7 +700,7 @@ static void usb_ncm_set_interface(USBDevice *dev, int iface,
 {
     USBNcmState *s = USB_NCM(dev);
 
-    if (iface != NCM_IF_DATA) {
+    if (iface != NCM_IF_DATA || s->mig.loading) {
         return;
     }
     ncm_function_set_data_alt(&s->fn, alt_new);
@@ -1147,6 +1162,8 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
                                        usb_ncm_fault_link_restore, s);
     s->fault_busy_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
                                        usb_ncm_fault_busy_end, s);
+    s->vmstate_change = qemu_add_vm_change_state_handler(
+        usb_ncm_vm_state_change, s);
 
     s->nic = qemu_new_nic(&usb_ncm_net_info, &s->conf,
                           object_get_typename(OBJECT(s)), DEVICE(dev)->id,
@@ -1163,8 +1180,11 @@ static void usb_ncm_unrealize(USBDevice *dev)
     s->wakeup_bh = NULL;
     qemu_bh_delete(s->out_bh);
     s->out_bh = NULL;
+    qemu_del_vm_change_state_handler(s->vmstate_change);
     timer_free(s->fault_link_timer);
     timer_free(s->fault_busy_timer);
+    s->in.parked = NULL;            /* the detach cancelled them */
+    s->out.parked = NULL;
     qemu_del_nic(s->nic);
     s->nic = NULL;
     ncm_function_cleanup(&s->fn);
@@ -1194,9 +1214,269 @@ static void usb_ncm_instance_init(Object *obj)
                             usb_ncm_set_fault_corrupt);
 }
 
+/* Migration */
+
+/*
+ * The two byte buffers go as a length and the bytes; the length is
+ * checked against the buffer before anything is written into it, since a
+ * migration stream is untrusted input.
+ */
+static int usb_ncm_put_out_buf(QEMUFile *f, void *pv, size_t size,
+                               const VMStateField *field, JSONWriter *vmdesc)
+{
+    USBNcmState *s = pv;
+
+    qemu_put_be32(f, s->fn.out_len);
+    qemu_put_buffer(f, s->fn.out_buf, s->fn.out_len);
+    return 0;
+}
+
+static int usb_ncm_get_out_buf(QEMUFile *f, void *pv, size_t size,
+                               const VMStateField *field)
+{
+    USBNcmState *s = pv;
+    uint32_t len = qemu_get_be32(f);
+
+    if (len > s->fn.out_buf_size) {
+        error_report("usb-ncm: migrated OUT transfer of %u bytes does not "
+                     "fit this device's %u-byte buffer", len,
+                     s->fn.out_buf_size);
+        return -EINVAL;
+    }
+    qemu_get_buffer(f, s->fn.out_buf, len);
+    s->fn.out_len = len;
+    return 0;
+}
+
+static int usb_ncm_put_in_buf(QEMUFile *f, void *pv, size_t size,
+                              const VMStateField *field, JSONWriter *vmdesc)
+{
+    USBNcmState *s = pv;
+    uint32_t len = ncm_function_in_bytes(&s->fn);
+
+    qemu_put_be32(f, len);
+    qemu_put_buffer(f, s->fn.in_buf, len);
+    return 0;
+}
+
+static int usb_ncm_get_in_buf(QEMUFile *f, void *pv, size_t size,
+                              const VMStateField *field)
+{
+    USBNcmState *s = pv;
+    uint32_t len = qemu_get_be32(f);
+
+    if (len > s->fn.cfg.ntb_in_max_size) {
+        error_report("usb-ncm: migrated IN NTB of %u bytes does not fit "
+                     "this device's %u-byte buffer (ntb-in-max-size)", len,
+                     s->fn.cfg.ntb_in_max_size);
+        return -EINVAL;
+    }
+    qemu_get_buffer(f, s->fn.in_buf, len);
+    s->mig.in_bytes = len;
+    return 0;
+}
+
+static const VMStateInfo vmstate_info_usb_ncm_out_buf = {
+    .name = "usb-ncm-out-buffer",
+    .get = usb_ncm_get_out_buf,
+    .put = usb_ncm_put_out_buf,
+};
+
+static const VMStateInfo vmstate_info_usb_ncm_in_buf = {
+    .name = "usb-ncm-in-buffer",
+    .get = usb_ncm_get_in_buf,
+    .put = usb_ncm_put_in_buf,
+};
+
+#define VMSTATE_USB_NCM_BUFFER(_name, _info) {                            \
+    .name = (_name),                                                      \
+    .info = &(_info),                                                     \
+    .flags = VMS_SINGLE,                                                  \
+    .offset = 0,                                                          \
+}
+
+static int usb_ncm_pre_save(void *opaque)
+{
+    USBNcmState *s = opaque;
+    int i;
+
+    /* the host re-sends its parked transfers to the destination */
+    ncm_function_pre_save(&s->fn);
+    s->mig.ntb32 = s->fn.format == &ncm_ntb32_format;
+    s->mig.corrupt = s->fn.faults.corrupt;
+    s->mig.configuration = s->dev.configuration;
+    for (i = 0; i < NCM_IF_COUNT; i++) {
+        s->mig.altsetting[i] = s->dev.altsetting[i];
+    }
+    return 0;
+}
+
+/*
+ * The USB core does not migrate the configuration and alternate settings
+ * (they decide the endpoints' types and packet sizes): replay them.
+ */
+static int usb_ncm_load_usb_config(USBNcmState *s)
+{
+    USBPacket p = { 0 };
+    int i, ret = 0;
+
+    if (s->mig.configuration != 0 && s->mig.configuration != 1) {
+        return -1;
+    }
+    s->mig.loading = true;
+    ret = usb_desc_handle_control(&s->dev, &p,
+                                  DeviceOutRequest | USB_REQ_SET_CONFIGURATION,
+                                  s->mig.configuration, 0, 0, NULL);
+    for (i = 0; ret >= 0 && s->mig.configuration && i < NCM_IF_COUNT; i++) {
+        if (s->mig.altsetting[i] < 0 || s->mig.altsetting[i] > 1) {
+            ret = -1;
+            break;
+        }
+        ret = usb_desc_handle_control(&s->dev, &p,
+                                      InterfaceOutRequest |
+                                      USB_REQ_SET_INTERFACE,
+                                      s->mig.altsetting[i], i, 0, NULL);
+    }
+    s->mig.loading = false;
+    return ret < 0 ? -1 : 0;
+}
+
+static int usb_ncm_post_load(void *opaque, int version_id)
+{
+    USBNcmState *s = opaque;
+    const char *why;
+
+    s->fn.faults.corrupt = s->mig.corrupt < NCM_CORRUPT__MAX ?
+                           s->mig.corrupt : NCM_CORRUPT__MAX;
+    why = ncm_function_post_load(&s->fn, s->mig.ntb32, s->mig.in_bytes);
+    if (!why && usb_ncm_load_usb_config(s) < 0) {
+        why = "configuration or alternate setting out of range";
+    }
+    if (!why && s->fn.data_active !=
+        (s->dev.configuration == 1 && s->dev.altsetting[NCM_IF_DATA] == 1)) {
+        why = "data interface state disagrees with its alternate setting";
+    }
+    if (why) {
+        error_report("usb-ncm: refusing the migrated state: %s", why);
+        return -EINVAL;
+    }
+    ncm_function_set_link(&s->fn, !qemu_get_queue(s->nic)->link_down);
+    /* whatever the controller waits for, wake it once */
+    s->in.nakd = s->out.nakd = s->notify_nakd = true;
+    usb_ncm_schedule_wakeup(s, true, true);
+    qemu_bh_schedule(s->out_bh);
+    return 0;
+}
+
+static void usb_ncm_vm_state_change(void *opaque, bool running,
+                                    RunState state)
+{
+    USBNcmState *s = opaque;
+
+    if (running) {
+        qemu_bh_schedule(s->wakeup_bh);
+        qemu_bh_schedule(s->out_bh);
+    }
+}
+
+static const VMStateDescription vmstate_usb_ncm_datagram = {
+    .name = "usb-ncm/datagram",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(offset, NcmDatagram),
+        VMSTATE_UINT32(len, NcmDatagram),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+#define VMSTATE_NCM_STAT(_f) VMSTATE_UINT64(fn.stats._f, USBNcmState)
+
 static const VMStateDescription vmstate_usb_ncm = {
     .name = "usb-ncm",
-    .unmigratable = 1,
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_save = usb_ncm_pre_save,
+    .post_load = usb_ncm_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_USB_DEVICE(dev, USBNcmState),
+        VMSTATE_INT32(mig.configuration, USBNcmState),
+        VMSTATE_INT32_ARRAY(mig.altsetting, USBNcmState, NCM_IF_COUNT),
+        /* negotiated */
+        VMSTATE_BOOL(mig.ntb32, USBNcmState),
+        VMSTATE_UINT32(fn.ntb_in_size, USBNcmState),
+        VMSTATE_UINT16(fn.ntb_in_max_datagrams, USBNcmState),
+        VMSTATE_UINT16(fn.max_datagram_size, USBNcmState),
+        VMSTATE_UINT16(fn.packet_filter, USBNcmState),
+        VMSTATE_UINT8_ARRAY(fn.net_address, USBNcmState, 6),
+        VMSTATE_BOOL(fn.data_active, USBNcmState),
+        VMSTATE_BOOL(fn.link_up, USBNcmState),
+        /* OUT */
+        VMSTATE_BOOL(fn.out_discarding, USBNcmState),
+        /* IN */
+        VMSTATE_UINT32(fn.in_builder.len, USBNcmState),
+        VMSTATE_UINT32(fn.in_builder.n_datagrams, USBNcmState),
+        VMSTATE_UINT32(fn.in_builder.ndp_offset, USBNcmState),
+        VMSTATE_STRUCT_ARRAY(fn.in_builder.datagrams, USBNcmState,
+                             NCM_MAX_DATAGRAMS, 1, vmstate_usb_ncm_datagram,
+                             NcmDatagram),
+        VMSTATE_UINT32(fn.in_ntb_len, USBNcmState),
+        VMSTATE_UINT32(fn.in_send_off, USBNcmState),
+        VMSTATE_UINT16(fn.in_sequence, USBNcmState),
+        VMSTATE_BOOL(fn.in_zlp_owed, USBNcmState),
+        /* interrupt endpoint */
+        VMSTATE_UINT8(fn.notify_pending, USBNcmState),
+        VMSTATE_UINT8_ARRAY(fn.notify_buf, USBNcmState,
+                            CDC_NOTIFY_SPEED_CHANGE_LEN),
+        VMSTATE_UINT8(fn.notify_len, USBNcmState),
+        VMSTATE_UINT8(fn.notify_off, USBNcmState),
+        /* faults */
+        VMSTATE_UINT32(fn.faults.drop_in_every, USBNcmState),
+        VMSTATE_UINT32(fn.faults.in_ntb_counter, USBNcmState),
+        VMSTATE_UINT32(mig.corrupt, USBNcmState),
+        VMSTATE_UINT32(fn.faults.corrupt_remaining, USBNcmState),
+        VMSTATE_BOOL(fn.faults.link_down, USBNcmState),
+        VMSTATE_BOOL(fn.faults.busy, USBNcmState),
+        VMSTATE_TIMER_PTR(fault_link_timer, USBNcmState),
+        VMSTATE_TIMER_PTR(fault_busy_timer, USBNcmState),
+        /* counters */
+        VMSTATE_NCM_STAT(out_transfers),
+        VMSTATE_NCM_STAT(out_direct_transfers),
+        VMSTATE_NCM_STAT(out_deferred_packets),
+        VMSTATE_NCM_STAT(out_ntbs),
+        VMSTATE_NCM_STAT(out_datagrams),
+        VMSTATE_NCM_STAT(out_bytes),
+        VMSTATE_NCM_STAT(out_zlps),
+        VMSTATE_UINT64_ARRAY(fn.stats.out_parse_errors, USBNcmState,
+                             NCM_PARSE_ERROR__MAX),
+        VMSTATE_NCM_STAT(out_overflow_bytes),
+        VMSTATE_NCM_STAT(out_merged_transfers),
+        VMSTATE_NCM_STAT(out_merge_lost_datagrams),
+        VMSTATE_NCM_STAT(in_ntbs),
+        VMSTATE_NCM_STAT(in_direct_ntbs),
+        VMSTATE_NCM_STAT(in_datagrams),
+        VMSTATE_NCM_STAT(in_bytes),
+        VMSTATE_NCM_STAT(in_naks),
+        VMSTATE_NCM_STAT(in_zlps),
+        VMSTATE_NCM_STAT(in_parked),
+        VMSTATE_NCM_STAT(in_rescued_datagrams),
+        VMSTATE_NCM_STAT(packets_handed_back),
+        VMSTATE_NCM_STAT(packets_adopted),
+        VMSTATE_NCM_STAT(rx_backpressure),
+        VMSTATE_NCM_STAT(rx_filtered),
+        VMSTATE_NCM_STAT(rx_oversize),
+        VMSTATE_NCM_STAT(rx_inactive_drops),
+        VMSTATE_NCM_STAT(in_flushed_datagrams),
+        VMSTATE_NCM_STAT(bad_requests),
+        VMSTATE_NCM_STAT(notifications),
+        VMSTATE_NCM_STAT(link_down_drops),
+        VMSTATE_NCM_STAT(fault_dropped_in_ntbs),
+        VMSTATE_NCM_STAT(fault_corrupted_in_ntbs),
+        /* the bytes, last: their lengths are checked as they come */
+        VMSTATE_USB_NCM_BUFFER("out_buf", vmstate_info_usb_ncm_out_buf),
+        VMSTATE_USB_NCM_BUFFER("in_buf", vmstate_info_usb_ncm_in_buf),
+        VMSTATE_END_OF_LIST()
+    },
 };
 
 static const Property usb_ncm_properties[] = {

@@ -938,3 +938,94 @@ bool ncm_function_in_sent(NcmFunction *f, uint32_t len, uint32_t room,
     ncm_in_ended(f, ntb_len, len, room, max_packet);
     return true;
 }
+
+/* Migration */
+
+void ncm_function_pre_save(NcmFunction *f)
+{
+    ncm_function_in_detach(f);
+}
+
+uint32_t ncm_function_in_bytes(const NcmFunction *f)
+{
+    return MAX(f->in_ntb_len, f->in_builder.len);
+}
+
+static const char *ncm_check_builder(NcmFunction *f, uint32_t in_bytes)
+{
+    NcmNtbBuilder *b = &f->in_builder;
+    NcmNtbLayout layout = {
+        .max_len = f->ntb_in_size,
+        .divisor = f->cfg.in_divisor,
+        .remainder = f->cfg.in_remainder,
+        .ndp_alignment = f->cfg.in_alignment,
+        .max_datagrams = f->ntb_in_max_datagrams,
+    };
+    uint32_t len = b->len, n = b->n_datagrams, ndp = b->ndp_offset, i;
+
+    /* the table came as it was; everything else is rebuilt */
+    ncm_ntb_builder_init(b, f->format, &layout, f->in_buf);
+    if (n > b->max_datagrams) {
+        return "more IN datagrams than the NTB may hold";
+    }
+    if (len < f->format->nth_len || len > b->layout.max_len ||
+        len > in_bytes) {
+        return "IN NTB length outside its buffer";
+    }
+    for (i = 0; i < n; i++) {
+        const NcmDatagram *d = &b->datagrams[i];
+
+        if (d->offset < f->format->nth_len || d->len < NCM_ETH_HEADER_LEN ||
+            (uint64_t)d->offset + d->len > len) {
+            return "IN datagram outside the NTB";
+        }
+    }
+    if (f->in_ntb_len &&
+        (!n || (uint64_t)ndp + f->format->ndp_min_len > f->in_ntb_len)) {
+        return "IN NDP outside the NTB being sent";
+    }
+    b->len = len;
+    b->n_datagrams = n;
+    b->ndp_offset = ndp;
+    return NULL;
+}
+
+const char *ncm_function_post_load(NcmFunction *f, bool ntb32,
+                                   uint32_t in_bytes)
+{
+    if (ntb32 && !(f->cfg.ntb_formats & NCM_NTB_FORMAT_32)) {
+        return "NTB32 selected, but this device does not offer it";
+    }
+    f->format = ntb32 ? &ncm_ntb32_format : &ncm_ntb16_format;
+    f->in_attached = false;
+    if (f->ntb_in_size < NCM_NTB_MIN_SIZE ||
+        f->ntb_in_size > f->cfg.ntb_in_max_size) {
+        return "NTB input size outside 2048..ntb-in-max-size";
+    }
+    if (f->ntb_in_max_datagrams > NCM_MAX_DATAGRAMS) {
+        return "wNtbInMaxDatagrams too large";
+    }
+    if (f->max_datagram_size < NCM_ETH_HEADER_LEN ||
+        f->max_datagram_size > f->cfg.max_segment_size) {
+        return "max datagram size outside 14..max-segment-size";
+    }
+    if (f->packet_filter & ~0x1f) {
+        return "unknown packet filter bits";
+    }
+    if (f->out_len > f->out_buf_size) {
+        return "OUT transfer longer than its buffer";
+    }
+    if (f->in_ntb_len > f->ntb_in_size || f->in_ntb_len > in_bytes ||
+        f->in_send_off > f->in_ntb_len) {
+        return "IN NTB being sent is outside its buffer";
+    }
+    if (f->notify_len > sizeof(f->notify_buf) ||
+        f->notify_off > f->notify_len ||
+        (f->notify_pending & ~(NCM_NOTIFY_SPEED | NCM_NOTIFY_CONNECTION))) {
+        return "notification state out of range";
+    }
+    if (f->faults.corrupt >= NCM_CORRUPT__MAX) {
+        return "unknown IN corruption";
+    }
+    return ncm_check_builder(f, in_bytes);
+}

@@ -17,6 +17,8 @@
 #include "libqtest.h"
 #include "libqos/libqos-pc.h"
 #include "libqos/xhci-driver.h"
+#include "libqos/pci-pc.h"
+#include "qobject/qlist.h"
 #include "qobject/qdict.h"
 #include <poll.h>
 #include <sys/ioctl.h>
@@ -253,22 +255,31 @@ static bool sock_read_exact(NcmEnv *e, uint8_t *buf, size_t len,
     return true;
 }
 
-/* Next frame QEMU sent, or NULL if none came within @timeout_ms. */
+/*
+ * Next frame QEMU sent, or NULL if none came within @timeout_ms.  The
+ * RARP frames QEMU announces a NIC with after a migration are not the
+ * device's: they are skipped.
+ */
 static GByteArray *sock_recv_frame(NcmEnv *e, int timeout_ms)
 {
     uint8_t hdr[4];
     GByteArray *f;
     uint32_t len;
 
-    if (!sock_read_exact(e, hdr, 4, timeout_ms, false)) {
-        return NULL;
+    for (;;) {
+        if (!sock_read_exact(e, hdr, 4, timeout_ms, false)) {
+            return NULL;
+        }
+        len = ldl_be_p(hdr);
+        g_assert_cmpuint(len, <=, 65536);
+        f = g_byte_array_sized_new(len);
+        g_byte_array_set_size(f, len);
+        sock_read_exact(e, f->data, len, SOCK_TIMEOUT_MS, true);
+        if (len < 14 || lduw_be_p(f->data + 12) != 0x8035) {
+            return f;
+        }
+        g_byte_array_unref(f);
     }
-    len = ldl_be_p(hdr);
-    g_assert_cmpuint(len, <=, 65536);
-    f = g_byte_array_sized_new(len);
-    g_byte_array_set_size(f, len);
-    sock_read_exact(e, f->data, len, SOCK_TIMEOUT_MS, true);
-    return f;
 }
 
 static void sock_expect_frames(NcmEnv *e, GPtrArray *want)
@@ -3556,6 +3567,356 @@ static void test_nak_mode(NcmEnv *e, const NcmCase *c)
 }
 
 
+/*
+ * Migration.  The machine goes to a file and comes back in a new QEMU
+ * (as virtio-net-failover-test does); the xHCI driver follows it there
+ * with its rings and pending TDs.
+ */
+
+typedef enum MigCase {
+    MIG_MID_TRANSFER,       /* same device: state and data carry over */
+    MIG_REFUSE_INPUT_SIZE,  /* destination's ntb-in-max-size too small */
+    MIG_REFUSE_OUT_BUFFER,  /* destination's OUT buffer too small */
+} MigCase;
+
+static QDict *migrate_status(QTestState *qts)
+{
+    QDict *rsp = qtest_qmp(qts, "{'execute': 'query-migrate'}");
+    QDict *ret = qdict_get_qdict(rsp, "return");
+
+    g_assert(ret);
+    qobject_ref(ret);
+    qobject_unref(rsp);
+    return ret;
+}
+
+/* Poll query-migrate on @qts until it says completed or failed. */
+static bool migrate_wait(QTestState *qts)
+{
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autoptr(QDict) st = migrate_status(qts);
+        const char *status = qdict_get_try_str(st, "status");
+
+        if (status && !strcmp(status, "completed")) {
+            return true;
+        }
+        if (status && !strcmp(status, "failed")) {
+            g_test_message("migration failed: %s",
+                           qdict_get_try_str(st, "error-desc") ?: "?");
+            return false;
+        }
+        g_assert(g_get_monotonic_time() < deadline);
+        g_usleep(10 * 1000);
+    }
+}
+
+/*
+ * Save the machine to @file and stop the source; start a destination
+ * with @props for the adapter and load it there.  Returns the
+ * destination, or NULL (and it is gone) when it refused the state.
+ */
+static QTestState *migrate_via_file(NcmEnv *e, const char *file,
+                                    const char *props, int *sock)
+{
+    g_autofree char *fw = firmware_args();
+    g_autofree char *uri = g_strdup_printf("exec:cat > %s", file);
+    g_autofree char *in = g_strdup_printf("exec:cat %s", file);
+    QTestState *dst;
+    int sv[2];
+    bool ok;
+
+    qtest_qmp_assert_success(e->qts, "{'execute': 'migrate', 'arguments': "
+                             "{'uri': %s}}", uri);
+    g_assert(migrate_wait(e->qts));
+
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    dst = qtest_initf("-nodefaults%s -netdev socket,id=n0,fd=%d "
+                      "-device qemu-xhci,id=xhci,addr=04.0%s "
+                      "-device %s,id=ncm0,bus=xhci.0,netdev=n0,"
+                      "mac=" NCM_MAC_STR "%s%s -incoming defer",
+                      fw, sv[1], e->c->super ? "" : ",p3=0", e->c->model,
+                      props ? "," : "", props ? props : "");
+    close(sv[1]);
+    qtest_qmp_assert_success(dst, "{'execute': 'migrate-incoming', "
+                             "'arguments': {'uri': %s, "
+                             "'exit-on-error': false}}", in);
+    ok = migrate_wait(dst);
+    if (!ok) {
+        close(sv[0]);
+        qtest_quit(dst);
+        return NULL;
+    }
+    *sock = sv[0];
+    return dst;
+}
+
+/* The test goes on with the destination: QEMU, netdev socket, driver. */
+static void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock)
+{
+    qtest_quit(e->qts);
+    close(e->sock);
+    e->sock = sock;
+    e->qts = dst;
+    e->qs->qts = dst;
+    qpci_free_pc(e->qs->pcibus);
+    e->qs->pcibus = qpci_new_pc(dst, &e->qs->alloc);
+    g_free(e->pdev);
+    e->pdev = qpci_device_find(e->qs->pcibus, XHCI_DEVFN);
+    g_assert(e->pdev);
+    qxhci_migrated(e->xhci, dst, e->pdev);
+}
+
+static void test_migrate(NcmEnv *e, const NcmCase *c)
+{
+    const MigCase *m = c->data;
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    g_autofree char *file = g_strdup_printf("%s/usb-ncm-mig-%d",
+                                            g_get_tmp_dir(), getpid());
+    const char *dst_props = NULL;
+    QXhciTransfer *in[2];
+    QTestState *dst;
+    NtbLayout l;
+    uint8_t b[4];
+    uint32_t actual = 0, half;
+    int sock = -1;
+    unsigned i;
+
+    /* negotiated state that differs from the defaults */
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0), ==,
+                    QXHCI_CC_SUCCESS);
+    e->ntb32 = true;
+    stl_le_p(b, 16384);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
+                    QXHCI_CC_SUCCESS);
+    e->in_size = 16384;
+    ncm_set_alt(e, 1);
+    e->ntb32 = true;
+    e->in_size = 16384;
+    frames_add(rx, ncm_mac, 36000, 300);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+    g_ptr_array_set_size(rx, 0);
+
+    /* an OUT transfer half way: two full packets, no end yet */
+    for (i = 0; i < 3; i++) {
+        frames_add(tx, bcast_mac, 36100 + i, 600 + i * 100);
+    }
+    l = out_layout(e);
+    ntb = ntb_build(&l, tx, 1);
+    half = 2 * e->mps;
+    g_assert_cmpuint(ntb->len, >, half);
+    if (*m == MIG_REFUSE_OUT_BUFFER) {
+        /* more than a zlp=auto device's 64 KiB buffer holds */
+        g_autofree uint8_t *zeros = g_malloc0(32768);
+
+        for (i = 0; i < 3; i++) {
+            out_td(e, zeros, 32768);
+        }
+        dst_props = "zlp=auto";
+    } else {
+        out_td(e, ntb->data, half);
+    }
+
+    /*
+     * An IN NTB under construction in the host's waiting TD (built in
+     * place), held there by the busy fault.
+     */
+    qxhci_hold_doorbells(e->dev, true);
+    for (i = 0; i < 2; i++) {
+        in[i] = qxhci_submit(e->dev, e->ep_in.address, NULL, 16384);
+    }
+    qxhci_hold_doorbells(e->dev, false);
+    qxhci_ring_doorbell(e->dev, e->ep_in.address);
+    for (i = 0; i < 5; i++) {
+        qxhci_step(e->xhci);
+    }
+    fault_set(e, "fault-busy-ms", 300);
+    for (i = 0; i < 3; i++) {
+        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 36200 + i,
+                   *m == MIG_REFUSE_INPUT_SIZE ? 1514 : 200 + i * 300);
+    }
+    if (*m == MIG_REFUSE_INPUT_SIZE) {
+        dst_props = "ntb-in-max-size=4096";
+    }
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    g_assert(!in[0]->done);
+    before = ncm_stats(e);
+
+    dst = migrate_via_file(e, file, dst_props, &sock);
+    unlink(file);
+    if (*m != MIG_MID_TRANSFER) {
+        /* refused, and said so; the source is stopped but alive */
+        g_assert(!dst);
+        assert_alive(e);
+        qxhci_transfer_free(in[0]);
+        qxhci_transfer_free(in[1]);
+        qtest_qmp_assert_success(e->qts, "{'execute': 'cont'}");
+        return;
+    }
+    g_assert(dst);
+    ncm_follow_migration(e, dst, sock);
+
+    /* the NTB under construction arrives whole, in sequence, as NTB32 */
+    g_assert(qxhci_wait(in[0], RX_TIMEOUT_NS));
+    in_td_parse(e, in[0], 16384, got);
+    frames_assert_equal(got, rx);
+    qxhci_transfer_free(in[0]);
+    /* the second TD waits on */
+    for (i = 0; i < 5; i++) {
+        qxhci_step(e->xhci);
+    }
+    g_assert(!in[1]->done);
+    qxhci_transfer_free(in[1]);
+
+    /* the OUT transfer goes on where it was */
+    ncm_send(e, ntb->data + half, ntb->len - half);
+    sock_expect_frames(e, tx);
+
+    /* what was negotiated is still in force */
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(ldl_le_p(b), ==, 16384);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(lduw_le_p(b), ==, 1);
+    after = ncm_stats(e);
+    /* saving took them out of the source's TD; the destination sent them */
+    assert_stat_delta(before, after, "in_rescued_datagrams", rx->len);
+    assert_stat_delta(before, after, "in_ntbs", 1);
+    assert_stat_delta(before, after, "out_datagrams", tx->len);
+    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+    queue_check_traffic(e, 36300);
+}
+
+/*
+ * savevm / loadvm (snapshot-save / snapshot-load) on a qcow2 image made
+ * through QMP: the adapter's state comes back as it was saved.
+ */
+static bool qmp_job_wait(QTestState *qts, const char *id)
+{
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+
+    for (;;) {
+        QDict *rsp = qtest_qmp(qts, "{'execute': 'query-jobs'}");
+        QList *jobs = qdict_get_qlist(rsp, "return");
+        const QListEntry *entry;
+        bool done = false, ok = true;
+
+        QLIST_FOREACH_ENTRY(jobs, entry) {
+            QDict *j = qobject_to(QDict, qlist_entry_obj(entry));
+
+            if (!strcmp(qdict_get_str(j, "id"), id) &&
+                !strcmp(qdict_get_str(j, "status"), "concluded")) {
+                done = true;
+                if (qdict_haskey(j, "error")) {
+                    g_test_message("job %s: %s", id,
+                                   qdict_get_str(j, "error"));
+                    ok = false;
+                }
+            }
+        }
+        qobject_unref(rsp);
+        if (done) {
+            qtest_qmp_assert_success(qts, "{'execute': 'job-dismiss', "
+                                     "'arguments': {'id': %s}}", id);
+            return ok;
+        }
+        g_assert(g_get_monotonic_time() < deadline);
+        g_usleep(10 * 1000);
+    }
+}
+
+static void test_savevm(NcmEnv *e, const NcmCase *c)
+{
+    g_autofree char *img = g_strdup_printf("%s/usb-ncm-snap-%d.qcow2",
+                                           g_get_tmp_dir(), getpid());
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(QDict) saved = NULL;
+    g_autoptr(QDict) now = NULL;
+    QDict *rsp;
+    uint8_t b[4];
+    uint32_t actual = 0;
+
+    rsp = qtest_qmp(e->qts, "{'execute': 'blockdev-create', 'arguments': "
+                    "{'job-id': 'c0', 'options': {'driver': 'file', "
+                    "'filename': %s, 'size': 0}}}", img);
+    if (!qdict_haskey(rsp, "return")) {
+        qobject_unref(rsp);
+        g_test_skip("this QEMU cannot create image files");
+        return;
+    }
+    qobject_unref(rsp);
+    g_assert(qmp_job_wait(e->qts, "c0"));
+    qtest_qmp_assert_success(e->qts, "{'execute': 'blockdev-add', "
+                             "'arguments': {'driver': 'file', "
+                             "'node-name': 'f0', 'filename': %s}}", img);
+    rsp = qtest_qmp(e->qts, "{'execute': 'blockdev-create', 'arguments': "
+                    "{'job-id': 'c1', 'options': {'driver': 'qcow2', "
+                    "'file': 'f0', 'size': 1048576}}}");
+    if (!qdict_haskey(rsp, "return")) {
+        qobject_unref(rsp);
+        unlink(img);
+        g_test_skip("this QEMU has no qcow2");
+        return;
+    }
+    qobject_unref(rsp);
+    g_assert(qmp_job_wait(e->qts, "c1"));
+    qtest_qmp_assert_success(e->qts, "{'execute': 'blockdev-add', "
+                             "'arguments': {'driver': 'qcow2', "
+                             "'node-name': 'disk0', 'file': 'f0'}}");
+
+    stl_le_p(b, 8192);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
+                    QXHCI_CC_SUCCESS);
+    e->in_size = 8192;
+    ncm_set_alt(e, 1);
+    e->in_size = 8192;
+    frames_add(rx, ncm_mac, 37000, 500);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+    fault_set(e, "fault-drop-in-every", 7);
+    saved = ncm_stats(e);
+
+    qtest_qmp_assert_success(e->qts, "{'execute': 'snapshot-save', "
+                             "'arguments': {'job-id': 's0', 'tag': 'ncm', "
+                             "'vmstate': 'disk0', 'devices': ['disk0']}}");
+    g_assert(qmp_job_wait(e->qts, "s0"));
+
+    /* change what the snapshot holds, without touching the rings */
+    fault_set(e, "fault-drop-in-every", 0);
+    set_link(e, false);
+    set_link(e, true);
+
+    qtest_qmp_assert_success(e->qts, "{'execute': 'snapshot-load', "
+                             "'arguments': {'job-id': 'l0', 'tag': 'ncm', "
+                             "'vmstate': 'disk0', 'devices': ['disk0']}}");
+    g_assert(qmp_job_wait(e->qts, "l0"));
+    unlink(img);
+
+    g_assert_cmpint(qom_get_int(e, "fault-drop-in-every"), ==, 7);
+    now = ncm_stats(e);
+    assert_stat_delta(saved, now, "in_ntbs", 0);
+    assert_stat_delta(saved, now, "notifications", 0);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(ldl_le_p(b), ==, 8192);
+    fault_set(e, "fault-drop-in-every", 0);
+    /* and the data path picks up where the snapshot left it */
+    g_ptr_array_set_size(rx, 0);
+    frames_add(rx, ncm_mac, 37001, 800);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+    ncm_check_marker(e, 37100);
+}
+
 /* Registration */
 
 static void run_case(const void *data)
@@ -3594,6 +3955,25 @@ static void add_case(bool super, const char *model, const char *name,
                      const char *props)
 {
     add_case_data(super, model, name, fn, NULL, props)->arg = arg;
+}
+
+static void add_migration_cases(bool ss)
+{
+    static const MigCase cases[] = {
+        MIG_MID_TRANSFER, MIG_REFUSE_INPUT_SIZE, MIG_REFUSE_OUT_BUFFER,
+    };
+    static const char *const names[] = {
+        "migrate/mid-transfer", "migrate/refused/input-size",
+        "migrate/refused/out-buffer",
+    };
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        add_case_data(ss, "usb-ncm-dl", names[i], test_migrate, &cases[i],
+                      NULL);
+    }
+    add_case_data(ss, "usb-ncm-dl", "savevm-loadvm", test_savevm, NULL,
+                  NULL);
 }
 
 /* Several TDs per endpoint; the whole cross product only with -m slow */
@@ -3666,6 +4046,7 @@ static void add_queue_cases(bool ss)
                   test_set_configuration_0, NULL, NULL);
     add_case_data(ss, dl, "nak-mode/traffic", test_nak_mode, NULL,
                   "x-park-packets=off");
+    add_migration_cases(ss);
 }
 
 static void add_speed(bool ss)

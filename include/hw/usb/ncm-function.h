@@ -244,6 +244,20 @@ uint32_t ncm_function_in_attached_finish(NcmFunction *f, uint32_t room,
  */
 void ncm_function_in_detach(NcmFunction *f);
 
+/*
+ * Migration.  Before saving, the NTB under construction leaves any host
+ * buffer for the device's own (the destination's host re-sends its
+ * transfers).  After loading, every field that came from the stream is
+ * checked against what the configuration and the class requests allow,
+ * and the derived state is rebuilt; @in_bytes is how much of the IN
+ * buffer came with it.  Returns NULL, or why the state is refused.
+ */
+void ncm_function_pre_save(NcmFunction *f);
+const char *ncm_function_post_load(NcmFunction *f, bool ntb32,
+                                   uint32_t in_bytes);
+/* How much of the IN buffer holds state: what migration must carry. */
+uint32_t ncm_function_in_bytes(const NcmFunction *f);
+
 /* Interrupt IN: next notification bytes, or 0 when none. */
 uint32_t ncm_function_notify_next(NcmFunction *f, uint8_t *buf,
                                   uint32_t room);

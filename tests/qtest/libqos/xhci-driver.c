@@ -688,6 +688,13 @@ void qxhci_free(QXhci *x)
     g_free(x);
 }
 
+void qxhci_migrated(QXhci *x, QTestState *qts, QPCIDevice *pdev)
+{
+    /* guest memory and the controller came along; so did the BAR */
+    x->qts = qts;
+    x->pdev = pdev;
+}
+
 QTestState *qxhci_qts(QXhci *x)
 {
     return x->qts;

@@ -110,6 +110,11 @@ QXhci *qxhci_new(QTestState *qts, QPCIDevice *pdev, QGuestAllocator *alloc,
                  const QXhciOptions *opts);
 void qxhci_free(QXhci *x);
 QTestState *qxhci_qts(QXhci *x);
+/*
+ * The machine migrated to @qts, where the controller is @pdev: go on
+ * driving it there, with every ring, slot and pending TD as they were.
+ */
+void qxhci_migrated(QXhci *x, QTestState *qts, QPCIDevice *pdev);
 /* Drain the event ring; returns the number of events consumed. */
 int qxhci_poll(QXhci *x);
 /* Step the virtual clock once by the polling step, then poll. */
