@@ -39,7 +39,7 @@ def main():
         time.sleep(0.5)
     stats = {}
     if qom_path != "-":
-        stats = qmp.cmd("qom-get", path=qom_path, property="stats")
+        stats = qmp.cmd("qom-get", path=qom_path, property="x-stats")
     stats["vm_status"] = status
     stats["qemu_cpu_seconds"] = qemu_cpu_seconds(qmp.sock)
     print(json.dumps(stats, sort_keys=True))

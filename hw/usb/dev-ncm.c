@@ -22,6 +22,7 @@
 #include "qemu/timer.h"
 #include "qapi/visitor.h"
 #include "hw/qdev-properties.h"
+#include "hw/core/qdev-prop-internal.h"
 #include "hw/usb.h"
 #include "migration/qemu-file-types.h"
 #include "migration/vmstate.h"
@@ -34,10 +35,11 @@
 #include "hw/usb/ncm-function.h"
 #include "trace.h"
 
+#define TYPE_USB_NCM_BASE   "usb-ncm-base"
 #define TYPE_USB_NCM        "usb-ncm"
 #define TYPE_USB_NCM_DL     "usb-ncm-dl"
 
-OBJECT_DECLARE_TYPE(USBNcmState, USBNcmClass, USB_NCM)
+OBJECT_DECLARE_TYPE(USBNcmState, USBNcmClass, USB_NCM_BASE)
 
 enum {
     NCM_IF_CONTROL = 0,
@@ -74,7 +76,6 @@ typedef struct USBNcmVariant {
     uint16_t product_id;
     const char *manufacturer;
     const char *product;
-    NcmZlpPolicy zlp;
 } USBNcmVariant;
 
 struct USBNcmClass {
@@ -123,7 +124,6 @@ struct USBNcmState {
     bool ntb32;
     bool deferred_out;
     OnOffAuto park_packets;
-    char *zlp;
     uint16_t vendor_id;
     uint16_t product_id;
     char *manufacturer;
@@ -175,7 +175,6 @@ static const USBNcmVariant usb_ncm_variant = {
     .product_id = 0x0010,
     .manufacturer = "QEMU",
     .product = "QEMU USB NCM Ethernet",
-    .zlp = NCM_ZLP_AUTO,
 };
 
 static const USBNcmVariant usb_ncm_dl_variant = {
@@ -183,7 +182,6 @@ static const USBNcmVariant usb_ncm_dl_variant = {
     .product_id = 0x6000,
     .manufacturer = "DisplayLink",
     .product = "USB-NCM-DL Giga Ethernet",
-    .zlp = NCM_ZLP_REQUIRED,
 };
 
 typedef struct USBNcmSpeed {
@@ -665,7 +663,7 @@ static void usb_ncm_bulk_out(USBNcmState *s, USBPacket *p)
 
 static void usb_ncm_cancel_packet(USBDevice *dev, USBPacket *p)
 {
-    USBNcmState *s = USB_NCM(dev);
+    USBNcmState *s = USB_NCM_BASE(dev);
 
     if (p == s->in.parked) {
         /* what was built in its buffer goes out in the next one */
@@ -686,7 +684,7 @@ static void usb_ncm_cancel_packet(USBDevice *dev, USBPacket *p)
 
 static void usb_ncm_handle_reset(USBDevice *dev)
 {
-    USBNcmState *s = USB_NCM(dev);
+    USBNcmState *s = USB_NCM_BASE(dev);
 
     trace_usb_ncm_reset(dev->addr);
     usb_ncm_hand_back(s);
@@ -698,7 +696,7 @@ static void usb_ncm_handle_reset(USBDevice *dev)
 static void usb_ncm_set_interface(USBDevice *dev, int iface,
                                   int alt_old, int alt_new)
 {
-    USBNcmState *s = USB_NCM(dev);
+    USBNcmState *s = USB_NCM_BASE(dev);
 
     if (iface != NCM_IF_DATA || s->mig.loading) {
         return;
@@ -714,7 +712,7 @@ static void usb_ncm_handle_control(USBDevice *dev, USBPacket *p, int request,
                                    int value, int index, int length,
                                    uint8_t *data)
 {
-    USBNcmState *s = USB_NCM(dev);
+    USBNcmState *s = USB_NCM_BASE(dev);
     bool set_config = request == (DeviceOutRequest |
                                   USB_REQ_SET_CONFIGURATION);
     int ret;
@@ -780,7 +778,7 @@ static void usb_ncm_notify_in(USBNcmState *s, USBPacket *p)
 
 static void usb_ncm_handle_data(USBDevice *dev, USBPacket *p)
 {
-    USBNcmState *s = USB_NCM(dev);
+    USBNcmState *s = USB_NCM_BASE(dev);
 
     if (p->pid == USB_TOKEN_IN && p->ep->nr == NCM_EP_NOTIFY) {
         usb_ncm_notify_in(s, p);
@@ -868,7 +866,7 @@ static const struct {
 static void usb_ncm_get_stats(Object *obj, Visitor *v, const char *name,
                               void *opaque, Error **errp)
 {
-    USBNcmState *s = USB_NCM(obj);
+    USBNcmState *s = USB_NCM_BASE(obj);
     NcmCounters *c = &s->fn.stats;
     uint64_t total = 0;
     size_t i;
@@ -924,7 +922,7 @@ static void usb_ncm_fault_busy_end(void *opaque)
 static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
                                   void *opaque, Error **errp)
 {
-    USBNcmState *s = USB_NCM(obj);
+    USBNcmState *s = USB_NCM_BASE(obj);
     int64_t now = qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
     uint32_t value;
 
@@ -935,7 +933,7 @@ static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
         error_setg(errp, "%s can only be set on a realized device", name);
         return;
     }
-    if (!strcmp(name, "fault-link-down-ms")) {
+    if (!strcmp(name, "x-fault-link-down-ms")) {
         ncm_function_set_fault_link_down(&s->fn, value != 0);
         usb_ncm_schedule_wakeup(s, false, true);
         if (value) {
@@ -944,7 +942,7 @@ static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
             timer_del(s->fault_link_timer);
             usb_ncm_flush_rx(s);
         }
-    } else if (!strcmp(name, "fault-busy-ms")) {
+    } else if (!strcmp(name, "x-fault-busy-ms")) {
         s->fn.faults.busy = value != 0;
         if (value) {
             timer_mod(s->fault_busy_timer, now + value);
@@ -952,10 +950,10 @@ static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
             timer_del(s->fault_busy_timer);
             usb_ncm_fault_busy_end(s);
         }
-    } else if (!strcmp(name, "fault-drop-in-every")) {
+    } else if (!strcmp(name, "x-fault-drop-in-every")) {
         s->fn.faults.drop_in_every = value;
         s->fn.faults.in_ntb_counter = 0;
-    } else if (!strcmp(name, "fault-corrupt-count")) {
+    } else if (!strcmp(name, "x-fault-corrupt-count")) {
         s->fn.faults.corrupt_remaining = value;
     }
     trace_usb_ncm_fault(name, value);
@@ -964,16 +962,16 @@ static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
 static void usb_ncm_get_fault_u32(Object *obj, Visitor *v, const char *name,
                                   void *opaque, Error **errp)
 {
-    USBNcmState *s = USB_NCM(obj);
+    USBNcmState *s = USB_NCM_BASE(obj);
     uint32_t value = 0;
 
-    if (!strcmp(name, "fault-link-down-ms")) {
+    if (!strcmp(name, "x-fault-link-down-ms")) {
         value = s->fn.faults.link_down;
-    } else if (!strcmp(name, "fault-busy-ms")) {
+    } else if (!strcmp(name, "x-fault-busy-ms")) {
         value = s->fn.faults.busy;
-    } else if (!strcmp(name, "fault-drop-in-every")) {
+    } else if (!strcmp(name, "x-fault-drop-in-every")) {
         value = s->fn.faults.drop_in_every;
-    } else if (!strcmp(name, "fault-corrupt-count")) {
+    } else if (!strcmp(name, "x-fault-corrupt-count")) {
         value = s->fn.faults.corrupt_remaining;
     }
     visit_type_uint32(v, name, &value, errp);
@@ -981,7 +979,7 @@ static void usb_ncm_get_fault_u32(Object *obj, Visitor *v, const char *name,
 
 static char *usb_ncm_get_fault_corrupt(Object *obj, Error **errp)
 {
-    USBNcmState *s = USB_NCM(obj);
+    USBNcmState *s = USB_NCM_BASE(obj);
 
     return g_strdup(ncm_in_corruption_names[s->fn.faults.corrupt]);
 }
@@ -989,7 +987,7 @@ static char *usb_ncm_get_fault_corrupt(Object *obj, Error **errp)
 static void usb_ncm_set_fault_corrupt(Object *obj, const char *value,
                                       Error **errp)
 {
-    USBNcmState *s = USB_NCM(obj);
+    USBNcmState *s = USB_NCM_BASE(obj);
     int i;
 
     for (i = 0; i < NCM_CORRUPT__MAX; i++) {
@@ -1001,7 +999,7 @@ static void usb_ncm_set_fault_corrupt(Object *obj, const char *value,
             return;
         }
     }
-    error_setg(errp, "fault-corrupt-in: unknown corruption '%s'; use none, "
+    error_setg(errp, "x-fault-corrupt-in: unknown corruption '%s'; use none, "
                "ndp-at-end, datagram-offset-wrap, ndp-chain-loop, "
                "block-length-over-input-size or short-notification", value);
 }
@@ -1021,10 +1019,8 @@ static bool usb_ncm_is_pow2_in(uint32_t v, uint32_t lo, uint32_t hi)
     return v >= lo && v <= hi && !(v & (v - 1));
 }
 
-static bool usb_ncm_check_properties(USBNcmState *s, NcmZlpPolicy *zlp,
-                                     Error **errp)
+static bool usb_ncm_check_properties(USBNcmState *s, Error **errp)
 {
-    const USBNcmVariant *variant = USB_NCM_GET_CLASS(s)->variant;
     uint32_t smallest_ntb = MIN(s->cfg.ntb_in_max_size,
                                 s->cfg.ntb_out_max_size);
 
@@ -1076,17 +1072,6 @@ static bool usb_ncm_check_properties(USBNcmState *s, NcmZlpPolicy *zlp,
                    s->cfg.max_segment_size, smallest_ntb);
         return false;
     }
-    if (!s->zlp) {
-        *zlp = variant->zlp;
-    } else if (!strcmp(s->zlp, "auto")) {
-        *zlp = NCM_ZLP_AUTO;
-    } else if (!strcmp(s->zlp, "required")) {
-        *zlp = NCM_ZLP_REQUIRED;
-    } else {
-        error_setg(errp, "zlp must be 'auto' or 'required' (got '%s')",
-                   s->zlp);
-        return false;
-    }
     return true;
 }
 
@@ -1110,14 +1095,13 @@ static bool usb_ncm_controller_lets_packets_wait(USBNcmState *s)
 
 static void usb_ncm_realize(USBDevice *dev, Error **errp)
 {
-    USBNcmState *s = USB_NCM(dev);
-    const USBNcmVariant *variant = USB_NCM_GET_CLASS(s)->variant;
+    USBNcmState *s = USB_NCM_BASE(dev);
+    const USBNcmVariant *variant = USB_NCM_BASE_GET_CLASS(s)->variant;
     uint8_t caps = NCM_CAP_PACKET_FILTER | NCM_CAP_NET_ADDRESS |
                    NCM_CAP_MAX_DATAGRAM_SIZE;
-    NcmZlpPolicy zlp;
     uint8_t *mac;
 
-    if (!usb_ncm_check_properties(s, &zlp, errp)) {
+    if (!usb_ncm_check_properties(s, errp)) {
         return;
     }
     if (!s->vendor_id) {
@@ -1147,7 +1131,6 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
                          (s->ntb32 ? NCM_NTB_FORMAT_32 : 0);
     memcpy(s->cfg.mac, mac, sizeof(s->cfg.mac));
     s->cfg.link_speed_bps = 1000 * 1000 * 1000;
-    s->cfg.zlp = zlp;
     ncm_function_init(&s->fn, &s->cfg);
 
     s->ep_notify = usb_ep_get(dev, USB_TOKEN_IN, NCM_EP_NOTIFY);
@@ -1174,7 +1157,7 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
 
 static void usb_ncm_unrealize(USBDevice *dev)
 {
-    USBNcmState *s = USB_NCM(dev);
+    USBNcmState *s = USB_NCM_BASE(dev);
 
     qemu_bh_delete(s->wakeup_bh);
     s->wakeup_bh = NULL;
@@ -1192,24 +1175,24 @@ static void usb_ncm_unrealize(USBDevice *dev)
 
 static void usb_ncm_instance_init(Object *obj)
 {
-    USBNcmState *s = USB_NCM(obj);
+    USBNcmState *s = USB_NCM_BASE(obj);
 
     static const char *const fault_u32[] = {
-        "fault-link-down-ms", "fault-busy-ms", "fault-drop-in-every",
-        "fault-corrupt-count",
+        "x-fault-link-down-ms", "x-fault-busy-ms", "x-fault-drop-in-every",
+        "x-fault-corrupt-count",
     };
     size_t i;
 
     device_add_bootindex_property(obj, &s->conf.bootindex, "bootindex",
                                   "/ethernet-phy@0", DEVICE(obj));
-    object_property_add(obj, "stats", "UsbNcmStats", usb_ncm_get_stats,
+    object_property_add(obj, "x-stats", "UsbNcmStats", usb_ncm_get_stats,
                         NULL, NULL, NULL);
     for (i = 0; i < ARRAY_SIZE(fault_u32); i++) {
         object_property_add(obj, fault_u32[i], "uint32",
                             usb_ncm_get_fault_u32, usb_ncm_set_fault_u32,
                             NULL, NULL);
     }
-    object_property_add_str(obj, "fault-corrupt-in",
+    object_property_add_str(obj, "x-fault-corrupt-in",
                             usb_ncm_get_fault_corrupt,
                             usb_ncm_set_fault_corrupt);
 }
@@ -1479,31 +1462,66 @@ static const VMStateDescription vmstate_usb_ncm = {
     },
 };
 
+/* zlp: how the firmware finds the end of an OUT transfer */
+static const char *const usb_ncm_zlp_names[] = {
+    [NCM_ZLP_AUTO] = "auto",
+    [NCM_ZLP_REQUIRED] = "required",
+};
+
+static const QEnumLookup usb_ncm_zlp_lookup = {
+    .array = usb_ncm_zlp_names,
+    .size = ARRAY_SIZE(usb_ncm_zlp_names),
+};
+
+static const PropertyInfo usb_ncm_prop_zlp = {
+    .type = "UsbNcmZlp",
+    .description = "auto/required",
+    .enum_table = &usb_ncm_zlp_lookup,
+    .get = qdev_propinfo_get_enum,
+    .set = qdev_propinfo_set_enum,
+    .set_default_value = qdev_propinfo_set_default_value_enum,
+};
+
+/* Both variants have the same properties; only some defaults differ. */
+#define USB_NCM_PROPERTIES(_zlp)                                        \
+    DEFINE_NIC_PROPERTIES(USBNcmState, conf),                           \
+    DEFINE_PROP_UINT32("ntb-in-max-size", USBNcmState,                  \
+                       cfg.ntb_in_max_size, NCM_NTB16_MAX_SIZE),        \
+    DEFINE_PROP_UINT32("ntb-out-max-size", USBNcmState,                 \
+                       cfg.ntb_out_max_size, NCM_NTB16_MAX_SIZE),       \
+    DEFINE_PROP_UINT16("ntb-in-divisor", USBNcmState,                   \
+                       cfg.in_divisor, 4),                              \
+    DEFINE_PROP_UINT16("ntb-in-remainder", USBNcmState,                 \
+                       cfg.in_remainder, 0),                            \
+    DEFINE_PROP_UINT16("ntb-in-alignment", USBNcmState,                 \
+                       cfg.in_alignment, 4),                            \
+    DEFINE_PROP_UINT16("ntb-out-divisor", USBNcmState,                  \
+                       cfg.out_divisor, 4),                             \
+    DEFINE_PROP_UINT16("ntb-out-remainder", USBNcmState,                \
+                       cfg.out_remainder, 0),                           \
+    DEFINE_PROP_UINT16("ntb-out-alignment", USBNcmState,                \
+                       cfg.out_alignment, 4),                           \
+    DEFINE_PROP_UINT16("ntb-out-max-datagrams", USBNcmState,            \
+                       cfg.out_max_datagrams, 64),                      \
+    DEFINE_PROP_UINT16("max-segment-size", USBNcmState,                 \
+                       cfg.max_segment_size, 1514),                     \
+    DEFINE_PROP_BOOL("ntb32", USBNcmState, ntb32, true),                \
+    DEFINE_PROP_BOOL("x-deferred-out", USBNcmState, deferred_out, true), \
+    DEFINE_PROP_ON_OFF_AUTO("x-park-packets", USBNcmState,              \
+                            park_packets, ON_OFF_AUTO_AUTO),            \
+    DEFINE_PROP_SIGNED("zlp", USBNcmState, cfg.zlp, _zlp,               \
+                       usb_ncm_prop_zlp, NcmZlpPolicy),                 \
+    DEFINE_PROP_UINT16("vendorid", USBNcmState, vendor_id, 0),          \
+    DEFINE_PROP_UINT16("productid", USBNcmState, product_id, 0),        \
+    DEFINE_PROP_STRING("manufacturer", USBNcmState, manufacturer),      \
+    DEFINE_PROP_STRING("product", USBNcmState, product)
+
 static const Property usb_ncm_properties[] = {
-    DEFINE_NIC_PROPERTIES(USBNcmState, conf),
-    DEFINE_PROP_UINT32("ntb-in-max-size", USBNcmState, cfg.ntb_in_max_size,
-                       NCM_NTB16_MAX_SIZE),
-    DEFINE_PROP_UINT32("ntb-out-max-size", USBNcmState, cfg.ntb_out_max_size,
-                       NCM_NTB16_MAX_SIZE),
-    DEFINE_PROP_UINT16("ntb-in-divisor", USBNcmState, cfg.in_divisor, 4),
-    DEFINE_PROP_UINT16("ntb-in-remainder", USBNcmState, cfg.in_remainder, 0),
-    DEFINE_PROP_UINT16("ntb-in-alignment", USBNcmState, cfg.in_alignment, 4),
-    DEFINE_PROP_UINT16("ntb-out-divisor", USBNcmState, cfg.out_divisor, 4),
-    DEFINE_PROP_UINT16("ntb-out-remainder", USBNcmState, cfg.out_remainder, 0),
-    DEFINE_PROP_UINT16("ntb-out-alignment", USBNcmState, cfg.out_alignment, 4),
-    DEFINE_PROP_UINT16("ntb-out-max-datagrams", USBNcmState,
-                       cfg.out_max_datagrams, 64),
-    DEFINE_PROP_UINT16("max-segment-size", USBNcmState, cfg.max_segment_size,
-                       1514),
-    DEFINE_PROP_BOOL("ntb32", USBNcmState, ntb32, true),
-    DEFINE_PROP_BOOL("x-deferred-out", USBNcmState, deferred_out, true),
-    DEFINE_PROP_ON_OFF_AUTO("x-park-packets", USBNcmState, park_packets,
-                            ON_OFF_AUTO_AUTO),
-    DEFINE_PROP_STRING("zlp", USBNcmState, zlp),
-    DEFINE_PROP_UINT16("vendorid", USBNcmState, vendor_id, 0),
-    DEFINE_PROP_UINT16("productid", USBNcmState, product_id, 0),
-    DEFINE_PROP_STRING("manufacturer", USBNcmState, manufacturer),
-    DEFINE_PROP_STRING("product", USBNcmState, product),
+    USB_NCM_PROPERTIES(NCM_ZLP_AUTO),
+};
+
+static const Property usb_ncm_dl_properties[] = {
+    USB_NCM_PROPERTIES(NCM_ZLP_REQUIRED),
 };
 
 static const char *const usb_ncm_property_help[][2] = {
@@ -1530,15 +1548,25 @@ static const char *const usb_ncm_property_help[][2] = {
     { "product", "product string" },
 };
 
-static void usb_ncm_class_init(ObjectClass *klass, NcmClassInitData *data)
+static void usb_ncm_set_props(ObjectClass *klass, const Property *props,
+                              size_t n)
+{
+    size_t i;
+
+    device_class_set_props_n(DEVICE_CLASS(klass), props, n);
+    for (i = 0; i < ARRAY_SIZE(usb_ncm_property_help); i++) {
+        object_class_property_set_description(klass,
+                                              usb_ncm_property_help[i][0],
+                                              usb_ncm_property_help[i][1]);
+    }
+}
+
+static void usb_ncm_base_class_init(ObjectClass *klass,
+                                    NcmClassInitData *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     USBDeviceClass *uc = USB_DEVICE_CLASS(klass);
-    size_t i;
 
-    USB_NCM_CLASS(klass)->variant = &usb_ncm_variant;
-    uc->product_desc = "QEMU USB NCM Ethernet";
-    dc->desc = "USB CDC-NCM Ethernet adapter";
     uc->realize = usb_ncm_realize;
     uc->unrealize = usb_ncm_unrealize;
     uc->handle_attach = usb_desc_attach;
@@ -1550,12 +1578,18 @@ static void usb_ncm_class_init(ObjectClass *klass, NcmClassInitData *data)
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
     dc->fw_name = "network";
     dc->vmsd = &vmstate_usb_ncm;
-    device_class_set_props(dc, usb_ncm_properties);
-    for (i = 0; i < ARRAY_SIZE(usb_ncm_property_help); i++) {
-        object_class_property_set_description(klass,
-                                              usb_ncm_property_help[i][0],
-                                              usb_ncm_property_help[i][1]);
-    }
+}
+
+static void usb_ncm_class_init(ObjectClass *klass, NcmClassInitData *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    USBDeviceClass *uc = USB_DEVICE_CLASS(klass);
+
+    USB_NCM_BASE_CLASS(klass)->variant = &usb_ncm_variant;
+    uc->product_desc = "QEMU USB NCM Ethernet";
+    dc->desc = "USB CDC-NCM Ethernet adapter";
+    usb_ncm_set_props(klass, usb_ncm_properties,
+                      ARRAY_SIZE(usb_ncm_properties));
 }
 
 static void usb_ncm_dl_class_init(ObjectClass *klass, NcmClassInitData *data)
@@ -1563,24 +1597,31 @@ static void usb_ncm_dl_class_init(ObjectClass *klass, NcmClassInitData *data)
     DeviceClass *dc = DEVICE_CLASS(klass);
     USBDeviceClass *uc = USB_DEVICE_CLASS(klass);
 
-    USB_NCM_CLASS(klass)->variant = &usb_ncm_dl_variant;
+    USB_NCM_BASE_CLASS(klass)->variant = &usb_ncm_dl_variant;
     uc->product_desc = "USB-NCM-DL Giga Ethernet";
     dc->desc = "DisplayLink-style USB CDC-NCM Ethernet (64 KiB NTBs, "
                "ZLP-required firmware)";
+    usb_ncm_set_props(klass, usb_ncm_dl_properties,
+                      ARRAY_SIZE(usb_ncm_dl_properties));
 }
 
 static const TypeInfo usb_ncm_types[] = {
     {
-        .name = TYPE_USB_NCM,
+        .name = TYPE_USB_NCM_BASE,
         .parent = TYPE_USB_DEVICE,
         .instance_size = sizeof(USBNcmState),
         .instance_init = usb_ncm_instance_init,
         .class_size = sizeof(USBNcmClass),
+        .class_init = usb_ncm_base_class_init,
+        .abstract = true,
+    }, {
+        .name = TYPE_USB_NCM,
+        .parent = TYPE_USB_NCM_BASE,
         .class_init = usb_ncm_class_init,
     }, {
         /* the same function, presented as a DisplayLink dock's NIC */
         .name = TYPE_USB_NCM_DL,
-        .parent = TYPE_USB_NCM,
+        .parent = TYPE_USB_NCM_BASE,
         .class_init = usb_ncm_dl_class_init,
     },
 };

@@ -46,7 +46,7 @@ bad_cases=(
     "ntb-in-alignment=2|must be powers of two"
     "ntb-out-max-datagrams=0|ntb-out-max-datagrams must be in 1..1024"
     "max-segment-size=1000|max-segment-size 1000 must be at least 1514"
-    "zlp=sometimes|zlp must be 'auto' or 'required'"
+    "zlp=sometimes|Parameter 'zlp' does not accept value 'sometimes'"
 )
 for c in "${bad_cases[@]}"; do
     prop=${c%%|*}

@@ -838,10 +838,10 @@ static char *qom_get_str(NcmEnv *e, const char *prop)
     return v;
 }
 
-/* Every counter of the "stats" property */
+/* Every counter of the "x-stats" property */
 static QDict *ncm_stats(NcmEnv *e)
 {
-    QDict *rsp = qom_get(e, "stats");
+    QDict *rsp = qom_get(e, "x-stats");
     QDict *stats = qdict_get_qdict(rsp, "return");
 
     g_assert(stats);
@@ -914,7 +914,7 @@ static void fault_set(NcmEnv *e, const char *prop, uint32_t value)
 static void fault_corrupt(NcmEnv *e, const char *how)
 {
     qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', 'arguments': "
-                             "{'path': %s, 'property': 'fault-corrupt-in', "
+                             "{'path': %s, 'property': 'x-fault-corrupt-in', "
                              "'value': %s}}", NCM_QOM_PATH, how);
 }
 
@@ -1807,7 +1807,7 @@ static void in_cancel_parked(NcmEnv *e, const NcmCase *c, QXhciTransfer *t,
         break;
     }
     if (busy) {
-        fault_set(e, "fault-busy-ms", 0);
+        fault_set(e, "x-fault-busy-ms", 0);
     }
     qxhci_poll(e->xhci);
     if (t->done && t->actual) {
@@ -1859,7 +1859,7 @@ static void test_rx_parked_cancel(NcmEnv *e, const NcmCase *c)
      */
     before = ncm_stats(e);
     t = in_park(e, e->p.in_max, 0);
-    fault_set(e, "fault-busy-ms", 1000000);
+    fault_set(e, "x-fault-busy-ms", 1000000);
     for (i = 0; i < 4; i++) {
         frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11300 + i, 200 + i * 90);
     }
@@ -2498,9 +2498,9 @@ static void test_fault_link_down(NcmEnv *e, const NcmCase *c)
 
     before = ncm_stats(e);
     t0 = clock_ns(e);
-    fault_set(e, "fault-link-down-ms", n_ms);
+    fault_set(e, "x-fault-link-down-ms", n_ms);
     expect_connection(b, notify_read(e, b, RX_TIMEOUT_NS), false);
-    g_assert_cmpint(qom_get_int(e, "fault-link-down-ms"), !=, 0);
+    g_assert_cmpint(qom_get_int(e, "x-fault-link-down-ms"), !=, 0);
 
     /* frames from the network do not reach the host... */
     for (i = 0; i < 3; i++) {
@@ -2526,7 +2526,7 @@ static void test_fault_link_down(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(now - t0, <, (n_ms - 2) * MS);
     if (end_early) {
         /* 0 ends the fault now */
-        fault_set(e, "fault-link-down-ms", 0);
+        fault_set(e, "x-fault-link-down-ms", 0);
     } else {
         /* still down just before N ms... */
         qtest_clock_step(e->qts, t0 + (n_ms - 2) * MS - now);
@@ -2538,7 +2538,7 @@ static void test_fault_link_down(NcmEnv *e, const NcmCase *c)
     expect_speed_change(b, notify_read(e, b, RX_TIMEOUT_NS));
     expect_connection(b, notify_read(e, b, RX_TIMEOUT_NS), true);
     g_assert_cmpuint(notify_read(e, b, 100 * MS), ==, 0);
-    g_assert_cmpint(qom_get_int(e, "fault-link-down-ms"), ==, 0);
+    g_assert_cmpint(qom_get_int(e, "x-fault-link-down-ms"), ==, 0);
     if (end_early) {
         /* the timer that would have ended it is gone */
         now = clock_ns(e);
@@ -2587,8 +2587,8 @@ static void test_fault_busy(NcmEnv *e, const NcmCase *c)
 
     before = ncm_stats(e);
     t0 = clock_ns(e);
-    fault_set(e, "fault-busy-ms", n_ms);
-    g_assert_cmpint(qom_get_int(e, "fault-busy-ms"), !=, 0);
+    fault_set(e, "x-fault-busy-ms", n_ms);
+    g_assert_cmpint(qom_get_int(e, "x-fault-busy-ms"), !=, 0);
     out = qxhci_submit(e->dev, e->ep_out.address, ntb->data, ntb->len);
     in = qxhci_submit(e->dev, e->ep_in.address, NULL, e->p.in_max);
     sock_send_frames(e, rx);
@@ -2613,7 +2613,7 @@ static void test_fault_busy(NcmEnv *e, const NcmCase *c)
     ntb_parse_in(e, buf, in->actual, e->in_size, got);
     qxhci_transfer_free(in);
     frames_assert_equal(got, rx);
-    g_assert_cmpint(qom_get_int(e, "fault-busy-ms"), ==, 0);
+    g_assert_cmpint(qom_get_int(e, "x-fault-busy-ms"), ==, 0);
 
     after = ncm_stats(e);
     assert_stat_delta(before, after, "out_datagrams", tx->len);
@@ -2631,14 +2631,14 @@ static void test_fault_drop_in(NcmEnv *e, const NcmCase *c)
 
     ncm_set_alt(e, 1);
     before = ncm_stats(e);
-    fault_set(e, "fault-drop-in-every", 2);
-    g_assert_cmpint(qom_get_int(e, "fault-drop-in-every"), ==, 2);
+    fault_set(e, "x-fault-drop-in-every", 2);
+    g_assert_cmpint(qom_get_int(e, "x-fault-drop-in-every"), ==, 2);
     /* one burst, one NTB; the 2nd and 4th are dropped, then no more */
     for (i = 0; i < 6; i++) {
         g_autoptr(GPtrArray) burst = frames_new();
 
         if (i == 4) {
-            fault_set(e, "fault-drop-in-every", 0);
+            fault_set(e, "x-fault-drop-in-every", 0);
         }
         for (j = 0; j < 3; j++) {
             frames_add(burst, j % 2 ? ncm_mac : bcast_mac,
@@ -2815,12 +2815,12 @@ static void corrupt_rounds(NcmEnv *e, int how, unsigned count, uint32_t tag)
     unsigned i;
 
     if (count > 1) {
-        fault_set(e, "fault-corrupt-count", count);
+        fault_set(e, "x-fault-corrupt-count", count);
     }
     fault_corrupt(e, name);
-    now = qom_get_str(e, "fault-corrupt-in");
+    now = qom_get_str(e, "x-fault-corrupt-in");
     g_assert_cmpstr(now, ==, name);
-    g_assert_cmpint(qom_get_int(e, "fault-corrupt-count"), ==, count);
+    g_assert_cmpint(qom_get_int(e, "x-fault-corrupt-count"), ==, count);
 
     for (i = 0; i < count; i++) {
         g_autoptr(GPtrArray) frames = frames_new();
@@ -2836,7 +2836,7 @@ static void corrupt_rounds(NcmEnv *e, int how, unsigned count, uint32_t tag)
         want = in_ntb_expected(e, frames, e->rx_seq++);
         check_corrupted(e, got, want, how);
     }
-    g_assert_cmpint(qom_get_int(e, "fault-corrupt-count"), ==, 0);
+    g_assert_cmpint(qom_get_int(e, "x-fault-corrupt-count"), ==, 0);
 
     /* the next one is clean */
     frames_add(clean, ncm_mac, tag + 100, 200);
@@ -2860,7 +2860,7 @@ static void test_fault_corrupt(NcmEnv *e, const NcmCase *c)
     }
     ncm_set_alt(e, 1);
     e->ntb32 = n32;
-    g_assert_cmpint(qom_get_int(e, "fault-corrupt-count"), ==, 0);
+    g_assert_cmpint(qom_get_int(e, "x-fault-corrupt-count"), ==, 0);
     corrupt_rounds(e, how, 1, 9000);
     if (how == CORRUPT_BLOCK_LEN) {
         /* the input size the host set, not dwNtbInMaxSize */
@@ -2900,7 +2900,7 @@ static void test_fault_short_notify(NcmEnv *e, const NcmCase *c)
     n = notify_read(e, b, RX_TIMEOUT_NS);
     g_assert_cmpmem(b, n, cut, sizeof(cut));
     g_assert_cmpuint(notify_read(e, b, 100 * MS), ==, 0);
-    g_assert_cmpint(qom_get_int(e, "fault-corrupt-count"), ==, 0);
+    g_assert_cmpint(qom_get_int(e, "x-fault-corrupt-count"), ==, 0);
 
     /* the next ones are whole */
     set_link(e, true);
@@ -2934,7 +2934,7 @@ static void test_fault_corrupt_invalid(NcmEnv *e, const NcmCase *c)
     before = ncm_stats(e);
     for (i = 0; i < ARRAY_SIZE(bad); i++) {
         QDict *rsp = qtest_qmp(e->qts, "{'execute': 'qom-set', 'arguments': "
-                               "{'path': %s, 'property': 'fault-corrupt-in',"
+                               "{'path': %s, 'property': 'x-fault-corrupt-in',"
                                " 'value': %s}}", NCM_QOM_PATH, bad[i]);
         QDict *err = qdict_get_qdict(rsp, "error");
 
@@ -2943,12 +2943,12 @@ static void test_fault_corrupt_invalid(NcmEnv *e, const NcmCase *c)
                            bad[i]);
         }
         g_assert(err);
-        g_assert(strstr(qdict_get_str(err, "desc"), "fault-corrupt-in"));
+        g_assert(strstr(qdict_get_str(err, "desc"), "x-fault-corrupt-in"));
         qobject_unref(rsp);
     }
-    now = qom_get_str(e, "fault-corrupt-in");
+    now = qom_get_str(e, "x-fault-corrupt-in");
     g_assert_cmpstr(now, ==, "none");
-    g_assert_cmpint(qom_get_int(e, "fault-corrupt-count"), ==, 0);
+    g_assert_cmpint(qom_get_int(e, "x-fault-corrupt-count"), ==, 0);
 
     /* nothing armed: the next NTB is clean */
     frames_add(rx, ncm_mac, 9800, 300);
@@ -2989,7 +2989,7 @@ static const char *const queue_event_names[QEV__MAX] = {
     [QEV_PORT_RESET] = "port-reset",
     [QEV_STOP_ENDPOINT] = "stop-endpoint",
     [QEV_DEVICE_DEL] = "device-del",
-    [QEV_FAULT_BUSY] = "fault-busy-ms",
+    [QEV_FAULT_BUSY] = "x-fault-busy-ms",
 };
 
 /* Bulk IN TD sizes, in queue order: big, then small and odd ones */
@@ -3089,7 +3089,7 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
     }
     qxhci_hold_doorbells(e->dev, false);
     if (ev == QEV_FAULT_BUSY) {
-        fault_set(e, "fault-busy-ms", 1000000);
+        fault_set(e, "x-fault-busy-ms", 1000000);
     }
     if (n_in) {
         qxhci_ring_doorbell(e->dev, e->ep_in.address);
@@ -3135,7 +3135,7 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
             sock_send_frames(e, busy_rx);
             sock_settle(e);
         }
-        fault_set(e, "fault-busy-ms", 0);
+        fault_set(e, "x-fault-busy-ms", 0);
         break;
     default:
         g_assert_not_reached();
@@ -3737,7 +3737,7 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     for (i = 0; i < 5; i++) {
         qxhci_step(e->xhci);
     }
-    fault_set(e, "fault-busy-ms", 300);
+    fault_set(e, "x-fault-busy-ms", 300);
     for (i = 0; i < 3; i++) {
         frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 36200 + i,
                    *m == MIG_REFUSE_INPUT_SIZE ? 1514 : 200 + i * 300);
@@ -3882,7 +3882,7 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
     frames_add(rx, ncm_mac, 37000, 500);
     sock_send_frames(e, rx);
     ncm_expect_rx(e, rx);
-    fault_set(e, "fault-drop-in-every", 7);
+    fault_set(e, "x-fault-drop-in-every", 7);
     saved = ncm_stats(e);
 
     qtest_qmp_assert_success(e->qts, "{'execute': 'snapshot-save', "
@@ -3891,7 +3891,7 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
     g_assert(qmp_job_wait(e->qts, "s0"));
 
     /* change what the snapshot holds, without touching the rings */
-    fault_set(e, "fault-drop-in-every", 0);
+    fault_set(e, "x-fault-drop-in-every", 0);
     set_link(e, false);
     set_link(e, true);
 
@@ -3901,14 +3901,14 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
     g_assert(qmp_job_wait(e->qts, "l0"));
     unlink(img);
 
-    g_assert_cmpint(qom_get_int(e, "fault-drop-in-every"), ==, 7);
+    g_assert_cmpint(qom_get_int(e, "x-fault-drop-in-every"), ==, 7);
     now = ncm_stats(e);
     assert_stat_delta(saved, now, "in_ntbs", 0);
     assert_stat_delta(saved, now, "notifications", 0);
     g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, 8192);
-    fault_set(e, "fault-drop-in-every", 0);
+    fault_set(e, "x-fault-drop-in-every", 0);
     /* and the data path picks up where the snapshot left it */
     g_ptr_array_set_size(rx, 0);
     frames_add(rx, ncm_mac, 37001, 800);
