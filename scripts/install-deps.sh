@@ -14,7 +14,7 @@ BUILD_PKGS="build-essential ninja-build python3-venv pkg-config libglib2.0-dev
 BPO_PKGS="meson python3-pycotap"
 GUEST_PKGS="cpio xz-utils zstd kmod iperf3 iputils-ping gcc libc6-dev"
 FUZZ_PKGS="clang libclang-rt-14-dev"
-BENCH_PKGS="gnuplot-nox linux-perf"
+BENCH_PKGS="gnuplot-nox linux-perf iproute2"
 
 [ -r /etc/debian_version ] || die "this is not a Debian machine" \
     "install QEMU's build dependencies by hand and run: make QEMU_SRC=/path/to/qemu"

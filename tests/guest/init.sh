@@ -6,7 +6,7 @@
 # copies this file into the initramfs.
 #
 # Kernel command line parameters (all optional):
-#   ncm.mode=test|run|bench|stress|shell   default shell
+#   ncm.mode=test|run|bench|stress|scale|shell   default shell
 #   ncm.driver=cdc_ncm     driver whose interface to use (cdc_ether for
 #                          usb-net, virtio_net for virtio-net-pci, any = first)
 #   ncm.wait=60            seconds to wait for that interface, then any non-lo
@@ -47,6 +47,8 @@
 #   ncm.udp=0              iperf3 UDP runs of 64-byte datagrams (0: none;
 #                          N: offered rate N Mbit/s, each direction in DIRS)
 #   ncm.cols=N ncm.rows=N  terminal size for the shell
+#   ncm.scale=N            scale mode (ncm.mode=scale): N NICs at once,
+#                          see scale_mode
 #   ncm.symbols=PORT       at the end, send the text symbols of
 #                          /proc/kallsyms (modules included) and /proc/stat
 #                          before/after each TCP run as a tar.gz to
@@ -104,6 +106,7 @@ LIVE_ROUNDS=3
 RAISE_TIMEOUT=30
 STRESS=
 STRESS_V=
+SCALE=1
 
 for arg in $(cat /proc/cmdline); do
     case $arg in
@@ -136,6 +139,7 @@ for arg in $(cat /proc/cmdline); do
     ncm.live_rounds=*) LIVE_ROUNDS=${arg#*=} ;;
     ncm.stress=*) STRESS=${arg#*=} ;;
     ncm.stress_v=1) STRESS_V=-v ;;
+    ncm.scale=*) SCALE=${arg#*=} ;;
     esac
 done
 # bench and live_raise start from the driver's own NTB sizes
@@ -584,15 +588,30 @@ report_counters() {
         gsub(/^ +/, "", $1); printf "NCMTEST ethtool.%s=%s\n", $1, $2 }'
 }
 
-# For scripts/profile.sh (ncm.symbols): the guest's own CPU accounting
-# around each TCP run, and the symbols that its RIP samples resolve to.
+# irq_counts: interrupts taken so far by the NIC's host controller or
+# virtio queues, local timer interrupts, uptime (one CPU's column)
+irq_counts() {
+    awk -v up="$(now)" '
+        /_hcd|virtio[0-9]+-(input|output)/ { nic += $2 }
+        /^ *LOC:/ { loc = $2 }
+        END { printf "%d %d %s", nic, loc, up }' /proc/interrupts
+}
+
+# Around each TCP run: the interrupts the guest took (NCMTEST
+# irq_TAG=NIC-interrupts local-timer-interrupts seconds) for
+# scripts/bench-report.py and profile-report.py; for scripts/profile.sh
+# (ncm.symbols) also the guest's own CPU accounting, and the symbols that
+# its RIP samples resolve to.
 cpu_stat_start() {
+    IRQ_START=$(irq_counts)
     [ -n "$SYMBOLS" ] || return 0
     mkdir -p /tmp/prof
     head -n1 /proc/stat > /tmp/prof/stat.start
 }
 
 cpu_stat_stop() {
+    t "irq_$1=$(echo "$IRQ_START $(irq_counts)" |
+        awk '{ printf "%d %d %.2f", $4 - $1, $5 - $2, $6 - $3 }')"
     [ -n "$SYMBOLS" ] || return 0
     { cat /tmp/prof/stat.start; head -n1 /proc/stat; } > "/tmp/prof/$1.stat"
 }
@@ -608,6 +627,85 @@ send_symbols() {
     else
         t "symbols_sent_bytes=0"
     fi
+}
+
+# Scale mode (scripts/bench-scaling.sh): ncm.scale NICs of $DRIVER at
+# once. The one whose MAC ends in :0I gets 10.0.(2+I).15/24 and talks to
+# the iperf3 server at 10.0.(2+I).2 (its own tap on the host). After an
+# idle pause (phase scale-idle: the host samples QEMU's RSS), TCP runs on
+# every NIC at the same time, up then down (phases scale-up, scale-down).
+# Keys: scale_ifaces, scale_DIR_mbps (the sum of the receivers),
+# scale_DIR_each, scale_DIR_rc, irq_scale_DIR.
+scale_ifaces() {
+    local d n
+    for d in /sys/class/net/*; do
+        n=${d##*/}
+        [ "$n" = lo ] && continue
+        [ "$(driver_of "$n")" = "$DRIVER" ] && echo "$n"
+    done
+}
+
+scale_mode() {
+    local end list n i mac pairs="" p dir flag sum each rc v
+    end=$(($(secs) + WAIT))
+    while :; do
+        list=$(scale_ifaces)
+        [ "$(echo "$list" | wc -w)" -ge "$SCALE" ] && break
+        [ "$(secs)" -ge "$end" ] && break
+        sleep 0.25
+    done
+    t "scale_ifaces=$(echo "$list" | tr "\n" " ")"
+    for n in $list; do
+        mac=$(cat "/sys/class/net/$n/address")
+        i=$((0x${mac##*:}))
+        pairs="$pairs $n:$i"
+        IFACE=$n
+        set_ntb_size rx_max "$RX_MAX"
+        set_ntb_size tx_max "$TX_MAX"
+        ip link set "$n" up
+    done
+    t phase=carrier
+    for p in $pairs; do
+        IFACE=${p%%:*}
+        wait_carrier >/dev/null || t "warning=no carrier on $IFACE"
+        ip addr add "10.0.$((2 + ${p#*:})).15/24" dev "$IFACE"
+    done
+    t phase=ping
+    for p in $pairs; do
+        ping -c 3 -i 0.2 -W 2 "10.0.$((2 + ${p#*:})).2" >/dev/null 2>&1 ||
+            t "warning=no ping reply on ${p%%:*}"
+    done
+    t phase=scale-idle
+    sleep 3
+    for dir in up down; do
+        flag=
+        [ "$dir" = down ] && flag=-R
+        t "phase=scale-$dir"
+        cpu_stat_start
+        for p in $pairs; do
+            i=${p#*:}
+            rm -f "/tmp/scale-$i.rc"
+            (timeout $((TIME + 40)) iperf3 -c "10.0.$((2 + i)).2" -p "$PORT" \
+                -t "$TIME" -f m --connect-timeout 10000 $flag \
+                > "/tmp/scale-$i.out" 2>&1
+             echo $? > "/tmp/scale-$i.rc") &
+        done
+        wait
+        cpu_stat_stop "scale_$dir"
+        sum=0 each="" rc=""
+        for p in $pairs; do
+            i=${p#*:}
+            v=$(awk '/receiver$/ { for (k = 1; k <= NF; k++)
+                if ($k == "Mbits/sec") v = $(k - 1) } END { print v + 0 }' \
+                "/tmp/scale-$i.out")
+            sum=$(awk -v a="$sum" -v b="$v" 'BEGIN { print a + b }')
+            each="$each $v"
+            rc="$rc $(cat "/tmp/scale-$i.rc" 2>/dev/null)"
+        done
+        t "scale_${dir}_mbps=$sum"
+        t "scale_${dir}_each=${each# }"
+        t "scale_${dir}_rc=${rc# }"
+    done
 }
 
 shell_mode() {
@@ -651,6 +749,10 @@ if ! find_iface; then
 fi
 
 case $MODE in
+scale)
+    scale_mode
+    finish
+    ;;
 stress)
     report_device
     set_ntb_size rx_max "$RX_MAX"

@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=bash disable=SC2034
+#
+# The network backends of make bench, make profile and make bench-scaling.
+# Sourced after tests/guest/lib.sh and scripts/bench-configs.sh.
+#
+# tap:   a private network namespace holds tap0..tapN-1 (tapI is
+#        10.0.(2+I).2/24; the guest keeps 10.0.2.15 on its first NIC), one
+#        iperf3 server per tap and QEMU itself (ip netns exec). Nothing
+#        leaves the namespace: it has no other interface but lo.
+# slirp: -netdev user, the iperf3 server on the host's 127.0.0.1 (the
+#        guest's 10.0.2.2), as before.
+#
+# netns_up NAME COUNT makes the namespace (removing a stale one of that
+# name first, with what still runs in it), netns_down NAME removes it; call
+# netns_down from an EXIT trap.
+
+NETNS_PIDS=()
+NETNS_PORT=5201
+
+netns_need() {
+    command -v ip >/dev/null ||
+        die "ip (iproute2) is missing" "run: make deps (or apt-get install iproute2)"
+    [ "$(id -u)" = 0 ] ||
+        die "the tap backend needs root (a network namespace and tap devices)" \
+            "run as root, or use the slirp backend only (BENCH_BACKENDS=slirp)"
+}
+
+# netns_down NAME: stop what we started in it, then anything left in it
+# (a stale namespace of a killed run), then delete it. Idempotent.
+netns_down() {
+    local ns=$1 p
+    for p in "${NETNS_PIDS[@]}"; do
+        kill "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+    NETNS_PIDS=()
+    ip netns list 2>/dev/null | grep -qw "^$ns" || return 0
+    for p in $(ip netns pids "$ns" 2>/dev/null); do
+        kill "$p" 2>/dev/null || true
+    done
+    sleep 0.3
+    for p in $(ip netns pids "$ns" 2>/dev/null); do
+        kill -9 "$p" 2>/dev/null || true
+    done
+    ip netns del "$ns" 2>/dev/null || true
+}
+
+# netns_up NAME COUNT LOGDIR: the namespace with COUNT taps and an iperf3
+# server on each (port NETNS_PORT, bound to the tap's address).
+netns_up() {
+    local ns=$1 count=$2 logdir=$3 i addr
+    netns_need
+    netns_down "$ns"
+    ip netns add "$ns" ||
+        die "could not create network namespace $ns" "is this a container without CAP_SYS_ADMIN?"
+    ip netns exec "$ns" ip link set lo up
+    for i in $(seq 0 $((count - 1))); do
+        addr=10.0.$((2 + i)).2
+        ip netns exec "$ns" ip tuntap add "tap$i" mode tap ||
+            die "could not create tap$i in $ns" "is /dev/net/tun there (modprobe tun)?"
+        ip netns exec "$ns" ip addr add "$addr/24" dev "tap$i"
+        ip netns exec "$ns" ip link set "tap$i" up
+        ip netns exec "$ns" iperf3 -s -B "$addr" -p "$NETNS_PORT" \
+            >"$logdir/iperf3-server-tap$i.log" 2>&1 &
+        NETNS_PIDS+=($!)
+    done
+    sleep 0.3
+    for i in "${NETNS_PIDS[@]}"; do
+        kill -0 "$i" 2>/dev/null ||
+            die "an iperf3 server in $ns did not start" "see $logdir/iperf3-server-tap*.log"
+    done
+}
+
+# backend_port BACKEND: the iperf3 port the guest must use on BACKEND
+backend_port() {
+    case $1 in
+    slirp) echo "$GUEST_IPERF_PORT" ;;
+    tap) echo "$NETNS_PORT" ;;
+    *) die "unknown backend '$1'" "use tap or slirp" ;;
+    esac
+}
+
+# backend_apply BACKEND NS [COUNT]: turn GUEST_CMD (made by guest_qemu_cmd,
+# with -netdev user,id=n0) into a boot on BACKEND: for tap, netdevs n0..
+# nCOUNT-1 on tap0.. and QEMU run inside NS; for slirp, n1.. are more
+# -netdev user.
+backend_apply() {
+    local backend=$1 ns=$2 count=${3:-1} i cmd=() arg found=0
+    case $backend in
+    slirp)
+        for i in $(seq 1 $((count - 1))); do
+            GUEST_CMD+=(-netdev "user,id=n$i")
+        done
+        return 0
+        ;;
+    tap) cmd=(ip netns exec "$ns") ;;
+    *) die "unknown backend '$backend'" "use tap or slirp" ;;
+    esac
+    for arg in "${GUEST_CMD[@]}"; do
+        if [ "$arg" = "user,id=n0" ]; then
+            arg=tap,id=n0,ifname=tap0,script=no,downscript=no
+            found=1
+        fi
+        cmd+=("$arg")
+    done
+    [ "$found" = 1 ] ||
+        die "no '-netdev user,id=n0' in the QEMU command line to replace"             "tests/guest/lib.sh guest_qemu_cmd changed: update backend_apply in ${BASH_SOURCE[0]}"
+    for i in $(seq 1 $((count - 1))); do
+        cmd+=(-netdev "tap,id=n$i,ifname=tap$i,script=no,downscript=no")
+    done
+    GUEST_CMD=("${cmd[@]}")
+}
