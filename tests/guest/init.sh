@@ -73,6 +73,9 @@ mount -t tmpfs tmpfs /run
 exec 0</dev/console 1>/dev/console 2>&1
 # Only emergencies on the console from here on: our lines stay whole.
 dmesg -n 1
+# Every SysRq function, from /proc/sysrq-trigger and from the keyboard
+# (tests/guest/lib.sh presses Alt-SysRq-8/w/l/t over QMP when we hang).
+echo 1 > /proc/sys/kernel/sysrq
 hostname ncm-guest
 ip link set lo up
 

@@ -126,15 +126,22 @@ guest_qemu_cmd() {
 
 # guest_run_logged LOG TIMEOUT: run GUEST_CMD without input, the console
 # (carriage returns removed) into LOG, announcing "NCMTEST phase=" lines as
-# steps. Returns QEMU's status (124: timed out). When the guest kernel
-# reports a lockup (soft lockup, hung task, RCU stall), QEMU is given
-# GUEST_LOCKUP_GRACE seconds (60) more for the backtraces, then killed
-# (status 137, "# killed: guest lockup" in LOG): a hung guest costs a
-# minute, not the whole TIMEOUT.
+# steps. Returns QEMU's status (124: timed out). A hung guest costs a few
+# minutes, not the whole TIMEOUT:
+# - when the guest kernel reports a lockup (soft lockup, hung task, RCU
+#   stall), QEMU gets GUEST_LOCKUP_GRACE seconds (60) more for the
+#   backtraces, then is killed ("# killed: guest lockup" in LOG);
+# - when the guest prints no "NCMTEST" or "STRESS" line (nor a "# " line
+#   of ncm-usbfs-stress) for GUEST_STALL seconds (120; 0: never, for runs
+#   with longer silent stretches), Alt-SysRq-8, w, l and t go to its
+#   keyboard over QMP (tests/guest/qmp-sysrq.py: every message to the
+#   console, blocked tasks, CPU backtraces, all tasks), and QEMU is killed
+#   30 s later ("# killed: guest stalled").
 guest_run_logged() {
-    local log=$1 tmo=$2 rc pidfile
+    local log=$1 tmo=$2 rc pidfile qmp
     mkdir -p "$(dirname "$log")"
     pidfile=$(mktemp -u /tmp/ncm-qemu-pid.XXXXXX)
+    qmp=$(mktemp -u /tmp/ncm-qemu-qmp.XXXXXX)
     {
         printf '# %s\n' "$(date -u '+%Y-%m-%dT%H:%M:%SZ')"
         printf '#'
@@ -144,19 +151,22 @@ guest_run_logged() {
     set +e
     # (stderr of the group: bash's "Killed" notice when QEMU is killed)
     {
-        timeout -k 10 "$tmo" "${GUEST_CMD[@]}" -pidfile "$pidfile" </dev/null 2>&1 |
-            guest_console "$log" "$pidfile"
+        timeout -k 10 "$tmo" "${GUEST_CMD[@]}" -pidfile "$pidfile" \
+            -qmp "unix:$qmp,server=on,wait=off" </dev/null 2>&1 |
+            guest_console "$log" "$pidfile" "$qmp"
         rc=${PIPESTATUS[0]}
     } 2>/dev/null
     set -e
-    rm -f "$pidfile"
+    rm -f "$pidfile" "$qmp"
     [ "$rc" = 124 ] && printf '# timed out after %ss\n' "$tmo" >> "$log"
     return "$rc"
 }
 
-# guest_console LOG PIDFILE: the reading end of guest_run_logged
+# guest_console LOG PIDFILE QMP-SOCKET: the reading end of guest_run_logged
 guest_console() {
-    local log=$1 pidfile=$2 line buf="" st lockup=0 grace=${GUEST_LOCKUP_GRACE:-60}
+    local log=$1 pidfile=$2 qmp=$3 line buf="" st
+    local lockup=0 grace=${GUEST_LOCKUP_GRACE:-60}
+    local stall=${GUEST_STALL:-120} progress=$SECONDS kill_at=0
     while :; do
         if IFS= read -r -t 5 line; then
             line=$buf${line%$'\r'}
@@ -175,20 +185,33 @@ guest_console() {
         if [ -n "$line" ]; then
             printf '%s\n' "$line" >> "$log"
             case $line in
+            *"NCMTEST "*|"STRESS "*|"# "*) progress=$SECONDS ;;
+            esac
+            case $line in
             *"NCMTEST phase="*) guest_phase "${line##*NCMTEST phase=}" ;;
-            *"soft lockup"*|*"blocked for more than"*|*"rcu_sched self-detected stall"*|\
-            *"rcu: INFO: rcu_sched detected stall"*|*"rcu_preempt self-detected stall"*)
-                if [ "$lockup" = 0 ]; then
+            *"soft lockup"*|*"blocked for more than"*|*"detected stall"*|\
+            *"self-detected stall"*)
+                if [ "$lockup" = 0 ] && [ "$kill_at" = 0 ]; then
                     lockup=$SECONDS
+                    kill_at=$((SECONDS + grace))
                     step "guest: kernel lockup report; QEMU goes in ${grace}s"
+                    printf '# guest lockup reported; QEMU killed in %ss\n' "$grace" >> "$log"
                 fi
                 ;;
             esac
         fi
-        if [ "$lockup" != 0 ] && [ $((SECONDS - lockup)) -ge "$grace" ]; then
-            printf '# killed: guest lockup reported %ss earlier\n' "$grace" >> "$log"
+        if [ "$kill_at" = 0 ] && [ "$stall" != 0 ] &&
+           [ $((SECONDS - progress)) -ge "$stall" ]; then
+            step "guest: no progress for ${stall}s; SysRq w/l/t, QEMU goes in 30s"
+            printf '# guest stalled: no progress for %ss; sending SysRq 8 w l t\n' "$stall" >> "$log"
+            timeout 30 python3 "$NCM_TOP/tests/guest/qmp-sysrq.py" "$qmp" 8 w l t \
+                >> "$log" 2>&1 &
+            kill_at=$((SECONDS + 30))
+        fi
+        if [ "$kill_at" != 0 ] && [ "$SECONDS" -ge "$kill_at" ]; then
+            printf '# killed: guest %s\n' "$([ "$lockup" != 0 ] && echo lockup || echo stalled)" >> "$log"
             [ -s "$pidfile" ] && kill -9 "$(cat "$pidfile")" 2>/dev/null
-            lockup=0
+            kill_at=$((SECONDS + 3600))
         fi
     done
 }
@@ -201,28 +224,85 @@ guest_qemu_error() {
         cut -c1-300 || true
 }
 
-# guest_lockup LOG: the guest kernel's first lockup report and the task
-# frames of the call trace after it ("func < caller < ..."; interrupt
-# frames and "?" guesses left out), if any
+# guest_lockup LOG: how the guest kernel hung, if it did: its first
+# lockup report (soft lockup, RCU stall, hung task) or, for a guest that
+# just stopped ("# guest stalled" from guest_console), the SysRq output;
+# with the frames of the stuck task ("func < caller < ..."; interrupt
+# frames and "?" guesses left out): for an RCU stall the task where the
+# grace-period kthread last ran, for a stall the task SysRq-l interrupted,
+# or, when that CPU was idle, the first blocked task of SysRq-w.
 guest_lockup() {
     awk '
-        !found && /soft lockup|blocked for more than|self-detected stall|detected stall/ {
-            found = 1; head = $0; sub(/^\[[ 0-9.]*\] /, "", head); next
+        function frame(line,   f) {
+            if (line ~ / \? / || !match(line, /[A-Za-z_][A-Za-z_0-9.]*\+0x[0-9a-f]+\/0x[0-9a-f]+/))
+                return ""
+            f = substr(line, RSTART, RLENGTH); sub(/\+.*/, "", f)
+            return f ~ /^(asm_|sysvec_|entry_SYSCALL|do_syscall)/ ? "" : f
         }
-        !found { next }
-        /Call Trace:/ { trace = 1; next }
-        !trace { next }
-        /<IRQ>/ { irq = 1; next }
-        /<\/IRQ>/ { irq = 0; next }
-        /<\/TASK>/ { if (n) exit; next }
-        irq || / \? / || n >= 12 { next }
-        match($0, /[A-Za-z_][A-Za-z_0-9.]*\+0x[0-9a-f]+\/0x[0-9a-f]+/) {
-            f = substr($0, RSTART, RLENGTH); sub(/\+.*/, "", f)
-            if (f !~ /^(asm_|sysvec_|entry_SYSCALL|do_syscall)/)
-                s = s (n++ ? " < " : "") f
+        # state: 0 looking for a header, 1 waiting for the trace, 2 in it
+        state == 0 && /soft lockup|blocked for more than/ {
+            head = $0; state = 1; want = "Call Trace:"
         }
-        END { if (found) printf "%s%s\n", head, (s != "" ? "; trace: " s : "") }
-    ' "$1" | cut -c1-600
+        state == 0 && /detected stall/ {
+            head = $0; state = 1; want = "Stack dump where RCU GP kthread last ran"
+        }
+        state == 0 && /^# guest stalled/ {
+            head = $0; sub(/^# /, "", head); state = 1; want = "Show backtrace of all active CPUs"
+        }
+        state == 1 && index($0, want) { state = 2; irq = 0; next }
+        state == 2 && want != "Call Trace:" && /Call Trace:/ { next }
+        state == 2 && /<IRQ>/ { irq = 1; next }
+        state == 2 && /<\/IRQ>/ { irq = 0; next }
+        state == 2 && /<\/TASK>/ && n { state = 3 }
+        state == 2 && !irq && n < 12 { f = frame($0); if (f != "") fr[n++] = f }
+        state == 2 && irq && ni < 6 {
+            f = frame($0)
+            if (f != "" && f !~ /sysrq|show|dump_stack|input_|atkbd|serio|i8042|nmi|irq_exit|irq_event|softirqs|common_interrupt|handle_edge|_raw_spin/)
+                fi_[ni++] = f
+        }
+        # SysRq-t, in case SysRq-l printed nothing: the task that was
+        # running, the one SysRq interrupted
+        /sysrq: Show State/ { sh = 1; next }
+        sh == 1 && /task:.* state:R / { sh = 2; rirq = 0; mine = 0; nr = 0; next }
+        sh == 2 && /task:/ { sh = 1 }
+        sh == 2 && /<IRQ>/ { rirq = 1; next }
+        sh == 2 && /<\/IRQ>/ { rirq = 0; next }
+        sh == 2 && rirq && /sysrq_handle_showstate/ { mine = 1 }
+        sh == 2 && /<\/TASK>/ { sh = mine ? 3 : 1 }
+        sh == 2 && !rirq && nr < 12 { f = frame($0); if (f != "") rf[nr++] = f }
+        # an idle CPU: the first blocked task of SysRq-w instead
+        /Show Blocked State/ { blk = 1; next }
+        blk == 1 && /sysrq: / { blk = 0 }
+        blk == 1 && /task:/ { blk = 2; bt = $0; sub(/^.*task:/, "task ", bt); sub(/ +state:.*/, "", bt); next }
+        blk == 2 && /<\/TASK>/ { blk = 3 }
+        blk == 2 && nb < 12 { f = frame($0); if (f != "") bf[nb++] = f }
+        END {
+            if (!state) exit
+            sub(/^\[[ 0-9.]*\] /, "", head)
+            s = ""
+            for (i = 0; i < n; i++) s = s (i ? " < " : "") fr[i]
+            if (!n && nr && sh == 3)
+                for (i = 0; i < nr; i++) s = s (i ? " < " : "running: ") rf[i]
+            if (s ~ /idle/ && nb) {
+                s = "CPU idle; blocked " bt ": "
+                for (i = 0; i < nb; i++) s = s (i ? " < " : "") bf[i]
+            }
+            t = ""
+            for (i = 0; i < ni; i++) t = t (i ? " < " : "") fi_[i]
+            printf "%s%s%s\n", head, (s != "" ? "; trace: " s : ""),
+                (t != "" ? "; in an interrupt on top of it: " t : "")
+        }
+    ' "$1" | cut -c1-800
+}
+
+# guest_hc_error LOG: the guest host controller driver's first complaint
+# and how many there were ("ERROR Transfer event TRB DMA ptr not part of
+# current TD ... (x42)"), if any
+guest_hc_error() {
+    grep -a -E '[xeuo]hci_hcd .*(ERROR|[Ee]rror|died|halted|not responding|HC died)' "$1" |
+        sed 's/^\[[ 0-9.]*\] //' |
+        awk 'NR == 1 { first = $0 } END { if (NR) printf "%s%s\n", first, (NR > 1 ? " (x" NR ")" : "") }' |
+        cut -c1-300 || true
 }
 
 # guest_stuck_stack LOG: the kernel stack(s) /init printed for a process

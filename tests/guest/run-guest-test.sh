@@ -103,11 +103,13 @@ v() { guest_val "$LOG" "$1"; }
 # How QEMU or the guest kernel died, for every FAIL line
 qerr=$(guest_qemu_error "$LOG")
 lockup=$(guest_lockup "$LOG")
+hcerr=$(guest_hc_error "$LOG")
 if [ -n "$qerr" ]; then
     QEMU_DIED="QEMU aborted (status $rc) during '$(grep -a 'NCMTEST phase=' "$LOG" | tail -n1 | sed 's/.*phase=//')': $qerr"
 elif [ -n "$lockup" ]; then
     QEMU_DIED="guest kernel: $lockup"
 fi
+[ -n "$hcerr" ] && QEMU_DIED="${QEMU_DIED:+$QEMU_DIED; }guest: $hcerr"
 
 if ! grep -q 'NCMTEST phase=boot' "$LOG"; then
     if [ "$rc" = 124 ]; then

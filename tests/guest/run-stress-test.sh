@@ -21,8 +21,9 @@
 # ".../<step>/rebind" (cdc_ncm has the function again) and
 # ".../<step>/ping" (5 of 5 replies from 10.0.2.2 through cdc_ncm, so QEMU
 # is alive too). When QEMU dies in a step, that step FAILs with QEMU's last
-# words (an assertion) and the guest boots again for the steps after it,
-# at most STRESS_MAX_BOOTS (6) boots.
+# words (an assertion) and the guest boots again for the steps after it
+# (at most STRESS_MAX_BOOTS, 12, boots; a boot that gets to no step at all
+# ends the run).
 #
 # Environment: STRESS_STEPS (comma-separated subset), STRESS_VERBOSE=1
 #   (every URB completion in the log), GUEST_TIMEOUT (600 s per boot),
@@ -35,7 +36,7 @@ case ${1:-} in -h|--help) sed -n '3,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//';
 CTRL=${1:-xhci}
 DEVICE=${2:-${NCM_DEVICE:-usb-ncm-dl}}
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-600}
-MAX_BOOTS=${STRESS_MAX_BOOTS:-6}
+MAX_BOOTS=${STRESS_MAX_BOOTS:-12}
 CNAME=stress-${CTRL//,/-}
 guest_device_args "$CTRL" "$DEVICE"
 [ "$GUEST_IS_USB" = 1 ] || die "the stress test needs a USB device, not $DEVICE"
@@ -96,6 +97,8 @@ ${remaining:+ncm.stress=$remaining} ${STRESS_VERBOSE:+ncm.stress_v=1}"
     elif [ -n "$lockup" ]; then died="guest kernel: $lockup"
     elif [ "$rc" = 124 ]; then died="no end within ${GUEST_TIMEOUT}s, QEMU killed"
     else died="QEMU exited, status $rc"; fi
+    hcerr=$(guest_hc_error "$LOG")
+    [ -n "$hcerr" ] && died="$died; guest: $hcerr"
 
     # shellcheck disable=SC2086 # unquoted: the blanks collapse
     todo=${remaining:-$(echo $all | tr ' ' ',')}
@@ -149,9 +152,13 @@ ${remaining:+ncm.stress=$remaining} ${STRESS_VERBOSE:+ncm.stress_v=1}"
         fi
     done
     [ -n "$next" ] || break
-    if [ "$boot" -ge "$MAX_BOOTS" ]; then
+    first=${todo%%,*}
+    if [ "$boot" -ge "$MAX_BOOTS" ] || [ "${next%%,*}" = "$first" ]; then
+        # out of boots, or this boot did not even start its first step
+        why="$MAX_BOOTS boots used up"
+        [ "${next%%,*}" = "$first" ] && why="boot $boot never got to '$first': $died; log $REL_LOG"
         for s in $(echo "$next" | tr ',' ' '); do
-            fail "$s" "not run: $MAX_BOOTS boots used up"
+            fail "$s" "not run: $why"
         done
         break
     fi
