@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 60
 export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS
 
 .PHONY: all qemu deps guest-image run shell check check-unit check-tools check-fuzz \
-        check-qtest check-guest check-dropout fuzz bench-codec bench profile repro-dropout \
+        check-qtest check-guest check-dropout fuzz bench-codec bench bench-scaling profile repro-dropout \
         series series-verify clean
 
 all: qemu
@@ -75,3 +75,6 @@ repro-dropout: qemu guest-image
 
 bench: qemu guest-image
 	@bash scripts/bench.sh
+
+bench-scaling: qemu guest-image
+	@bash scripts/bench-scaling.sh

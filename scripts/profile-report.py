@@ -328,6 +328,16 @@ def main():
                 row["guest copy/memset, %"] = pct(gcats["copy/memset"], n)
                 row["guest network stack, %"] = pct(gcats["network stack"], n)
                 row["guest user space, %"] = pct(gcats["user space"], n)
+            irq = (vals.get(f"irq_{key}") or "").split()
+            if len(irq) == 3 and float(irq[2]) > 0:
+                nic, loc = int(irq[0]) / float(irq[2]), int(irq[1]) / float(irq[2])
+                print(f"Guest interrupts (/proc/interrupts, the whole run): "
+                      f"NIC {nic:.0f}/s, local timer {loc:.0f}/s")
+                row["guest NIC interrupts/s"] = nic
+                try:
+                    row["guest NIC interrupts per MB"] = nic / (float(mbps) / 8)
+                except (ValueError, ZeroDivisionError):
+                    pass
             st = guest_stat(gfiles.get(f"{key}.stat"))
             if st:
                 print("Guest's own accounting (/proc/stat): " +

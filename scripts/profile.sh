@@ -5,18 +5,22 @@
 # sides of the emulation, for usb-ncm-dl and the NICs it is compared with.
 #
 # Each configuration (names from scripts/bench-configs.sh) boots the bench
-# guest once and runs one TCP upload and one download. Meanwhile:
+# guest once per backend (scripts/bench-netns.sh: tap, the default, in a
+# private network namespace made and removed here, or slirp) and runs one
+# TCP upload and one download. Meanwhile:
 #  - perf samples the whole QEMU process on the host (cpu-clock, 999 Hz,
 #    every thread): how busy each thread is, and in what: TCG-generated
 #    guest code, the TCG runtime, the usb-ncm device, xHCI, the USB core,
 #    slirp, memcpy, the host kernel...;
 #  - scripts/guest-sampler.py samples the guest's RIP over QMP (~200 Hz):
 #    idle (HLT), user space, or which kernel function; the guest sends its
-#    /proc/kallsyms at the end so that module functions resolve too.
+#    /proc/kallsyms at the end so that module functions resolve too;
+#  - the guest counts its NIC's interrupts per run (/proc/interrupts).
 # scripts/profile-report.py prints the tables (build/profile/report.txt);
-# build/profile/<config>/ keeps the raw data.
+# build/profile/<backend>/<config>/ keeps the raw data.
 #
-# Environment: PROFILE_CONFIGS (ncm-64k ncm-64k-t20 usb-net virtio-net),
+# Environment: PROFILE_CONFIGS (ncm-64k ncm-64k-t20 usb-net
+#   virtio-net-nooff), PROFILE_BACKENDS (tap; "tap slirp" for both),
 #   PROFILE_TIME (8 s per direction).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -25,7 +29,9 @@ set -euo pipefail
 
 OUT=$NCM_BUILD/profile
 TIME=${PROFILE_TIME:-8}
-CONFIGS=${PROFILE_CONFIGS:-ncm-64k ncm-64k-t20 usb-net virtio-net}
+CONFIGS=${PROFILE_CONFIGS:-ncm-64k ncm-64k-t20 usb-net virtio-net-nooff}
+BACKENDS=${PROFILE_BACKENDS:-tap}
+NS=ncm-profile
 
 bash "$NCM_TOP/scripts/install-deps.sh" build guest bench
 command -v perf >/dev/null ||
@@ -34,10 +40,23 @@ bash "$NCM_TOP/scripts/build-qemu.sh"
 GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir)
 rm -rf "$OUT"
 mkdir -p "$OUT"
-trap guest_iperf_stop EXIT
-guest_iperf_start "$OUT/iperf3-server.log"
+bench_snapshot_qemu "$OUT"
+cleanup() {
+    guest_iperf_stop
+    netns_down "$NS"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+for b in $BACKENDS; do
+    mkdir -p "$OUT/$b"
+    case $b in
+    tap) netns_up "$NS" 1 "$OUT/tap" ;;
+    slirp) guest_iperf_start "$OUT/slirp/iperf3-server.log" ;;
+    *) die "unknown backend '$b' in PROFILE_BACKENDS" "use tap and/or slirp" ;;
+    esac
+done
 
-# perf_attach PIDFILE PERFDATA: once QEMU has written its pid, record it
+# perf_attach PIDFILE PERFDATA: once QEMU's pid is known, record it
 # until it exits.
 perf_attach() {
     local pidfile=$1 data=$2
@@ -45,39 +64,45 @@ perf_attach() {
         [ -s "$pidfile" ] && break
         sleep 0.1
     done
-    [ -s "$pidfile" ] || { note "QEMU wrote no pid file: no host profile"; return 0; }
+    [ -s "$pidfile" ] || { note "QEMU's pid never came: no host profile"; return 0; }
     exec perf record -q -e cpu-clock -F 999 -k CLOCK_REALTIME \
         -p "$(cat "$pidfile")" -o "$data" >/dev/null 2>"$data.err"
 }
 
 n=0
-total=$(wc -w <<<"$CONFIGS")
-for c in $CONFIGS; do
+total=$(($(wc -w <<<"$CONFIGS") * $(wc -w <<<"$BACKENDS")))
+for b in $BACKENDS; do
+  for c in $CONFIGS; do
     n=$((n + 1))
-    dir=$OUT/$c
+    dir=$OUT/$b/$c
     mkdir -p "$dir"
-    step "profile $n/$total: $c ($TIME s up, $TIME s down)"
-    python3 "$NCM_TOP/scripts/recv-file.py" "$dir/port" "$dir/guest.tgz" 600 \
-        2>"$dir/recv.err" &
+    step "profile $n/$total: $b $c ($TIME s up, $TIME s down)"
+    case $b in
+    tap) ip netns exec "$NS" python3 "$NCM_TOP/scripts/recv-file.py" \
+            "$dir/port" "$dir/guest.tgz" 600 10.0.2.2 2>"$dir/recv.err" & ;;
+    *) python3 "$NCM_TOP/scripts/recv-file.py" "$dir/port" "$dir/guest.tgz" 600 \
+            2>"$dir/recv.err" & ;;
+    esac
     recv=$!
     for _ in $(seq 1 50); do [ -s "$dir/port" ] && break; sleep 0.1; done
     [ -s "$dir/port" ] || die "the symbol receiver did not start" "see $dir/recv.err"
 
     config_guest_cmd "$c" "$GDIR" PROFILE_CONFIGS \
-        "ncm.time=$TIME ncm.parallel=1 ncm.ping=5 ncm.symbols=$(cat "$dir/port")"
+        "ncm.time=$TIME ncm.parallel=1 ncm.ping=5 ncm.symbols=$(cat "$dir/port")" \
+        "$b" "$NS"
     sampler_sock=$(mktemp -u /tmp/ncm-sampler.XXXXXX)
     # debug-threads: the vCPU thread is called "CPU 0/TCG" in perf
-    GUEST_CMD+=(-name "profile-$c,debug-threads=on" -pidfile "$dir/qemu.pid"
+    GUEST_CMD+=(-name "profile-$c,debug-threads=on"
         -qmp "unix:$sampler_sock,server=on,wait=off")
     python3 "$NCM_TOP/scripts/guest-sampler.py" "$sampler_sock" \
         "$dir/guest-rip.txt" 600 2>"$dir/sampler.err" &
     sampler=$!
+    rm -f "$dir/qemu.pid"
     perf_attach "$dir/qemu.pid" "$dir/perf.data" &
     perf=$!
 
-    export GUEST_PHASE_LOG=$dir/phases.txt
-    guest_run_with_stats "$dir/console.log" 600 "$CONFIG_QOM" || true
-    unset GUEST_PHASE_LOG
+    bench_boot "$dir/console.log" 600 "$CONFIG_QOM" "$dir/qemu.pid" || true
+    mv "$dir/console.log.phases" "$dir/phases.txt"
     wait "$sampler" "$perf" || true
     wait "$recv" || note "$c: the guest sent no symbols (see $dir/recv.err)"
     rm -f "$sampler_sock"
@@ -90,10 +115,13 @@ for c in $CONFIGS; do
         note "$c: perf recorded nothing, so no host profile" \
             "see ${dir#"$NCM_TOP"/}/perf.data.err (kernel.perf_event_paranoid?)"
     fi
+  done
 done
-guest_iperf_stop
+cleanup
 
 step "summarising"
-# shellcheck disable=SC2086 # CONFIGS is a list of names
-python3 "$NCM_TOP/scripts/profile-report.py" "$OUT" $CONFIGS |
-    tee "$OUT/report.txt"
+for b in $BACKENDS; do
+    echo "##### backend: $b"
+    # shellcheck disable=SC2086 # CONFIGS is a list of names
+    python3 "$NCM_TOP/scripts/profile-report.py" "$OUT/$b" $CONFIGS
+done | tee "$OUT/report.txt"
