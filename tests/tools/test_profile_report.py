@@ -78,7 +78,8 @@ def make_run(d):
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     with open(os.path.join(d, "console.log"), "w") as f:
-        f.write("NCMTEST iperf_down_receiver_mbps=123\n")
+        f.write("NCMTEST iperf_down_receiver_mbps=123\n"
+                "NCMTEST irq_down=800 1000 4.00\n")
 
 
 class ProfileReportTest(unittest.TestCase):
@@ -132,13 +133,15 @@ class ProfileReportTest(unittest.TestCase):
         rows = {l[:34].strip(): l[34:].strip() for l in text.splitlines()
                 if l.startswith(("Mbit/s", "vCPU thread", "main-loop",
                                  "guest idle (/proc/stat)",
-                                 "device model", "slirp, %"))}
+                                 "device model", "slirp, %",
+                                 "guest NIC interrupts/s"))}
         self.assertEqual(rows["Mbit/s"], "123")
         self.assertEqual(rows["vCPU thread, % core"], "75.0")
         self.assertEqual(rows["main-loop thread, % core"], "25.0")
         self.assertEqual(rows["device model, % core"], "12.5")
         self.assertEqual(rows["slirp, % core"], "12.5")
         self.assertEqual(rows["guest idle (/proc/stat), %"], "60.0")
+        self.assertEqual(rows["guest NIC interrupts/s"], "200.0")
 
 
 if __name__ == "__main__":
