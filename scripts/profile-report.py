@@ -230,6 +230,50 @@ def read_guest_tgz(path):
     return files
 
 
+TRACE_LINE = re.compile(r"^\d+@(?P<t>\d+\.\d+):(?P<ev>\w+)\s*(?P<args>.*)$")
+TRACE_ROWS = [
+    # summary row, counter keys summed
+    ("xHCI doorbells (virtio kicks)/s", ("doorbell", "virtio_queue_notify")),
+    ("interrupts raised/s", ("usb_xhci_irq_msix", "usb_xhci_irq_msi",
+                             "virtio_notify")),
+    ("USB transfers started/s", ("usb_xhci_xfer_start",)),
+    ("USB NAKs/s", ("usb_xhci_xfer_nak",)),
+    ("IN packets parked/s", ("usb_ncm_park ep 7",)),
+    ("OUT packets parked/s", ("usb_ncm_park ep 6",)),
+    ("IN NTBs/s", ("usb_ncm_in_ntb",)),
+    ("OUT NTBs/s", ("usb_ncm_out_ntb",)),
+]
+
+
+def trace_counts(path, win):
+    """Counts of the trace events QEMU logged inside win (PROFILE_TRACE=1):
+    doorbell writes per target, NTBs with their datagrams and bytes."""
+    c = collections.Counter()
+    if not os.path.exists(path):
+        return None
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = TRACE_LINE.match(line)
+            if not m or not win[0] <= float(m["t"]) < win[1]:
+                continue
+            ev, args = m["ev"], m["args"]
+            c[ev] += 1
+            if ev == "usb_xhci_doorbell_write":
+                off, val = re.findall(r"0x([0-9a-f]+)", args)[:2]
+                target = ("command ring" if int(off, 16) == 0 else
+                          f"slot {int(off, 16) // 4} DCI {int(val, 16) & 0xff}")
+                c["doorbell"] += 1
+                c[f"doorbell {target}"] += 1
+            elif ev in ("usb_ncm_in_ntb", "usb_ncm_out_ntb"):
+                size, dgrams = map(int, re.findall(r"(\d+) ", args + " ")[:2])
+                c[ev + " bytes"] += size
+                c[ev + " datagrams"] += dgrams
+            elif ev == "usb_ncm_park":
+                ep = re.match(r"ep (\d+)", args)
+                c[f"usb_ncm_park ep {ep[1] if ep else '?'}"] += 1
+    return c
+
+
 def guest_stat(raw):
     """user/system/idle/irq+softirq shares from two /proc/stat cpu lines."""
     if raw is None:
@@ -338,6 +382,24 @@ def main():
                     row["guest NIC interrupts per MB"] = nic / (float(mbps) / 8)
                 except (ValueError, ZeroDivisionError):
                     pass
+            tc = trace_counts(os.path.join(d, "trace.log"), win)
+            if tc:
+                print(f"QEMU trace events (per second; per MB moved):")
+                mb = float(mbps) / 8 if re.match(r"^[\d.]+$", mbps) else 0
+                for name in sorted(k for k in tc if " " in k or k.startswith("usb_") or
+                                   k.startswith("virtio")):
+                    if name.endswith((" bytes", " datagrams")):
+                        continue
+                    print(f"    {name:40s} {tc[name] / secs:9.0f}"
+                          f"{tc[name] / secs / mb if mb else 0:9.1f}")
+                for label, keys in TRACE_ROWS:
+                    row[label] = sum(tc[k] for k in keys) / secs
+                for ev, label in (("usb_ncm_in_ntb", "IN"), ("usb_ncm_out_ntb", "OUT")):
+                    if tc[ev]:
+                        row[f"{label} datagrams per NTB"] = tc[ev + " datagrams"] / tc[ev]
+                        row[f"{label} bytes per NTB"] = tc[ev + " bytes"] / tc[ev]
+                        print(f"    {label} NTBs: {tc[ev + ' datagrams'] / tc[ev]:.1f} "
+                              f"datagrams, {tc[ev + ' bytes'] / tc[ev]:.0f} bytes each")
             st = guest_stat(gfiles.get(f"{key}.stat"))
             if st:
                 print("Guest's own accounting (/proc/stat): " +

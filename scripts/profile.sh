@@ -19,9 +19,16 @@
 # scripts/profile-report.py prints the tables (build/profile/report.txt);
 # build/profile/<backend>/<config>/ keeps the raw data.
 #
+# With PROFILE_TRACE=1, QEMU also logs (with host timestamps) the trace
+# events that count the data path's round trips: xHCI doorbell writes per
+# endpoint, interrupts raised, NAKs, transfers parked (USB_RET_ASYNC),
+# usb-ncm IN/OUT NTBs with their datagrams, virtio kicks and notifies. The
+# report gives them per second and per MB. Logging costs some CPU, so
+# take CPU shares from a run without it.
+#
 # Environment: PROFILE_CONFIGS (ncm-64k ncm-64k-t20 usb-net
 #   virtio-net-nooff), PROFILE_BACKENDS (tap; "tap slirp" for both),
-#   PROFILE_TIME (8 s per direction).
+#   PROFILE_TIME (8 s per direction), PROFILE_TRACE (0).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
@@ -31,6 +38,11 @@ OUT=$NCM_BUILD/profile
 TIME=${PROFILE_TIME:-8}
 CONFIGS=${PROFILE_CONFIGS:-ncm-64k ncm-64k-t20 usb-net virtio-net-nooff}
 BACKENDS=${PROFILE_BACKENDS:-tap}
+TRACE=${PROFILE_TRACE:-0}
+TRACE_EVENTS="usb_xhci_doorbell_write usb_xhci_irq_msix usb_xhci_irq_msi
+ usb_xhci_irq_intx usb_xhci_ep_kick usb_xhci_xfer_start usb_xhci_xfer_nak
+ usb_xhci_xfer_async usb_ncm_park usb_ncm_in_ntb usb_ncm_out_ntb
+ usb_ncm_in_flush virtio_queue_notify virtio_notify"
 NS=ncm-profile
 
 bash "$NCM_TOP/scripts/install-deps.sh" build guest bench
@@ -94,6 +106,10 @@ for b in $BACKENDS; do
     # debug-threads: the vCPU thread is called "CPU 0/TCG" in perf
     GUEST_CMD+=(-name "profile-$c,debug-threads=on"
         -qmp "unix:$sampler_sock,server=on,wait=off")
+    if [ "$TRACE" = 1 ]; then
+        GUEST_CMD+=(-msg timestamp=on -D "$dir/trace.log")
+        for e in $TRACE_EVENTS; do GUEST_CMD+=(-trace "enable=$e"); done
+    fi
     python3 "$NCM_TOP/scripts/guest-sampler.py" "$sampler_sock" \
         "$dir/guest-rip.txt" 600 2>"$dir/sampler.err" &
     sampler=$!

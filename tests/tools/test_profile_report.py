@@ -77,6 +77,15 @@ def make_run(d):
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
+    # QEMU trace log: 2 doorbells to slot 1 DCI 3 and 2 IN NTBs per
+    # 10 ms, one doorbell outside the window
+    tr = [f"42@{T0 + 0.5:.6f}:usb_xhci_doorbell_write off 0x0004, val 0x00000003"]
+    for i in range(400):
+        t = T0 + 1 + i * 0.01
+        tr.append(f"42@{t:.6f}:usb_xhci_doorbell_write off 0x0004, val 0x00000003")
+        tr.append(f"42@{t:.6f}:usb_ncm_in_ntb IN NTB 30000 bytes, 20 datagrams")
+    with open(os.path.join(d, "trace.log"), "w") as f:
+        f.write("\n".join(tr) + "\n")
     with open(os.path.join(d, "console.log"), "w") as f:
         f.write("NCMTEST iperf_down_receiver_mbps=123\n"
                 "NCMTEST irq_down=800 1000 4.00\n")
@@ -124,6 +133,15 @@ class ProfileReportTest(unittest.TestCase):
         self.assertAlmostEqual(funcs["cdc_ncm_rx_fixup [cdc_ncm]"] / total,
                                0.25, places=2)
 
+    def test_trace_counts(self):
+        c = report.trace_counts(os.path.join(self.run_dir, "trace.log"),
+                                (T0 + 1, T0 + 5))
+        self.assertEqual(c["doorbell"], 400)
+        self.assertEqual(c["doorbell slot 1 DCI 3"], 400)
+        self.assertEqual(c["usb_ncm_in_ntb"], 400)
+        self.assertEqual(c["usb_ncm_in_ntb datagrams"], 8000)
+        self.assertEqual(c["usb_ncm_in_ntb bytes"], 12000000)
+
     def test_summary(self):
         out = io.StringIO()
         sys.argv = ["profile-report.py", self.tmp.name, "ncm-64k"]
@@ -134,7 +152,8 @@ class ProfileReportTest(unittest.TestCase):
                 if l.startswith(("Mbit/s", "vCPU thread", "main-loop",
                                  "guest idle (/proc/stat)",
                                  "device model", "slirp, %",
-                                 "guest NIC interrupts/s"))}
+                                 "guest NIC interrupts/s",
+                                 "xHCI doorbells", "IN datagrams per NTB"))}
         self.assertEqual(rows["Mbit/s"], "123")
         self.assertEqual(rows["vCPU thread, % core"], "75.0")
         self.assertEqual(rows["main-loop thread, % core"], "25.0")
@@ -142,6 +161,8 @@ class ProfileReportTest(unittest.TestCase):
         self.assertEqual(rows["slirp, % core"], "12.5")
         self.assertEqual(rows["guest idle (/proc/stat), %"], "60.0")
         self.assertEqual(rows["guest NIC interrupts/s"], "200.0")
+        self.assertEqual(rows["xHCI doorbells (virtio kicks)/s"], "100.0")
+        self.assertEqual(rows["IN datagrams per NTB"], "20.0")
 
 
 if __name__ == "__main__":
