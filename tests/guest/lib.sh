@@ -189,8 +189,7 @@ guest_console() {
             esac
             case $line in
             *"NCMTEST phase="*) guest_phase "${line##*NCMTEST phase=}" ;;
-            *"soft lockup"*|*"blocked for more than"*|*"detected stall"*|\
-            *"self-detected stall"*)
+            *"soft lockup"*|*"blocked for more than"*|*"detected stall"*)
                 if [ "$lockup" = 0 ] && [ "$kill_at" = 0 ]; then
                     lockup=$SECONDS
                     kill_at=$((SECONDS + grace))
