@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Build the standalone NTB codec project (meson.build at the top, no QEMU)
-# twice and run the unit test in both:
+# Build the standalone project (meson.build at the top, no QEMU: the NTB
+# codec and the NCM function) twice and run both unit tests in both:
 #   build/standalone       plain                  -> suite "unit"
 #   build/standalone-asan  ASan + UBSan, halting  -> suite "unit-asan"
 #
@@ -25,7 +25,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 
-TEST_BIN=test-ncm-ntb
+TEST_BINS="test-ncm-ntb test-ncm-function"
 failed=0
 
 command -v meson >/dev/null ||
@@ -53,7 +53,7 @@ build() {
     mkdir -p "$(dirname "$dir")"
     step "building $suite in ${dir#"$NCM_TOP"/}"
     if ! configure "$dir" "$log" "$@" ||
-        ! ninja -C "$dir" "$TEST_BIN" >>"$log" 2>&1; then
+        ! ninja -C "$dir" $TEST_BINS >>"$log" 2>&1; then
         echo "FAIL: $suite/build"
         tail -n 30 "$log" | sed 's/^/    | /'
         note "full log: $log"
@@ -63,11 +63,11 @@ build() {
     fi
 }
 
-# run_suite SUITE DIR: run every g_test case of the unit test binary
+# run_suite SUITE DIR BIN: run every g_test case of one unit test binary
 run_suite() {
     local suite=$1 dir=$2 bin path out rc reason
     local pass=0 fail=0 skip=0
-    bin="$dir/$TEST_BIN"
+    bin="$dir/$3"
 
     step "running $suite"
     if ! out=$("$bin" -l 2>&1); then
@@ -109,16 +109,21 @@ plain=$NCM_BUILD/standalone
 asan=$NCM_BUILD/standalone-asan
 
 if build unit "$plain" -Dbuildtype=debug; then
-    run_suite unit "$plain"
+    for t in $TEST_BINS; do
+        run_suite unit "$plain" "$t"
+    done
 fi
 if build unit-asan "$asan" -Dbuildtype=debug \
         -Db_sanitize=address,undefined -Db_lundef=false; then
-    run_suite unit-asan "$asan"
+    for t in $TEST_BINS; do
+        run_suite unit-asan "$asan" "$t"
+    done
 fi
 
 if [ "$failed" != 0 ]; then
     die "unit tests failed" \
         "each FAIL above shows the assertion and the command to rerun it" \
-        "the codec is hw/usb/ncm-ntb.c, the tests tests/unit/test-ncm-ntb.c"
+        "the codec is hw/usb/ncm-ntb.c (tests/unit/test-ncm-ntb.c), the" \
+        "function hw/usb/ncm-function.c (tests/unit/test-ncm-function.c)"
 fi
 step "unit tests passed"

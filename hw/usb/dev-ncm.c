@@ -1482,46 +1482,41 @@ static const PropertyInfo usb_ncm_prop_zlp = {
     .set_default_value = qdev_propinfo_set_default_value_enum,
 };
 
-/* Both variants have the same properties; only some defaults differ. */
-#define USB_NCM_PROPERTIES(_zlp)                                        \
-    DEFINE_NIC_PROPERTIES(USBNcmState, conf),                           \
-    DEFINE_PROP_UINT32("ntb-in-max-size", USBNcmState,                  \
-                       cfg.ntb_in_max_size, NCM_NTB16_MAX_SIZE),        \
-    DEFINE_PROP_UINT32("ntb-out-max-size", USBNcmState,                 \
-                       cfg.ntb_out_max_size, NCM_NTB16_MAX_SIZE),       \
-    DEFINE_PROP_UINT16("ntb-in-divisor", USBNcmState,                   \
-                       cfg.in_divisor, 4),                              \
-    DEFINE_PROP_UINT16("ntb-in-remainder", USBNcmState,                 \
-                       cfg.in_remainder, 0),                            \
-    DEFINE_PROP_UINT16("ntb-in-alignment", USBNcmState,                 \
-                       cfg.in_alignment, 4),                            \
-    DEFINE_PROP_UINT16("ntb-out-divisor", USBNcmState,                  \
-                       cfg.out_divisor, 4),                             \
-    DEFINE_PROP_UINT16("ntb-out-remainder", USBNcmState,                \
-                       cfg.out_remainder, 0),                           \
-    DEFINE_PROP_UINT16("ntb-out-alignment", USBNcmState,                \
-                       cfg.out_alignment, 4),                           \
-    DEFINE_PROP_UINT16("ntb-out-max-datagrams", USBNcmState,            \
-                       cfg.out_max_datagrams, 64),                      \
-    DEFINE_PROP_UINT16("max-segment-size", USBNcmState,                 \
-                       cfg.max_segment_size, 1514),                     \
-    DEFINE_PROP_BOOL("ntb32", USBNcmState, ntb32, true),                \
-    DEFINE_PROP_BOOL("x-deferred-out", USBNcmState, deferred_out, true), \
-    DEFINE_PROP_ON_OFF_AUTO("x-park-packets", USBNcmState,              \
-                            park_packets, ON_OFF_AUTO_AUTO),            \
-    DEFINE_PROP_SIGNED("zlp", USBNcmState, cfg.zlp, _zlp,               \
-                       usb_ncm_prop_zlp, NcmZlpPolicy),                 \
-    DEFINE_PROP_UINT16("vendorid", USBNcmState, vendor_id, 0),          \
-    DEFINE_PROP_UINT16("productid", USBNcmState, product_id, 0),        \
-    DEFINE_PROP_STRING("manufacturer", USBNcmState, manufacturer),      \
-    DEFINE_PROP_STRING("product", USBNcmState, product)
-
+/* Both variants have these; each adds zlp with its own default. */
 static const Property usb_ncm_properties[] = {
-    USB_NCM_PROPERTIES(NCM_ZLP_AUTO),
+    DEFINE_NIC_PROPERTIES(USBNcmState, conf),
+    DEFINE_PROP_UINT32("ntb-in-max-size", USBNcmState, cfg.ntb_in_max_size,
+                       NCM_NTB16_MAX_SIZE),
+    DEFINE_PROP_UINT32("ntb-out-max-size", USBNcmState, cfg.ntb_out_max_size,
+                       NCM_NTB16_MAX_SIZE),
+    DEFINE_PROP_UINT16("ntb-in-divisor", USBNcmState, cfg.in_divisor, 4),
+    DEFINE_PROP_UINT16("ntb-in-remainder", USBNcmState, cfg.in_remainder, 0),
+    DEFINE_PROP_UINT16("ntb-in-alignment", USBNcmState, cfg.in_alignment, 4),
+    DEFINE_PROP_UINT16("ntb-out-divisor", USBNcmState, cfg.out_divisor, 4),
+    DEFINE_PROP_UINT16("ntb-out-remainder", USBNcmState, cfg.out_remainder, 0),
+    DEFINE_PROP_UINT16("ntb-out-alignment", USBNcmState, cfg.out_alignment, 4),
+    DEFINE_PROP_UINT16("ntb-out-max-datagrams", USBNcmState,
+                       cfg.out_max_datagrams, 64),
+    DEFINE_PROP_UINT16("max-segment-size", USBNcmState, cfg.max_segment_size,
+                       1514),
+    DEFINE_PROP_BOOL("ntb32", USBNcmState, ntb32, true),
+    DEFINE_PROP_BOOL("x-deferred-out", USBNcmState, deferred_out, true),
+    DEFINE_PROP_ON_OFF_AUTO("x-park-packets", USBNcmState, park_packets,
+                            ON_OFF_AUTO_AUTO),
+    DEFINE_PROP_UINT16("vendorid", USBNcmState, vendor_id, 0),
+    DEFINE_PROP_UINT16("productid", USBNcmState, product_id, 0),
+    DEFINE_PROP_STRING("manufacturer", USBNcmState, manufacturer),
+    DEFINE_PROP_STRING("product", USBNcmState, product),
 };
 
-static const Property usb_ncm_dl_properties[] = {
-    USB_NCM_PROPERTIES(NCM_ZLP_REQUIRED),
+static const Property usb_ncm_zlp_auto[] = {
+    DEFINE_PROP_SIGNED("zlp", USBNcmState, cfg.zlp, NCM_ZLP_AUTO,
+                       usb_ncm_prop_zlp, NcmZlpPolicy),
+};
+
+static const Property usb_ncm_zlp_required[] = {
+    DEFINE_PROP_SIGNED("zlp", USBNcmState, cfg.zlp, NCM_ZLP_REQUIRED,
+                       usb_ncm_prop_zlp, NcmZlpPolicy),
 };
 
 static const char *const usb_ncm_property_help[][2] = {
@@ -1540,32 +1535,22 @@ static const char *const usb_ncm_property_help[][2] = {
                         "vCPU thread, for comparison)" },
     { "x-park-packets", "hold bulk packets until there is data (auto: "
                         "not on OHCI, which allows one per controller)" },
-    { "zlp", "end of an OUT transfer: auto (NCM 1.0) or required "
-             "(short packet or ZLP only, DisplayLink firmware)" },
     { "vendorid", "idVendor (0: the model's own)" },
     { "productid", "idProduct (0: the model's own)" },
     { "manufacturer", "manufacturer string" },
     { "product", "product string" },
 };
 
-static void usb_ncm_set_props(ObjectClass *klass, const Property *props,
-                              size_t n)
-{
-    size_t i;
-
-    device_class_set_props_n(DEVICE_CLASS(klass), props, n);
-    for (i = 0; i < ARRAY_SIZE(usb_ncm_property_help); i++) {
-        object_class_property_set_description(klass,
-                                              usb_ncm_property_help[i][0],
-                                              usb_ncm_property_help[i][1]);
-    }
-}
+static const char usb_ncm_zlp_help[] =
+    "end of an OUT transfer: auto (NCM 1.0) or required (short packet or "
+    "ZLP only, DisplayLink firmware)";
 
 static void usb_ncm_base_class_init(ObjectClass *klass,
                                     NcmClassInitData *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     USBDeviceClass *uc = USB_DEVICE_CLASS(klass);
+    size_t i;
 
     uc->realize = usb_ncm_realize;
     uc->unrealize = usb_ncm_unrealize;
@@ -1578,6 +1563,12 @@ static void usb_ncm_base_class_init(ObjectClass *klass,
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
     dc->fw_name = "network";
     dc->vmsd = &vmstate_usb_ncm;
+    device_class_set_props(dc, usb_ncm_properties);
+    for (i = 0; i < ARRAY_SIZE(usb_ncm_property_help); i++) {
+        object_class_property_set_description(klass,
+                                              usb_ncm_property_help[i][0],
+                                              usb_ncm_property_help[i][1]);
+    }
 }
 
 static void usb_ncm_class_init(ObjectClass *klass, NcmClassInitData *data)
@@ -1588,8 +1579,8 @@ static void usb_ncm_class_init(ObjectClass *klass, NcmClassInitData *data)
     USB_NCM_BASE_CLASS(klass)->variant = &usb_ncm_variant;
     uc->product_desc = "QEMU USB NCM Ethernet";
     dc->desc = "USB CDC-NCM Ethernet adapter";
-    usb_ncm_set_props(klass, usb_ncm_properties,
-                      ARRAY_SIZE(usb_ncm_properties));
+    device_class_set_props(dc, usb_ncm_zlp_auto);
+    object_class_property_set_description(klass, "zlp", usb_ncm_zlp_help);
 }
 
 static void usb_ncm_dl_class_init(ObjectClass *klass, NcmClassInitData *data)
@@ -1601,8 +1592,8 @@ static void usb_ncm_dl_class_init(ObjectClass *klass, NcmClassInitData *data)
     uc->product_desc = "USB-NCM-DL Giga Ethernet";
     dc->desc = "DisplayLink-style USB CDC-NCM Ethernet (64 KiB NTBs, "
                "ZLP-required firmware)";
-    usb_ncm_set_props(klass, usb_ncm_dl_properties,
-                      ARRAY_SIZE(usb_ncm_dl_properties));
+    device_class_set_props(dc, usb_ncm_zlp_required);
+    object_class_property_set_description(klass, "zlp", usb_ncm_zlp_help);
 }
 
 static const TypeInfo usb_ncm_types[] = {

@@ -1,6 +1,7 @@
 /*
- * Minimal stand-in for QEMU's qemu/osdep.h, so that the NTB codec builds,
- * is tested, fuzzed and benchmarked without a QEMU tree.
+ * Minimal stand-in for QEMU's qemu/osdep.h, so that the NTB codec and the
+ * NCM function build, are tested, fuzzed and benchmarked without a QEMU
+ * tree.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <glib.h>
 
 #ifndef MIN
 #define MIN(a, b) (((a) < (b)) ? (a) : (b))
@@ -22,6 +24,7 @@
 #define MAX(a, b) (((a) > (b)) ? (a) : (b))
 #endif
 #define ROUND_UP(n, d) ((((n) + (d) - 1) / (d)) * (d))
+#define ROUND_DOWN(n, d) (((n) / (d)) * (d))
 #define ARRAY_SIZE(x) (sizeof(x) / sizeof((x)[0]))
 
 #endif

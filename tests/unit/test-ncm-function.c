@@ -1,0 +1,712 @@
+/*
+ * Unit tests for the USB CDC-NCM function (hw/usb/ncm-function.c)
+ *
+ * The protocol state machine without QEMU: the OUT delimiting and ZLP
+ * policy, the merge rule of ZLP-required firmware, the IN builder policy
+ * (the ZLP after an exact-multiple NTB, the one-copy buffer and what
+ * happens when it goes away), class-request state and the checks a
+ * migration stream goes through.  OUT NTBs are made with the codec's
+ * builder, which tests/unit/test-ncm-ntb.c checks on its own.
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/log.h"
+#include "hw/usb/ncm-function.h"
+
+#define MPS             512
+#define REQ_IN(r)       ((0xa1 << 8) | (r))
+#define REQ_OUT(r)      ((0x21 << 8) | (r))
+
+static const uint8_t dev_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+typedef struct Fixture {
+    NcmFunction f;
+    GPtrArray *emitted;         /* frames the function handed the netdev */
+    unsigned errors_before;
+} Fixture;
+
+static NcmConfig config(NcmZlpPolicy zlp, uint16_t max_segment)
+{
+    NcmConfig c = {
+        .ntb_in_max_size = 65536,
+        .ntb_out_max_size = 65536,
+        .in_divisor = 4,
+        .in_alignment = 4,
+        .out_divisor = 4,
+        .out_alignment = 4,
+        .out_max_datagrams = 64,
+        .max_segment_size = max_segment,
+        .network_caps = NCM_CAP_PACKET_FILTER | NCM_CAP_NET_ADDRESS |
+                        NCM_CAP_MAX_DATAGRAM_SIZE,
+        .ntb_formats = NCM_NTB_FORMAT_16 | NCM_NTB_FORMAT_32,
+        .link_speed_bps = 1000000000,
+        .zlp = zlp,
+    };
+
+    memcpy(c.mac, dev_mac, 6);
+    return c;
+}
+
+static void emit(void *opaque, const uint8_t *frame, size_t len)
+{
+    Fixture *fx = opaque;
+    GByteArray *b = g_byte_array_new();
+
+    g_byte_array_append(b, frame, len);
+    g_ptr_array_add(fx->emitted, b);
+}
+
+static void fixture_init(Fixture *fx, NcmZlpPolicy zlp, uint16_t max_seg)
+{
+    NcmConfig c = config(zlp, max_seg);
+
+    ncm_function_init(&fx->f, &c);
+    fx->emitted = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)g_byte_array_unref);
+    fx->errors_before = ncm_standalone_guest_errors;
+}
+
+static void fixture_free(Fixture *fx)
+{
+    ncm_function_cleanup(&fx->f);
+    g_ptr_array_unref(fx->emitted);
+}
+
+static GByteArray *frame(const uint8_t *dst, uint32_t tag, uint32_t len)
+{
+    GByteArray *b = g_byte_array_sized_new(len);
+    uint32_t i;
+
+    g_byte_array_set_size(b, len);
+    for (i = 0; i < len; i++) {
+        b->data[i] = tag + i * 7;
+    }
+    memcpy(b->data, dst, 6);
+    memcpy(b->data + 6, "\x52\x54\x00\xaa\xbb\xcc", 6);
+    stw_le_p(b->data + 12, 0xb588);
+    stl_le_p(b->data + 14, tag);
+    return b;
+}
+
+/* An OUT NTB16 of @n frames (tags @tag...), zero-padded to @pad bytes. */
+static GByteArray *out_ntb(uint32_t tag, unsigned n, uint32_t len,
+                           uint32_t pad)
+{
+    NcmNtbLayout layout = {
+        .max_len = 65536, .divisor = 4, .ndp_alignment = 4,
+    };
+    g_autofree NcmNtbBuilder *b = g_new0(NcmNtbBuilder, 1);
+    GByteArray *ntb = g_byte_array_new();
+    uint32_t used;
+    unsigned i;
+
+    g_byte_array_set_size(ntb, 65536);
+    memset(ntb->data, 0, ntb->len);
+    ncm_ntb_builder_init(b, &ncm_ntb16_format, &layout, ntb->data);
+    for (i = 0; i < n; i++) {
+        g_autoptr(GByteArray) fr = frame(bcast, tag + i, len);
+
+        g_assert(ncm_ntb_builder_append(b, fr->data, fr->len));
+    }
+    used = ncm_ntb_builder_finish(b, tag);
+    g_assert_cmpuint(used, >, 0);
+    g_assert_cmpuint(pad ? pad : used, >=, used);
+    g_byte_array_set_size(ntb, pad ? pad : used);
+    stw_le_p(ntb->data + 8, ntb->len);
+    return ntb;
+}
+
+/* The host sends @ntb as packets of MPS bytes, the last one shorter. */
+static void send_packets(Fixture *fx, const GByteArray *ntb)
+{
+    uint32_t off = 0;
+
+    while (off < ntb->len) {
+        uint32_t n = MIN(MPS, ntb->len - off), avail;
+        uint8_t *dst = ncm_function_out_space(&fx->f, &avail);
+
+        g_assert_cmpuint(avail, >=, n);
+        memcpy(dst, ntb->data + off, n);
+        ncm_function_out_packet(&fx->f, n, n, MPS, emit, fx);
+        off += n;
+    }
+}
+
+static void send_zlp(Fixture *fx)
+{
+    uint32_t avail;
+
+    ncm_function_out_space(&fx->f, &avail);
+    ncm_function_out_packet(&fx->f, 0, 0, MPS, emit, fx);
+}
+
+static int control(Fixture *fx, int request, int value, int length,
+                   uint8_t *data)
+{
+    return ncm_function_control(&fx->f, request, value, 0, length, data);
+}
+
+/* OUT: ZLP policy and the merge rule */
+
+/*
+ * Two exact-multiple NTBs without a ZLP between them: ZLP-required
+ * firmware sees one transfer, uses the first NTB and loses the second's
+ * datagrams (counted); NCM 1.0 delimiting takes both.
+ */
+static void test_out_merge(const void *opaque)
+{
+    NcmZlpPolicy zlp = GPOINTER_TO_INT(opaque);
+    g_autoptr(GByteArray) a = out_ntb(100, 3, 200, 2 * MPS);
+    g_autoptr(GByteArray) b = out_ntb(200, 2, 300, 2 * MPS);
+    Fixture fx;
+
+    fixture_init(&fx, zlp, 1514);
+    ncm_function_set_data_alt(&fx.f, 1);
+    send_packets(&fx, a);
+    g_assert_cmpuint(fx.f.stats.out_transfers, ==, 0);
+    send_packets(&fx, b);
+    send_zlp(&fx);
+    g_assert_cmpuint(fx.f.stats.out_zlps, ==, 1);
+    if (zlp == NCM_ZLP_REQUIRED) {
+        g_assert_cmpuint(fx.emitted->len, ==, 3);
+        g_assert_cmpuint(fx.f.stats.out_merged_transfers, ==, 1);
+        g_assert_cmpuint(fx.f.stats.out_merge_lost_datagrams, ==, 2);
+        g_assert_cmpuint(fx.f.stats.out_transfers, ==, 1);
+    } else {
+        g_assert_cmpuint(fx.emitted->len, ==, 5);
+        g_assert_cmpuint(fx.f.stats.out_merged_transfers, ==, 0);
+        g_assert_cmpuint(fx.f.stats.out_ntbs, ==, 2);
+    }
+    fixture_free(&fx);
+}
+
+/* With a ZLP after each exact-multiple NTB nothing merges. */
+static void test_out_zlp_separates(void)
+{
+    g_autoptr(GByteArray) a = out_ntb(100, 3, 200, 2 * MPS);
+    g_autoptr(GByteArray) b = out_ntb(200, 2, 300, 2 * MPS);
+    Fixture fx;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 1514);
+    ncm_function_set_data_alt(&fx.f, 1);
+    send_packets(&fx, a);
+    send_zlp(&fx);
+    send_packets(&fx, b);
+    send_zlp(&fx);
+    g_assert_cmpuint(fx.emitted->len, ==, 5);
+    g_assert_cmpuint(fx.f.stats.out_merged_transfers, ==, 0);
+    g_assert_cmpuint(fx.f.stats.out_transfers, ==, 2);
+    fixture_free(&fx);
+}
+
+/* A short-packet transfer is parsed where it lies; others are not. */
+static void test_out_direct(void)
+{
+    g_autoptr(GByteArray) a = out_ntb(300, 4, 333, 0);
+    g_autoptr(GByteArray) b = out_ntb(400, 1, 100, MPS);
+    Fixture fx;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 1514);
+    ncm_function_set_data_alt(&fx.f, 1);
+    g_assert_cmpuint(a->len % MPS, !=, 0);
+    g_assert(ncm_function_out_direct(&fx.f, a->data, a->len, MPS, emit,
+                                     &fx));
+    g_assert_cmpuint(fx.emitted->len, ==, 4);
+    g_assert(!ncm_function_out_direct(&fx.f, b->data, b->len, MPS, emit,
+                                      &fx));
+    g_assert_cmpuint(fx.f.stats.out_direct_transfers, ==, 1);
+    fixture_free(&fx);
+}
+
+/* A malformed NTB is rejected, counted and reported; nothing leaks out. */
+static void test_out_malformed(void)
+{
+    g_autoptr(GByteArray) a = out_ntb(500, 2, 100, 0);
+    Fixture fx;
+
+    fixture_init(&fx, NCM_ZLP_AUTO, 1514);
+    ncm_function_set_data_alt(&fx.f, 1);
+    a->data[0] = 'X';
+    g_assert(ncm_function_out_direct(&fx.f, a->data, a->len, MPS, emit,
+                                     &fx));
+    g_assert_cmpuint(fx.emitted->len, ==, 0);
+    g_assert_cmpuint(fx.f.stats.out_parse_errors[NCM_PARSE_NTH_SIGNATURE],
+                     ==, 1);
+    g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
+    fixture_free(&fx);
+}
+
+/* IN: the builder policy and the ZLP after an exact multiple */
+
+/* Hand @len bytes of the pending IN NTB over in packets of @room bytes. */
+static GByteArray *take_in(Fixture *fx, uint32_t room, bool *zlp)
+{
+    GByteArray *got = g_byte_array_new();
+    const uint8_t *src;
+    uint32_t len;
+
+    *zlp = false;
+    while ((src = ncm_function_in_next(&fx->f, room, &len))) {
+        if (!len) {
+            *zlp = true;
+            ncm_function_in_sent(&fx->f, 0, room, MPS);
+            break;
+        }
+        g_byte_array_append(got, src, len);
+        if (ncm_function_in_sent(&fx->f, len, room, MPS) &&
+            !fx->f.in_zlp_owed) {
+            break;
+        }
+    }
+    return got;
+}
+
+static void rx(Fixture *fx, uint32_t tag, uint32_t len)
+{
+    g_autoptr(GByteArray) fr = frame(dev_mac, tag, len);
+
+    g_assert_cmpint(ncm_function_rx(&fx->f, fr->data, fr->len), ==,
+                    NCM_RX_QUEUED);
+}
+
+typedef struct ZlpCase {
+    uint32_t frame_len;         /* the one frame of the NTB */
+    uint32_t room;              /* the host's packets */
+    uint32_t input_size;        /* 0: dwNtbInMaxSize */
+    uint32_t ntb_len;
+    bool zlp;
+} ZlpCase;
+
+static const ZlpCase zlp_cases[] = {
+    /* 2 x MPS over MPS-sized packets: the transfer stays open */
+    { 996, MPS, 0, 1024, true },
+    /* the same NTB in a bigger packet ends short */
+    { 996, 4096, 0, 1024, false },
+    /* one byte less: the last packet is short */
+    { 992, MPS, 0, 1020, false },
+    /* a smaller input size, still above the NTB: the ZLP stays */
+    { 996, MPS, 1024 * 2, 1024, true },
+};
+
+static void test_in_zlp(const void *opaque)
+{
+    const ZlpCase *z = opaque;
+    g_autoptr(GByteArray) got = NULL;
+    Fixture fx;
+    bool zlp;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 1514);
+    if (z->input_size) {
+        uint8_t b[4];
+
+        stl_le_p(b, z->input_size);
+        g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 4,
+                                b), ==, 0);
+    }
+    ncm_function_set_data_alt(&fx.f, 1);
+    rx(&fx, 1, z->frame_len);
+    got = take_in(&fx, z->room, &zlp);
+    g_assert_cmpuint(got->len, ==, z->ntb_len);
+    g_assert_cmpint(zlp, ==, z->zlp);
+    g_assert_cmpuint(fx.f.stats.in_zlps, ==, z->zlp);
+    g_assert(!ncm_function_in_pending(&fx.f));
+    fixture_free(&fx);
+}
+
+/* An NTB exactly the input size (2 KiB here) never gets a ZLP. */
+static void test_in_no_zlp_at_input_size(void)
+{
+    g_autoptr(GByteArray) got = NULL;
+    uint8_t b[4];
+    Fixture fx;
+    bool zlp;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 1514);
+    stl_le_p(b, 2048);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 4, b),
+                    ==, 0);
+    ncm_function_set_data_alt(&fx.f, 1);
+    rx(&fx, 1, 1514);           /* ends at 1526, next at 1528 */
+    rx(&fx, 2, 500);            /* ends at 2028; NDP of 20 bytes: 2048 */
+    got = take_in(&fx, MPS, &zlp);
+    g_assert_cmpuint(got->len, ==, 2048);
+    g_assert(!zlp);
+    g_assert_cmpuint(fx.f.stats.in_zlps, ==, 0);
+    fixture_free(&fx);
+}
+
+/* Parse @ntb with the codec; check the datagrams are @tags' frames. */
+static void check_in_ntb(const GByteArray *ntb, const uint32_t *lens,
+                         unsigned n)
+{
+    NcmParseLimits limits = {
+        .max_ntb_len = 65536, .max_datagram_len = 9000,
+        .max_datagrams = 64,
+    };
+    g_autofree NcmNtbView *view = g_new0(NcmNtbView, 1);
+    unsigned i;
+
+    g_assert_cmpint(ncm_ntb_parse_one(&ncm_ntb16_format, ntb->data,
+                                      ntb->len, &limits, view),
+                    ==, NCM_PARSE_OK);
+    g_assert_cmpuint(view->n_datagrams, ==, n);
+    for (i = 0; i < n; i++) {
+        g_assert_cmpuint(view->datagrams[i].len, ==, lens[i]);
+        g_assert_cmpuint(ldl_le_p(ntb->data + view->datagrams[i].offset +
+                                  14), ==, 10 + i);
+    }
+}
+
+/*
+ * The one-copy buffer goes away (cancelled transfer, migration): what
+ * was built in it moves to the function's own buffer and goes out next.
+ */
+static void test_in_attach_rescue(void)
+{
+    static const uint32_t lens[] = { 100, 1514, 60 };
+    g_autofree uint8_t *host = g_malloc0(4096);
+    g_autoptr(GByteArray) got = NULL;
+    Fixture fx;
+    unsigned i;
+    bool zlp;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 1514);
+    ncm_function_set_data_alt(&fx.f, 1);
+    g_assert(ncm_function_in_attach(&fx.f, host, 4096));
+    for (i = 0; i < ARRAY_SIZE(lens); i++) {
+        rx(&fx, 10 + i, lens[i]);
+    }
+    /* nothing leaves while the buffer is attached */
+    g_assert(!ncm_function_in_pending(&fx.f));
+    ncm_function_in_detach(&fx.f);
+    memset(host, 0xee, 4096);   /* the host may reuse it at once */
+    g_assert_cmpuint(fx.f.stats.in_rescued_datagrams, ==, 3);
+    g_assert(ncm_function_in_pending(&fx.f));
+    got = take_in(&fx, 65536, &zlp);
+    check_in_ntb(got, lens, ARRAY_SIZE(lens));
+    fixture_free(&fx);
+}
+
+/*
+ * The one-copy path needs room for a largest datagram; a jumbo frame
+ * that no longer fits an attached buffer moves the NTB out of it.
+ */
+static void test_in_attach_jumbo(void)
+{
+    g_autofree uint8_t *host = g_malloc0(16384);
+    g_autoptr(GByteArray) got = NULL;
+    static const uint32_t lens[] = { 8000 };
+    uint8_t b[2];
+    Fixture fx;
+    bool zlp;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 8192);
+    ncm_function_set_data_alt(&fx.f, 1);
+    g_assert(!ncm_function_in_attach(&fx.f, host, 2048));
+    stw_le_p(b, 1514);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_MAX_DATAGRAM_SIZE), 0, 2,
+                            b), ==, 0);
+    g_assert(ncm_function_in_attach(&fx.f, host, 2048));
+    stw_le_p(b, 8192);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_MAX_DATAGRAM_SIZE), 0, 2,
+                            b), ==, 0);
+    g_assert(ncm_function_rx_can_queue(&fx.f));
+    rx(&fx, 10, 8000);
+    g_assert(!fx.f.in_attached);
+    got = take_in(&fx, 65536, &zlp);
+    check_in_ntb(got, lens, 1);
+    fixture_free(&fx);
+}
+
+/* A smaller input size drops what no longer fits; RX may go on. */
+static void test_in_input_size_flush(void)
+{
+    uint8_t b[4];
+    Fixture fx;
+    unsigned i;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 1514);
+    ncm_function_set_data_alt(&fx.f, 1);
+    for (i = 0; i < 10; i++) {
+        rx(&fx, i, 1000);
+    }
+    stl_le_p(b, 2048);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 4, b),
+                    ==, 0);
+    g_assert_cmpuint(fx.f.stats.in_flushed_datagrams, ==, 10);
+    g_assert(ncm_function_rx_can_queue(&fx.f));
+    fixture_free(&fx);
+}
+
+/* Class requests */
+
+static void test_control_parameters(void)
+{
+    uint8_t d[28];
+    Fixture fx;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 1514);
+    g_assert_cmpint(control(&fx, REQ_IN(NCM_GET_NTB_PARAMETERS), 0, 28, d),
+                    ==, 28);
+    g_assert_cmpuint(lduw_le_p(d), ==, 28);
+    g_assert_cmpuint(lduw_le_p(d + 2), ==, 3);
+    g_assert_cmpuint(ldl_le_p(d + 4), ==, 65536);
+    g_assert_cmpuint(ldl_le_p(d + 16), ==, 65536);
+    g_assert_cmpuint(lduw_le_p(d + 26), ==, 64);
+    /* a short read gets the first bytes */
+    g_assert_cmpint(control(&fx, REQ_IN(NCM_GET_NTB_PARAMETERS), 0, 8, d),
+                    ==, 8);
+    fixture_free(&fx);
+}
+
+typedef struct BadRequest {
+    const char *name;
+    int request;
+    int value;
+    int length;
+    bool data_active;
+} BadRequest;
+
+static const BadRequest bad_requests[] = {
+    { "set-ntb-format-while-active", REQ_OUT(NCM_SET_NTB_FORMAT), 1, 0,
+      true },
+    { "set-ntb-format-unknown", REQ_OUT(NCM_SET_NTB_FORMAT), 2, 0, false },
+    { "set-input-size-3-bytes", REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 3,
+      false },
+    { "set-input-size-8-bytes-not-offered", REQ_OUT(NCM_SET_NTB_INPUT_SIZE),
+      0, 8, false },
+    { "set-max-datagram-1-byte", REQ_OUT(NCM_SET_MAX_DATAGRAM_SIZE), 0, 1,
+      false },
+    { "set-net-address-while-active", REQ_OUT(NCM_SET_NET_ADDRESS), 0, 6,
+      true },
+    { "set-packet-filter-unknown-bits",
+      REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER), 0x20, 0, false },
+    { "unknown-request", REQ_IN(0x99), 0, 4, false },
+};
+
+/* Stalled, counted, reported, and the state unchanged. */
+static void test_control_bad(const void *opaque)
+{
+    const BadRequest *r = opaque;
+    uint8_t d[8] = { 0 };
+    Fixture fx;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 1514);
+    ncm_function_set_data_alt(&fx.f, r->data_active);
+    g_assert_cmpint(control(&fx, r->request, r->value, r->length, d), ==,
+                    -1);
+    g_assert_cmpuint(fx.f.stats.bad_requests, ==, 1);
+    g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
+    g_assert(fx.f.format == &ncm_ntb16_format);
+    g_assert_cmpuint(fx.f.ntb_in_size, ==, 65536);
+    fixture_free(&fx);
+}
+
+static void test_control_input_size_bounds(void)
+{
+    uint8_t b[4];
+    Fixture fx;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 1514);
+    stl_le_p(b, 2047);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 4, b),
+                    ==, -1);
+    stl_le_p(b, 65537);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 4, b),
+                    ==, -1);
+    stl_le_p(b, 2048);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 4, b),
+                    ==, 0);
+    g_assert_cmpuint(fx.f.ntb_in_size, ==, 2048);
+    g_assert_cmpuint(fx.f.stats.bad_requests, ==, 2);
+    fixture_free(&fx);
+}
+
+/* NCM 1.0 7.2: alt 0 puts every negotiated value back. */
+static void test_control_alt0_resets(void)
+{
+    uint8_t b[4];
+    Fixture fx;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 1514);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_FORMAT), 1, 0, NULL),
+                    ==, 0);
+    stl_le_p(b, 4096);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 4, b),
+                    ==, 0);
+    g_assert_cmpint(control(&fx, REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER),
+                            0x1f, 0, NULL), ==, 0);
+    ncm_function_set_data_alt(&fx.f, 1);
+    g_assert(fx.f.format == &ncm_ntb32_format);
+    ncm_function_set_data_alt(&fx.f, 0);
+    g_assert(fx.f.format == &ncm_ntb16_format);
+    g_assert_cmpuint(fx.f.ntb_in_size, ==, 65536);
+    g_assert_cmpuint(fx.f.packet_filter, !=, 0x1f);
+    g_assert(!fx.f.data_active);
+    fixture_free(&fx);
+}
+
+/* Migration: every field from the stream is checked */
+
+typedef struct MigCase {
+    const char *name;
+    void (*spoil)(NcmFunction *f);
+    bool ntb32;
+} MigCase;
+
+static void spoil_none(NcmFunction *f)
+{
+}
+
+static void spoil_input_size(NcmFunction *f)
+{
+    f->ntb_in_size = 131072;
+}
+
+static void spoil_datagram_size(NcmFunction *f)
+{
+    f->max_datagram_size = 9000;
+}
+
+static void spoil_filter(NcmFunction *f)
+{
+    f->packet_filter = 0x40;
+}
+
+static void spoil_n_datagrams(NcmFunction *f)
+{
+    f->in_builder.n_datagrams = NCM_MAX_DATAGRAMS + 1;
+}
+
+static void spoil_datagram(NcmFunction *f)
+{
+    f->in_builder.datagrams[0].offset = 0xfffffff0;
+}
+
+static void spoil_builder_len(NcmFunction *f)
+{
+    f->in_builder.len = 70000;
+}
+
+static void spoil_send_off(NcmFunction *f)
+{
+    f->in_ntb_len = 100;
+    f->in_send_off = 200;
+}
+
+static void spoil_notify(NcmFunction *f)
+{
+    f->notify_len = 200;
+}
+
+static void spoil_corrupt(NcmFunction *f)
+{
+    f->faults.corrupt = NCM_CORRUPT__MAX;
+}
+
+static const MigCase mig_cases[] = {
+    { "valid", spoil_none, false },
+    { "valid-ntb32", spoil_none, true },
+    { "input-size", spoil_input_size, false },
+    { "datagram-size", spoil_datagram_size, false },
+    { "filter", spoil_filter, false },
+    { "n-datagrams", spoil_n_datagrams, false },
+    { "datagram-offset", spoil_datagram, false },
+    { "builder-len", spoil_builder_len, false },
+    { "send-offset", spoil_send_off, false },
+    { "notification", spoil_notify, false },
+    { "corruption", spoil_corrupt, false },
+};
+
+static void test_migration_checks(const void *opaque)
+{
+    const MigCase *m = opaque;
+    NcmConfig c = config(NCM_ZLP_REQUIRED, 1514);
+    const char *why;
+    Fixture fx;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 1514);
+    if (m->ntb32) {
+        g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_FORMAT), 1, 0,
+                                NULL), ==, 0);
+    }
+    ncm_function_set_data_alt(&fx.f, 1);
+    rx(&fx, 1, 300);
+    rx(&fx, 2, 400);
+    ncm_function_pre_save(&fx.f);
+    m->spoil(&fx.f);
+    why = ncm_function_post_load(&fx.f, m->ntb32,
+                                 ncm_function_in_bytes(&fx.f));
+    if (m->spoil == spoil_none) {
+        g_assert_null(why);
+        g_assert_cmpuint(fx.f.in_builder.n_datagrams, ==, 2);
+        /* an NTB16 stream's first datagram would sit inside an NTH32 */
+        if (!m->ntb32) {
+            g_assert_nonnull(ncm_function_post_load(
+                &fx.f, true, ncm_function_in_bytes(&fx.f)));
+        }
+    } else {
+        g_assert_nonnull(why);
+    }
+    /* a device without NTB32 refuses a stream that selected it */
+    c.ntb_formats = NCM_NTB_FORMAT_16;
+    fx.f.cfg = c;
+    if (m->ntb32) {
+        g_assert_nonnull(ncm_function_post_load(&fx.f, true, 0));
+    }
+    fixture_free(&fx);
+}
+
+int main(int argc, char **argv)
+{
+    unsigned i;
+
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_data_func("/ncm-function/out/merge/zlp-required",
+                         GINT_TO_POINTER(NCM_ZLP_REQUIRED), test_out_merge);
+    g_test_add_data_func("/ncm-function/out/merge/auto",
+                         GINT_TO_POINTER(NCM_ZLP_AUTO), test_out_merge);
+    g_test_add_func("/ncm-function/out/zlp-separates",
+                    test_out_zlp_separates);
+    g_test_add_func("/ncm-function/out/direct", test_out_direct);
+    g_test_add_func("/ncm-function/out/malformed", test_out_malformed);
+    for (i = 0; i < ARRAY_SIZE(zlp_cases); i++) {
+        g_autofree char *path = g_strdup_printf(
+            "/ncm-function/in/zlp/%u-byte-frame-%u-byte-packets-input-%u",
+            zlp_cases[i].frame_len, zlp_cases[i].room,
+            zlp_cases[i].input_size);
+
+        g_test_add_data_func(path, &zlp_cases[i], test_in_zlp);
+    }
+    g_test_add_func("/ncm-function/in/zlp/none-at-input-size",
+                    test_in_no_zlp_at_input_size);
+    g_test_add_func("/ncm-function/in/attach/rescue", test_in_attach_rescue);
+    g_test_add_func("/ncm-function/in/attach/jumbo", test_in_attach_jumbo);
+    g_test_add_func("/ncm-function/in/input-size-flush",
+                    test_in_input_size_flush);
+    g_test_add_func("/ncm-function/control/parameters",
+                    test_control_parameters);
+    g_test_add_func("/ncm-function/control/input-size-bounds",
+                    test_control_input_size_bounds);
+    g_test_add_func("/ncm-function/control/alt-0-resets",
+                    test_control_alt0_resets);
+    for (i = 0; i < ARRAY_SIZE(bad_requests); i++) {
+        g_autofree char *path = g_strdup_printf("/ncm-function/control/bad/%s",
+                                                bad_requests[i].name);
+
+        g_test_add_data_func(path, &bad_requests[i], test_control_bad);
+    }
+    for (i = 0; i < ARRAY_SIZE(mig_cases); i++) {
+        g_autofree char *path = g_strdup_printf("/ncm-function/migration/%s",
+                                                mig_cases[i].name);
+
+        g_test_add_data_func(path, &mig_cases[i], test_migration_checks);
+    }
+    return g_test_run();
+}
