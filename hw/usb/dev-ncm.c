@@ -379,7 +379,9 @@ static void usb_ncm_complete_parked(USBNcmState *s, USBNcmBulk *b)
     USBPacket *p = b->parked;
 
     b->parked = NULL;
-    p->status = USB_RET_SUCCESS;
+    if (p->status == USB_RET_ASYNC) {
+        p->status = USB_RET_SUCCESS;
+    }
     usb_packet_complete(&s->dev, p);
 }
 
@@ -425,13 +427,22 @@ static void usb_ncm_hand_back(USBNcmState *s)
 
 /* Bulk IN */
 
-/* Copy the next IN bytes (or the ZLP owed) into @p; false if none. */
+/*
+ * Copy the next IN bytes (or the ZLP owed) into @p, or end it with
+ * babble; false when there is nothing to send.
+ */
 static bool usb_ncm_in_send(USBNcmState *s, USBPacket *p)
 {
     uint64_t dropped = s->fn.stats.fault_dropped_in_ntbs;
     const uint8_t *src;
     uint32_t len;
 
+    if (ncm_function_in_babble(&s->fn, p->iov.size,
+                               p->ep->max_packet_size)) {
+        p->status = USB_RET_BABBLE;
+        usb_ncm_flush_rx(s);
+        return true;
+    }
     src = ncm_function_in_next(&s->fn, p->iov.size, &len);
     if (!src) {
         if (dropped != s->fn.stats.fault_dropped_in_ntbs) {
@@ -854,7 +865,8 @@ static const struct {
     NCM_STAT(out_merged_transfers), NCM_STAT(out_merge_lost_datagrams),
     NCM_STAT(in_ntbs), NCM_STAT(in_direct_ntbs), NCM_STAT(in_datagrams),
     NCM_STAT(in_bytes),
-    NCM_STAT(in_naks), NCM_STAT(in_zlps), NCM_STAT(in_parked),
+    NCM_STAT(in_naks), NCM_STAT(in_zlps), NCM_STAT(in_babbles),
+    NCM_STAT(in_parked),
     NCM_STAT(in_rescued_datagrams), NCM_STAT(packets_handed_back),
     NCM_STAT(packets_adopted), NCM_STAT(rx_backpressure), NCM_STAT(rx_filtered),
     NCM_STAT(rx_oversize), NCM_STAT(rx_inactive_drops),
@@ -1441,6 +1453,7 @@ static const VMStateDescription vmstate_usb_ncm = {
         VMSTATE_NCM_STAT(in_bytes),
         VMSTATE_NCM_STAT(in_naks),
         VMSTATE_NCM_STAT(in_zlps),
+        VMSTATE_NCM_STAT(in_babbles),
         VMSTATE_NCM_STAT(in_parked),
         VMSTATE_NCM_STAT(in_rescued_datagrams),
         VMSTATE_NCM_STAT(packets_handed_back),

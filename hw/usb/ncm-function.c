@@ -891,6 +891,35 @@ void ncm_function_in_detach(NcmFunction *f)
     f->in_attached = false;
 }
 
+bool ncm_function_in_babble(NcmFunction *f, uint32_t room,
+                            uint32_t max_packet)
+{
+    uint32_t remaining;
+
+    if (!max_packet || room % max_packet == 0 || f->faults.busy ||
+        f->in_attached || f->in_zlp_owed) {
+        return false;
+    }
+    /* finished first, so that the IN faults apply as usual */
+    if (!f->in_ntb_len &&
+        (!f->in_builder.n_datagrams || !ncm_in_finish(f))) {
+        return false;
+    }
+    remaining = f->in_ntb_len - f->in_send_off;
+    if (remaining <= room) {
+        return false;
+    }
+    f->stats.in_babbles++;
+    f->stats.in_flushed_datagrams += f->in_builder.n_datagrams;
+    trace_usb_ncm_in_babble(room, remaining);
+    qemu_log_mask(LOG_GUEST_ERROR,
+                  "usb-ncm: bulk IN buffer of %u bytes ends inside a "
+                  "packet with %u bytes of an NTB to send: babble, NTB "
+                  "lost\n", room, remaining);
+    ncm_in_restart(f);
+    return true;
+}
+
 bool ncm_function_in_pending(const NcmFunction *f)
 {
     return !f->faults.busy && !f->in_attached &&

@@ -3519,6 +3519,37 @@ static void test_rx_jumbo_small_td(NcmEnv *e, const NcmCase *c)
     queue_check_traffic(e, 33100);
 }
 
+/*
+ * A host buffer that ends inside a packet, with more of the NTB to come:
+ * a real function sends a full packet and the host sees babble.  The NTB
+ * is lost, counted and reported; after the host resets the endpoint the
+ * next NTB comes whole.
+ */
+static void test_rx_babble(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    QXhciTransfer *t;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    t = in_park(e, 100, 0);
+    frames_add(rx, ncm_mac, 38000, 500);
+    sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    g_assert_cmpint(t->cc, ==, QXHCI_CC_BABBLE);
+    qxhci_transfer_free(t);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "in_babbles", 1);
+    assert_stat_delta(before, after, "in_flushed_datagrams", 1);
+    /* the halted endpoint is reset; the lost NTB left a sequence gap */
+    g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_in.address), ==,
+                    QXHCI_CC_SUCCESS);
+    e->rx_seq++;
+    queue_check_traffic(e, 38100);
+}
+
 /* SET_CONFIGURATION(0) turns the data interface off with the rest. */
 static void test_set_configuration_0(NcmEnv *e, const NcmCase *c)
 {
@@ -4042,6 +4073,8 @@ static void add_queue_cases(bool ss)
                   test_rx_input_size_flush, NULL, NULL);
     add_case_data(ss, dl, "rx/jumbo-frame-small-td", test_rx_jumbo_small_td,
                   NULL, "max-segment-size=8192");
+    add_case_data(ss, dl, "rx/babble-buffer-ends-inside-packet",
+                  test_rx_babble, NULL, NULL);
     add_case_data(ss, dl, "set-configuration-0-data-off",
                   test_set_configuration_0, NULL, NULL);
     add_case_data(ss, dl, "nak-mode/traffic", test_nak_mode, NULL,

@@ -444,6 +444,26 @@ static void test_in_input_size_flush(void)
     fixture_free(&fx);
 }
 
+/* A buffer ending inside a packet with more NTB to come: babble. */
+static void test_in_babble(void)
+{
+    Fixture fx;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 1514);
+    ncm_function_set_data_alt(&fx.f, 1);
+    rx(&fx, 1, 500);
+    /* a whole number of packets, or room for all of it: no babble */
+    g_assert(!ncm_function_in_babble(&fx.f, MPS, MPS));
+    g_assert(!ncm_function_in_babble(&fx.f, 1000, MPS));
+    g_assert(ncm_function_in_babble(&fx.f, 100, MPS));
+    g_assert_cmpuint(fx.f.stats.in_babbles, ==, 1);
+    g_assert_cmpuint(fx.f.stats.in_flushed_datagrams, ==, 1);
+    g_assert_cmpuint(fx.f.in_sequence, ==, 1);
+    g_assert(!ncm_function_in_pending(&fx.f));
+    g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
+    fixture_free(&fx);
+}
+
 /* Class requests */
 
 static void test_control_parameters(void)
@@ -688,6 +708,7 @@ int main(int argc, char **argv)
                     test_in_no_zlp_at_input_size);
     g_test_add_func("/ncm-function/in/attach/rescue", test_in_attach_rescue);
     g_test_add_func("/ncm-function/in/attach/jumbo", test_in_attach_jumbo);
+    g_test_add_func("/ncm-function/in/babble", test_in_babble);
     g_test_add_func("/ncm-function/in/input-size-flush",
                     test_in_input_size_flush);
     g_test_add_func("/ncm-function/control/parameters",

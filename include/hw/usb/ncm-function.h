@@ -59,6 +59,7 @@ typedef struct NcmCounters {
     uint64_t in_bytes;
     uint64_t in_naks;
     uint64_t in_zlps;               /* ZLPs ending an exact-multiple NTB */
+    uint64_t in_babbles;            /* buffers ending inside a packet */
     uint64_t in_parked;             /* IN packets held for the next NTB */
     uint64_t in_rescued_datagrams;  /* taken back from a cancelled buffer */
     uint64_t packets_handed_back;   /* completed empty by a reset/alt */
@@ -221,6 +222,14 @@ const uint8_t *ncm_function_in_next(NcmFunction *f, uint32_t room,
                                     uint32_t *len);
 bool ncm_function_in_sent(NcmFunction *f, uint32_t len, uint32_t room,
                           uint32_t max_packet);
+/*
+ * A host buffer of @room bytes that is not a multiple of @max_packet and
+ * shorter than what is left of the NTB: a real device sends a full
+ * packet, the host sees babble and the NTB is lost.  Returns true (the
+ * NTB dropped, counted and reported) when the packet must end so.
+ */
+bool ncm_function_in_babble(NcmFunction *f, uint32_t room,
+                            uint32_t max_packet);
 /* Something (an NTB, datagrams or a ZLP) is ready for an IN packet. */
 bool ncm_function_in_pending(const NcmFunction *f);
 
