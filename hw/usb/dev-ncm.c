@@ -123,6 +123,7 @@ struct USBNcmState {
     NcmConfig cfg;
     bool ntb32;
     bool deferred_out;
+    bool remote_wakeup;
     OnOffAuto park_packets;
     uint16_t vendor_id;
     uint16_t product_id;
@@ -144,6 +145,12 @@ struct USBNcmState {
     QEMUBH *out_bh;
     QEMUTimer *fault_link_timer;
     QEMUTimer *fault_busy_timer;
+    /* re-enumeration fault: off the bus, back after replug_ms */
+    QEMUTimer *replug_timer;
+    uint32_t replug_ms;
+    uint32_t replug_every_ms;
+    uint32_t replug_seed;
+    bool replug_down;
     VMChangeStateEntry *vmstate_change;
     /* what migration carries in another form than the function keeps */
     struct {
@@ -289,7 +296,8 @@ static void usb_ncm_build_descriptors(USBNcmState *s, uint8_t caps)
         d->config[sp] = (USBDescConfig) {
             .bNumInterfaces = NCM_IF_COUNT,
             .bConfigurationValue = 1,
-            .bmAttributes = USB_CFG_ATT_ONE | USB_CFG_ATT_SELFPOWER,
+            .bmAttributes = USB_CFG_ATT_ONE | USB_CFG_ATT_SELFPOWER |
+                            (s->remote_wakeup ? USB_CFG_ATT_WAKEUP : 0),
             .bMaxPower = 0,
             .nif_groups = 1,
             .if_groups = &d->iad[sp],
@@ -828,6 +836,15 @@ static ssize_t usb_ncm_receive(NetClientState *nc, const uint8_t *buf,
 {
     USBNcmState *s = qemu_get_nic_opaque(nc);
 
+    /*
+     * The host stopped polling (a suspended device has no transfers
+     * waiting): a frame wakes it, if it allowed remote wakeup.  The port
+     * ignores this unless it is suspended.
+     */
+    if (s->remote_wakeup && s->dev.remote_wakeup && !s->in.parked &&
+        s->dev.port && s->dev.port->ops->wakeup) {
+        s->dev.port->ops->wakeup(s->dev.port);
+    }
     switch (ncm_function_rx(&s->fn, buf, size)) {
     case NCM_RX_QUEUED:
         usb_ncm_schedule_wakeup(s, true, false);
@@ -873,6 +890,7 @@ static const struct {
     NCM_STAT(in_flushed_datagrams), NCM_STAT(bad_requests),
     NCM_STAT(notifications), NCM_STAT(link_down_drops),
     NCM_STAT(fault_dropped_in_ntbs), NCM_STAT(fault_corrupted_in_ntbs),
+    NCM_STAT(replugs),
 };
 
 static void usb_ncm_get_stats(Object *obj, Visitor *v, const char *name,
@@ -931,6 +949,61 @@ static void usb_ncm_fault_busy_end(void *opaque)
     usb_ncm_schedule_wakeup(s, true, false);
 }
 
+/*
+ * Re-enumeration fault: the function drops off the bus, as a dock's
+ * firmware reset or a failed U1/U2 exit does, and comes back replug_ms
+ * later; with replug_every_ms it happens again and again, with a jitter
+ * of up to a quarter of the period from a seeded generator so that a run
+ * replays.
+ */
+static void usb_ncm_replug_schedule(USBNcmState *s, int64_t delay_ms)
+{
+    timer_mod(s->replug_timer,
+              qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + delay_ms);
+}
+
+static void usb_ncm_replug_detach(USBNcmState *s)
+{
+    if (s->dev.attached) {
+        s->fn.stats.replugs++;
+        trace_usb_ncm_replug(s->dev.addr, 0, s->replug_ms);
+        usb_device_detach(&s->dev);
+        /* what the firmware knew is gone with it */
+        ncm_function_reset(&s->fn);
+        usb_ncm_flush_rx(s);
+    }
+    s->replug_down = true;
+    usb_ncm_replug_schedule(s, s->replug_ms);
+}
+
+static void usb_ncm_replug_timer(void *opaque)
+{
+    USBNcmState *s = opaque;
+    Error *err = NULL;
+
+    if (!s->replug_down) {
+        usb_ncm_replug_detach(s);
+        return;
+    }
+    s->replug_down = false;
+    if (!s->dev.attached) {
+        usb_device_attach(&s->dev, &err);
+        if (err) {
+            /* the port went away meanwhile: nothing to come back to */
+            warn_report_err(err);
+            return;
+        }
+        trace_usb_ncm_replug(s->dev.addr, 1, 0);
+    }
+    if (s->replug_every_ms) {
+        uint32_t jitter = s->replug_every_ms / 4 + 1;
+
+        s->replug_seed = s->replug_seed * 1103515245 + 12345;
+        usb_ncm_replug_schedule(s, s->replug_every_ms - jitter / 2 +
+                                (s->replug_seed >> 8) % jitter);
+    }
+}
+
 static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
                                   void *opaque, Error **errp)
 {
@@ -967,6 +1040,25 @@ static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
         s->fn.faults.in_ntb_counter = 0;
     } else if (!strcmp(name, "x-fault-corrupt-count")) {
         s->fn.faults.corrupt_remaining = value;
+    } else if (!strcmp(name, "x-fault-replug-ms")) {
+        if (value) {
+            s->replug_ms = value;
+            usb_ncm_replug_detach(s);
+        } else if (s->replug_down) {
+            /* back at once */
+            usb_ncm_replug_schedule(s, 0);
+        }
+    } else if (!strcmp(name, "x-fault-replug-every-ms")) {
+        s->replug_every_ms = value;
+        if (!value) {
+            if (!s->replug_down) {
+                timer_del(s->replug_timer);
+            }
+        } else if (!s->replug_down) {
+            usb_ncm_replug_schedule(s, value);
+        }
+    } else if (!strcmp(name, "x-fault-replug-seed")) {
+        s->replug_seed = value;
     }
     trace_usb_ncm_fault(name, value);
 }
@@ -985,6 +1077,12 @@ static void usb_ncm_get_fault_u32(Object *obj, Visitor *v, const char *name,
         value = s->fn.faults.drop_in_every;
     } else if (!strcmp(name, "x-fault-corrupt-count")) {
         value = s->fn.faults.corrupt_remaining;
+    } else if (!strcmp(name, "x-fault-replug-ms")) {
+        value = s->replug_down;
+    } else if (!strcmp(name, "x-fault-replug-every-ms")) {
+        value = s->replug_every_ms;
+    } else if (!strcmp(name, "x-fault-replug-seed")) {
+        value = s->replug_seed;
     }
     visit_type_uint32(v, name, &value, errp);
 }
@@ -1077,6 +1175,11 @@ static bool usb_ncm_check_properties(USBNcmState *s, Error **errp)
                    NCM_MAX_DATAGRAMS, s->cfg.out_max_datagrams);
         return false;
     }
+    if (s->cfg.power_on_filter & ~0x1f) {
+        error_setg(errp, "power-on-filter 0x%x has bits beyond the five "
+                   "CDC packet filter bits (0x1f)", s->cfg.power_on_filter);
+        return false;
+    }
     if (s->cfg.max_segment_size < 1514 ||
         s->cfg.max_segment_size + 64 > smallest_ntb) {
         error_setg(errp, "max-segment-size %u must be at least 1514 and fit "
@@ -1157,6 +1260,10 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
                                        usb_ncm_fault_link_restore, s);
     s->fault_busy_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
                                        usb_ncm_fault_busy_end, s);
+    s->replug_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, usb_ncm_replug_timer,
+                                   s);
+    s->replug_ms = 200;
+    s->replug_seed = 1;
     s->vmstate_change = qemu_add_vm_change_state_handler(
         usb_ncm_vm_state_change, s);
 
@@ -1178,6 +1285,7 @@ static void usb_ncm_unrealize(USBDevice *dev)
     qemu_del_vm_change_state_handler(s->vmstate_change);
     timer_free(s->fault_link_timer);
     timer_free(s->fault_busy_timer);
+    timer_free(s->replug_timer);
     s->in.parked = NULL;            /* the detach cancelled them */
     s->out.parked = NULL;
     qemu_del_nic(s->nic);
@@ -1191,7 +1299,8 @@ static void usb_ncm_instance_init(Object *obj)
 
     static const char *const fault_u32[] = {
         "x-fault-link-down-ms", "x-fault-busy-ms", "x-fault-drop-in-every",
-        "x-fault-corrupt-count",
+        "x-fault-corrupt-count", "x-fault-replug-ms",
+        "x-fault-replug-every-ms", "x-fault-replug-seed",
     };
     size_t i;
 
@@ -1468,6 +1577,7 @@ static const VMStateDescription vmstate_usb_ncm = {
         VMSTATE_NCM_STAT(link_down_drops),
         VMSTATE_NCM_STAT(fault_dropped_in_ntbs),
         VMSTATE_NCM_STAT(fault_corrupted_in_ntbs),
+        VMSTATE_NCM_STAT(replugs),
         /* the bytes, last: their lengths are checked as they come */
         VMSTATE_USB_NCM_BUFFER("out_buf", vmstate_info_usb_ncm_out_buf),
         VMSTATE_USB_NCM_BUFFER("in_buf", vmstate_info_usb_ncm_in_buf),
@@ -1514,6 +1624,7 @@ static const Property usb_ncm_properties[] = {
                        1514),
     DEFINE_PROP_BOOL("ntb32", USBNcmState, ntb32, true),
     DEFINE_PROP_BOOL("x-deferred-out", USBNcmState, deferred_out, true),
+    DEFINE_PROP_BOOL("remote-wakeup", USBNcmState, remote_wakeup, true),
     DEFINE_PROP_ON_OFF_AUTO("x-park-packets", USBNcmState, park_packets,
                             ON_OFF_AUTO_AUTO),
     DEFINE_PROP_UINT16("vendorid", USBNcmState, vendor_id, 0),
@@ -1522,14 +1633,24 @@ static const Property usb_ncm_properties[] = {
     DEFINE_PROP_STRING("product", USBNcmState, product),
 };
 
-static const Property usb_ncm_zlp_auto[] = {
+/* usb-ncm: NCM 1.0 delimiting; directed, broadcast and all multicast */
+static const Property usb_ncm_own_properties[] = {
     DEFINE_PROP_SIGNED("zlp", USBNcmState, cfg.zlp, NCM_ZLP_AUTO,
                        usb_ncm_prop_zlp, NcmZlpPolicy),
+    DEFINE_PROP_UINT16("power-on-filter", USBNcmState, cfg.power_on_filter,
+                       CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST |
+                       CDC_FILTER_ALL_MULTICAST),
 };
 
-static const Property usb_ncm_zlp_required[] = {
+/*
+ * usb-ncm-dl: ZLP-required firmware that passes only directed and
+ * broadcast frames until the host sets a filter.
+ */
+static const Property usb_ncm_dl_own_properties[] = {
     DEFINE_PROP_SIGNED("zlp", USBNcmState, cfg.zlp, NCM_ZLP_REQUIRED,
                        usb_ncm_prop_zlp, NcmZlpPolicy),
+    DEFINE_PROP_UINT16("power-on-filter", USBNcmState, cfg.power_on_filter,
+                       CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST),
 };
 
 static const char *const usb_ncm_property_help[][2] = {
@@ -1546,6 +1667,8 @@ static const char *const usb_ncm_property_help[][2] = {
     { "ntb32", "advertise NTB32 as well as NTB16" },
     { "x-deferred-out", "read bulk OUT in a bottom half (off: in the "
                         "vCPU thread, for comparison)" },
+    { "remote-wakeup", "advertise remote wakeup: a frame wakes a "
+                       "suspended device" },
     { "x-park-packets", "hold bulk packets until there is data (auto: "
                         "not on OHCI, which allows one per controller)" },
     { "vendorid", "idVendor (0: the model's own)" },
@@ -1554,9 +1677,17 @@ static const char *const usb_ncm_property_help[][2] = {
     { "product", "product string" },
 };
 
-static const char usb_ncm_zlp_help[] =
-    "end of an OUT transfer: auto (NCM 1.0) or required (short packet or "
-    "ZLP only, DisplayLink firmware)";
+/* the properties each variant has with its own default */
+static void usb_ncm_describe_own_props(ObjectClass *klass)
+{
+    object_class_property_set_description(klass, "zlp",
+        "end of an OUT transfer: auto (NCM 1.0) or required (short packet "
+        "or ZLP only, DisplayLink firmware)");
+    object_class_property_set_description(klass, "power-on-filter",
+        "packet filter until the host sets one: CDC bits, 0x01 "
+        "promiscuous, 0x02 all multicast, 0x04 directed, 0x08 broadcast, "
+        "0x10 multicast");
+}
 
 static void usb_ncm_base_class_init(ObjectClass *klass,
                                     NcmClassInitData *data)
@@ -1592,8 +1723,8 @@ static void usb_ncm_class_init(ObjectClass *klass, NcmClassInitData *data)
     USB_NCM_BASE_CLASS(klass)->variant = &usb_ncm_variant;
     uc->product_desc = "QEMU USB NCM Ethernet";
     dc->desc = "USB CDC-NCM Ethernet adapter";
-    device_class_set_props(dc, usb_ncm_zlp_auto);
-    object_class_property_set_description(klass, "zlp", usb_ncm_zlp_help);
+    device_class_set_props(dc, usb_ncm_own_properties);
+    usb_ncm_describe_own_props(klass);
 }
 
 static void usb_ncm_dl_class_init(ObjectClass *klass, NcmClassInitData *data)
@@ -1605,8 +1736,8 @@ static void usb_ncm_dl_class_init(ObjectClass *klass, NcmClassInitData *data)
     uc->product_desc = "USB-NCM-DL Giga Ethernet";
     dc->desc = "DisplayLink-style USB CDC-NCM Ethernet (64 KiB NTBs, "
                "ZLP-required firmware)";
-    device_class_set_props(dc, usb_ncm_zlp_required);
-    object_class_property_set_description(klass, "zlp", usb_ncm_zlp_help);
+    device_class_set_props(dc, usb_ncm_dl_own_properties);
+    usb_ncm_describe_own_props(klass);
 }
 
 static const TypeInfo usb_ncm_types[] = {

@@ -16,9 +16,6 @@
 #define NCM_REQ_IN(r)   ((0xa1 << 8) | (r))
 #define NCM_REQ_OUT(r)  ((0x21 << 8) | (r))
 
-#define NCM_DEFAULT_FILTER \
-    (CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST | CDC_FILTER_ALL_MULTICAST)
-
 /*
  * A DisplayLink-style firmware collects a transfer that lacks its
  * terminator in a buffer of this many maximum-size NTBs; past that it
@@ -70,7 +67,8 @@ static void ncm_reset_data_state(NcmFunction *f)
     f->ntb_in_size = f->cfg.ntb_in_max_size;
     f->ntb_in_max_datagrams = 0;
     f->max_datagram_size = f->cfg.max_segment_size;
-    f->packet_filter = NCM_DEFAULT_FILTER;
+    /* what the firmware applies until the host sets a filter */
+    f->packet_filter = f->cfg.power_on_filter;
     memcpy(f->net_address, f->cfg.mac, sizeof(f->net_address));
     f->in_sequence = 0;
     ncm_flush_data(f);

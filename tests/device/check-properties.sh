@@ -46,6 +46,7 @@ bad_cases=(
     "ntb-in-alignment=2|must be powers of two"
     "ntb-out-max-datagrams=0|ntb-out-max-datagrams must be in 1..1024"
     "max-segment-size=1000|max-segment-size 1000 must be at least 1514"
+    "power-on-filter=0x20|bits beyond the five CDC packet filter bits"
     "zlp=sometimes|Parameter 'zlp' does not accept value 'sometimes'"
 )
 for c in "${bad_cases[@]}"; do

@@ -976,7 +976,7 @@ static void test_descriptors(NcmEnv *e, const NcmCase *c)
     const uint8_t ep_out[] = { 7, 5, 0x06, 2, 0, ss ? 4 : 2, 0 };
     const uint8_t ss_bulk[] = { 6, 0x30, 15, 0, 0, 0 };
     const uint8_t head[] = {
-        9, 2, 0, 0, 2, 1, 0, 0xc0, 0,               /* config */
+        9, 2, 0, 0, 2, 1, 0, 0xe0, 0,       /* config: remote wakeup */
         8, 0x0b, 0, 2, 0x02, 0x0d, 0x00, 5,         /* IAD */
         9, 4, 0, 0, 1, 0x02, 0x0d, 0x00, 5,         /* control iface */
         5, 0x24, 0x00, 0x20, 0x01,                  /* header, CDC 1.20 */
@@ -3550,6 +3550,110 @@ static void test_rx_babble(NcmEnv *e, const NcmCase *c)
     queue_check_traffic(e, 38100);
 }
 
+/*
+ * Re-enumeration fault: off the bus now, back after N ms (once, then
+ * periodically); the host finds it again and traffic resumes.
+ */
+static void replug_wait_back(NcmEnv *e)
+{
+    int64_t deadline = clock_ns(e) + 5000 * MS;
+
+    while (!(qxhci_portsc(e->xhci, e->port) & 1)) {
+        g_assert_cmpint(clock_ns(e), <, deadline);
+        qxhci_step(e->xhci);
+    }
+    qxhci_device_free(e->dev);
+    e->dev = NULL;
+    ncm_reenumerate(e);
+    ncm_set_alt(e, 1);
+}
+
+static void test_fault_replug(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    int64_t t0;
+    unsigned i, events;
+
+    ncm_set_alt(e, 1);
+    ncm_check_marker(e, 39000);
+    before = ncm_stats(e);
+    t0 = clock_ns(e);
+    fault_set(e, "x-fault-replug-ms", 300);
+    g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
+    g_assert(e->dev->gone);
+    g_assert_cmpint(qom_get_int(e, "x-fault-replug-ms"), ==, 1);
+    for (i = 0; i < 100 && clock_ns(e) - t0 < 250 * MS; i++) {
+        qxhci_step(e->xhci);
+        g_assert(!(qxhci_portsc(e->xhci, e->port) & 1));
+    }
+    replug_wait_back(e);
+    g_assert_cmpint(clock_ns(e) - t0, >=, 300 * MS);
+    g_assert_cmpint(qom_get_int(e, "x-fault-replug-ms"), ==, 0);
+    queue_check_traffic(e, 39100);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "replugs", 1);
+
+    /* periodic: every 400 ms +- 50 down for 100 ms, for 2 s */
+    fault_set(e, "x-fault-replug-ms", 0);
+    fault_set(e, "x-fault-replug-seed", 7);
+    qxhci_take_port_events(e->xhci, e->port);
+    qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', 'arguments': "
+                             "{'path': %s, 'property': 'x-fault-replug-ms',"
+                             " 'value': 100}}", NCM_QOM_PATH);
+    replug_wait_back(e);
+    fault_set(e, "x-fault-replug-every-ms", 400);
+    t0 = clock_ns(e);
+    while (clock_ns(e) - t0 < 2000 * MS) {
+        qxhci_step(e->xhci);
+    }
+    fault_set(e, "x-fault-replug-every-ms", 0);
+    events = qxhci_take_port_events(e->xhci, e->port);
+    g_test_message("%u port status changes in 2 s of periodic replugs",
+                   events);
+    g_assert_cmpuint(events, >=, 6);
+    replug_wait_back(e);
+    queue_check_traffic(e, 39200);
+    after = ncm_stats(e);
+    g_assert_cmpuint(stat_delta(before, after, "replugs"), >=, 5);
+}
+
+/*
+ * The filter at power-on: usb-ncm-dl passes only directed and broadcast
+ * frames until the host sets one, usb-ncm all multicast as well.
+ */
+static void test_power_on_filter(NcmEnv *e, const NcmCase *c)
+{
+    static const uint8_t mcast[6] = { 0x33, 0x33, 0, 0, 0, 1 };
+    bool dl = !strcmp(c->model, "usb-ncm-dl");
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) want = frames_new();
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    frames_add(rx, mcast, 40000, 86);
+    frames_add(rx, bcast_mac, 40001, 60);
+    sock_send_frames(e, rx);
+    frames_add(want, dl ? bcast_mac : mcast, dl ? 40001 : 40000,
+               dl ? 60 : 86);
+    if (!dl) {
+        frames_add(want, bcast_mac, 40001, 60);
+    }
+    ncm_expect_rx(e, want);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "rx_filtered", dl ? 1 : 0);
+
+    /* once the host asks for all multicast, it comes */
+    g_assert_cmpint(class_out(e, REQ_SET_ETHERNET_PACKET_FILTER, 0x0e, NULL,
+                              0), ==, QXHCI_CC_SUCCESS);
+    g_ptr_array_set_size(rx, 0);
+    frames_add(rx, mcast, 40002, 86);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+}
+
 /* SET_CONFIGURATION(0) turns the data interface off with the rest. */
 static void test_set_configuration_0(NcmEnv *e, const NcmCase *c)
 {
@@ -4075,6 +4179,11 @@ static void add_queue_cases(bool ss)
                   NULL, "max-segment-size=8192");
     add_case_data(ss, dl, "rx/babble-buffer-ends-inside-packet",
                   test_rx_babble, NULL, NULL);
+    add_case_data(ss, dl, "fault/replug", test_fault_replug, NULL, NULL);
+    add_case_data(ss, dl, "power-on-filter", test_power_on_filter, NULL,
+                  NULL);
+    add_case_data(ss, "usb-ncm", "power-on-filter", test_power_on_filter,
+                  NULL, NULL);
     add_case_data(ss, dl, "set-configuration-0-data-off",
                   test_set_configuration_0, NULL, NULL);
     add_case_data(ss, dl, "nak-mode/traffic", test_nak_mode, NULL,

@@ -39,6 +39,7 @@ typedef struct NcmConfig {
     uint8_t mac[6];
     uint32_t link_speed_bps;
     NcmZlpPolicy zlp;
+    uint16_t power_on_filter;       /* until SET_ETHERNET_PACKET_FILTER */
 } NcmConfig;
 
 typedef struct NcmCounters {
@@ -74,6 +75,7 @@ typedef struct NcmCounters {
     uint64_t link_down_drops;
     uint64_t fault_dropped_in_ntbs;
     uint64_t fault_corrupted_in_ntbs;
+    uint64_t replugs;               /* fault: dropped off the bus */
 } NcmCounters;
 
 /*
