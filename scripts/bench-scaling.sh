@@ -16,13 +16,14 @@
 # build/bench-scaling/scaling.json.
 #
 # Environment: SCALING_REPS (3), SCALING_TIME (8 s per direction),
-#   SCALING_CONFIGS (names below).
+#   SCALING_CONFIGS (names below), SCALING_OUT (build/bench-scaling),
+#   QEMU (another qemu-system-x86_64).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
 . "$NCM_TOP/scripts/bench-configs.sh"
 
-OUT=$NCM_BUILD/bench-scaling
+OUT=${SCALING_OUT:-$NCM_BUILD/bench-scaling}
 REPS=${SCALING_REPS:-3}
 TIME=${SCALING_TIME:-8}
 NS=ncm-scaling
@@ -79,6 +80,7 @@ netns_up "$NS" 4 "$OUT/tap"
 {
     printf '{"seconds": %s, "reps": %s, "backend": "tap", "started": "%s",\n' \
         "$TIME" "$REPS" "$(date -u '+%Y-%m-%dT%H:%M:%SZ')"
+    printf ' "commit": "%s",\n' "$(git -C "$NCM_TOP" describe --always --dirty 2>/dev/null || echo unknown)"
     printf ' "qemu": "%s", "configs": [\n' "$("$GUEST_QEMU" --version | head -n1)"
     sep=
     for c in $CONFIGS; do

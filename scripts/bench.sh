@@ -20,13 +20,14 @@
 # Environment: BENCH_REPS (3), BENCH_TIME (5 s per iperf3 run),
 #   BENCH_UDP_MBPS (20, offered UDP load), BENCH_BACKENDS ("tap slirp"),
 #   BENCH_CONFIGS (names from scripts/bench-configs.sh, for every backend;
-#   default BENCH_CONFIGS_TAP / BENCH_CONFIGS_SLIRP below).
+#   default BENCH_CONFIGS_TAP / BENCH_CONFIGS_SLIRP below), BENCH_OUT
+#   (build/bench), QEMU (another qemu-system-x86_64, for an A/B).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
 . "$NCM_TOP/scripts/bench-configs.sh"
 
-OUT=$NCM_BUILD/bench
+OUT=${BENCH_OUT:-$NCM_BUILD/bench}
 REPS=${BENCH_REPS:-3}
 TIME=${BENCH_TIME:-5}
 UDP_MBPS=${BENCH_UDP_MBPS:-20}
@@ -70,6 +71,7 @@ done
 {
     printf '{"seconds": %s, "reps": %s, "udp_mbps": %s, "started": "%s",\n' \
         "$TIME" "$REPS" "$UDP_MBPS" "$(date -u '+%Y-%m-%dT%H:%M:%SZ')"
+    printf ' "commit": "%s",\n' "$(git -C "$NCM_TOP" describe --always --dirty 2>/dev/null || echo unknown)"
     printf ' "host": "%s, %s CPUs", "qemu": "%s",\n' "$(uname -r)" "$(nproc)" \
         "$("$GUEST_QEMU" --version | head -n1)"
     printf ' "backends": {'

@@ -417,12 +417,13 @@ def main():
                     metrics.append(m)
         buf = io.StringIO()
         buf.write(f"\nSummary, TCP {title}, 1 stream\n")
-        buf.write(f"{'':34s}" + "".join(f"{c:>13s}" for c in cols) + "\n")
+        w = max([13] + [len(c) + 2 for c in cols])
+        buf.write(f"{'':34s}" + "".join(f"{c:>{w}s}" for c in cols) + "\n")
         for m in metrics:
             buf.write(f"{m:34s}")
             for c in cols:
                 v = summary[(key, c)].get(m, "-")
-                buf.write(f"{v:>13.1f}" if isinstance(v, float) else f"{v:>13s}")
+                buf.write(f"{v:>{w}.1f}" if isinstance(v, float) else f"{v:>{w}s}")
             buf.write("\n")
         print(buf.getvalue(), end="")
 

@@ -28,13 +28,14 @@
 #
 # Environment: PROFILE_CONFIGS (ncm-64k ncm-64k-t20 usb-net
 #   virtio-net-nooff), PROFILE_BACKENDS (tap; "tap slirp" for both),
-#   PROFILE_TIME (8 s per direction), PROFILE_TRACE (0).
+#   PROFILE_TIME (8 s per direction), PROFILE_TRACE (0), PROFILE_OUT
+#   (build/profile), QEMU (another qemu-system-x86_64).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
 . "$NCM_TOP/scripts/bench-configs.sh"
 
-OUT=$NCM_BUILD/profile
+OUT=${PROFILE_OUT:-$NCM_BUILD/profile}
 TIME=${PROFILE_TIME:-8}
 CONFIGS=${PROFILE_CONFIGS:-ncm-64k ncm-64k-t20 usb-net virtio-net-nooff}
 BACKENDS=${PROFILE_BACKENDS:-tap}
