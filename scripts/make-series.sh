@@ -28,8 +28,8 @@
 # without touching MAINTAINERS, so only this form is free of warnings.
 #
 # --verify: `git am` the series onto a fresh copy of the pristine tree
-# (build/.../series-verify), build qemu-system-x86_64 (and the unit test,
-# libqos and the qtest once they exist) at every commit, run the unit test
+# (build/.../series-verify), build qemu-system-x86_64 (and the unit tests,
+# libqos and the qtest once they exist) at every commit, run the unit tests
 # and list the qtest's cases at the end.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
@@ -311,15 +311,15 @@ for c in "${commits[@]}"; do
         qemu_configure "$VSRC" "$VOBJ" "$VER/configure.log" ||
             die "configure of the series tree failed (log: $VER/configure.log)"
     fi
+    # regenerate build.ninja first if meson.build or Kconfig changed, so
+    # that the targets this commit adds are known
+    ninja -C "$VOBJ" build.ninja >"$VER/build-$i.log" 2>&1 || true
     targets=qemu-system-x86_64
-    for t in tests/unit/test-ncm-ntb tests/qtest/libqos/libqos.a \
-             tests/qtest/usb-ncm-dl-test; do
+    for t in tests/unit/test-ncm-ntb tests/unit/test-ncm-function \
+             tests/qtest/libqos/libqos.a tests/qtest/usb-ncm-dl-test; do
         ninja -C "$VOBJ" -t query "$t" >/dev/null 2>&1 && targets="$targets $t"
     done
-    # ninja regenerates build.ninja first if meson.build or Kconfig changed
-    if ninja -C "$VOBJ" $targets >"$VER/build-$i.log" 2>&1 ||
-       { ninja -C "$VOBJ" build.ninja >/dev/null 2>&1 &&
-         ninja -C "$VOBJ" $targets >>"$VER/build-$i.log" 2>&1; }; then
+    if ninja -C "$VOBJ" $targets >>"$VER/build-$i.log" 2>&1; then
         echo "PASS: series-build/$i $subject ($targets)"
     else
         echo "FAIL: series-build/$i $subject (log: $VER/build-$i.log)"
@@ -327,14 +327,15 @@ for c in "${commits[@]}"; do
         verify_fail=1
     fi
 done
-if [ -x "$VOBJ/tests/unit/test-ncm-ntb" ]; then
-    if "$VOBJ/tests/unit/test-ncm-ntb" --tap >"$VER/unit.log" 2>&1; then
-        echo "PASS: series-unit ($(grep -c '^ok ' "$VER/unit.log") cases of tests/unit/test-ncm-ntb)"
+for t in test-ncm-ntb test-ncm-function; do
+    [ -x "$VOBJ/tests/unit/$t" ] || continue
+    if "$VOBJ/tests/unit/$t" --tap >"$VER/$t.log" 2>&1; then
+        echo "PASS: series-unit/$t ($(grep -c '^ok ' "$VER/$t.log") cases)"
     else
-        echo "FAIL: series-unit (log: $VER/unit.log)"
+        echo "FAIL: series-unit/$t (log: $VER/$t.log)"
         verify_fail=1
     fi
-fi
+done
 if [ -x "$VOBJ/tests/qtest/usb-ncm-dl-test" ]; then
     cases=$(QTEST_QEMU_BINARY=$VOBJ/qemu-system-x86_64 \
             "$VOBJ/tests/qtest/usb-ncm-dl-test" -l 2>/dev/null | grep -c '^/' || true)
