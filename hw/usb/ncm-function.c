@@ -23,7 +23,8 @@
  */
 #define NCM_ZLP_REQUIRED_BUFFER_NTBS    4
 
-static void ncm_in_restart(NcmFunction *f)
+/* The IN NTB layout that the configuration and the host's requests ask */
+static NcmNtbLayout ncm_in_layout(const NcmFunction *f)
 {
     NcmNtbLayout layout = {
         .max_len = f->ntb_in_size,
@@ -32,6 +33,12 @@ static void ncm_in_restart(NcmFunction *f)
         .ndp_alignment = f->cfg.in_alignment,
         .max_datagrams = f->ntb_in_max_datagrams,
     };
+    return layout;
+}
+
+static void ncm_in_restart(NcmFunction *f)
+{
+    NcmNtbLayout layout = ncm_in_layout(f);
 
     f->in_ntb_len = 0;
     f->in_send_off = 0;
@@ -981,13 +988,7 @@ uint32_t ncm_function_in_bytes(const NcmFunction *f)
 static const char *ncm_check_builder(NcmFunction *f, uint32_t in_bytes)
 {
     NcmNtbBuilder *b = &f->in_builder;
-    NcmNtbLayout layout = {
-        .max_len = f->ntb_in_size,
-        .divisor = f->cfg.in_divisor,
-        .remainder = f->cfg.in_remainder,
-        .ndp_alignment = f->cfg.in_alignment,
-        .max_datagrams = f->ntb_in_max_datagrams,
-    };
+    NcmNtbLayout layout = ncm_in_layout(f);
     uint32_t len = b->len, n = b->n_datagrams, ndp = b->ndp_offset, i;
 
     /* the table came as it was; everything else is rebuilt */

@@ -3021,10 +3021,35 @@ static void ncm_reenumerate(NcmEnv *e)
 }
 
 /* Both directions work: an OUT NTB and an IN NTB through queued TDs. */
+/*
+ * Two IN TDs wait: @first's frames go into the first as one NTB, the
+ * second waits on until @second's come (in an NTB of at most @max2).
+ */
+static void in_fill_in_turn(NcmEnv *e, QXhciTransfer **t, GPtrArray *first,
+                            GPtrArray *second, uint32_t max2)
+{
+    g_autoptr(GPtrArray) got = frames_new();
+    unsigned i;
+
+    sock_send_frames(e, first);
+    g_assert(qxhci_wait(t[0], RX_TIMEOUT_NS));
+    in_td_parse(e, t[0], e->in_size, got);
+    frames_assert_equal(got, first);
+    for (i = 0; i < 10; i++) {
+        qxhci_step(e->xhci);
+    }
+    g_assert(!t[1]->done);
+    g_ptr_array_set_size(got, 0);
+    sock_send_frames(e, second);
+    g_assert(qxhci_wait(t[1], RX_TIMEOUT_NS));
+    in_td_parse(e, t[1], max2, got);
+    frames_assert_equal(got, second);
+}
+
 static void queue_check_traffic(NcmEnv *e, uint32_t tag)
 {
     g_autoptr(GPtrArray) rx = frames_new();
-    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) rx2 = frames_new();
     QXhciTransfer *t[2];
     unsigned i;
 
@@ -3037,21 +3062,8 @@ static void queue_check_traffic(NcmEnv *e, uint32_t tag)
     qxhci_hold_doorbells(e->dev, false);
     qxhci_ring_doorbell(e->dev, e->ep_in.address);
     frames_add(rx, ncm_mac, tag + 10, 700);
-    sock_send_frames(e, rx);
-    g_assert(qxhci_wait(t[0], RX_TIMEOUT_NS));
-    in_td_parse(e, t[0], e->in_size, got);
-    frames_assert_equal(got, rx);
-    for (i = 0; i < 5; i++) {
-        qxhci_step(e->xhci);
-    }
-    g_assert(!t[1]->done);
-    g_ptr_array_set_size(rx, 0);
-    g_ptr_array_set_size(got, 0);
-    frames_add(rx, bcast_mac, tag + 11, 1514);
-    sock_send_frames(e, rx);
-    g_assert(qxhci_wait(t[1], RX_TIMEOUT_NS));
-    in_td_parse(e, t[1], e->in_size, got);
-    frames_assert_equal(got, rx);
+    frames_add(rx2, bcast_mac, tag + 11, 1514);
+    in_fill_in_turn(e, t, rx, rx2, e->in_size);
     qxhci_transfer_free(t[0]);
     qxhci_transfer_free(t[1]);
 }
@@ -3283,23 +3295,10 @@ static void test_queue_abort(NcmEnv *e, const NcmCase *c)
     }
     switch (*how) {
     case ABORT_SMALL_TD_BEHIND_PARKED:
-        frames_add(rx, bcast_mac, 30000, 60);       /* an ARP request */
-        sock_send_frames(e, rx);
-        g_assert(qxhci_wait(t[0], RX_TIMEOUT_NS));
-        in_td_parse(e, t[0], e->in_size, got);
-        frames_assert_equal(got, rx);
-        /* the small TD waits for the next NTB, which fits it */
-        for (i = 0; i < 10; i++) {
-            qxhci_step(e->xhci);
-        }
-        g_assert(!t[1]->done);
-        g_ptr_array_set_size(got, 0);
-        g_ptr_array_set_size(rx, 0);
-        frames_add(rx, ncm_mac, 30001, 98);
-        sock_send_frames(e, rx);
-        g_assert(qxhci_wait(t[1], RX_TIMEOUT_NS));
-        in_td_parse(e, t[1], 512, got);
-        frames_assert_equal(got, rx);
+        /* an ARP request; the small TD waits for the next NTB */
+        frames_add(rx, bcast_mac, 30000, 60);
+        frames_add(got, ncm_mac, 30001, 98);
+        in_fill_in_turn(e, t, rx, got, 512);
         break;
     case ABORT_SET_INTERFACE:
         ncm_set_alt(e, 0);
