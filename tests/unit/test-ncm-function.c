@@ -47,6 +47,7 @@ static NcmConfig config(NcmZlpPolicy zlp, uint16_t max_segment)
         .ntb_formats = NCM_NTB_FORMAT_16 | NCM_NTB_FORMAT_32,
         .link_speed_bps = 1000000000,
         .zlp = zlp,
+        .power_on_filter = CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST,
     };
 
     memcpy(c.mac, dev_mac, 6);
@@ -464,6 +465,31 @@ static void test_in_babble(void)
     fixture_free(&fx);
 }
 
+/* Until the host sets a filter, the one from the configuration holds. */
+static void test_in_power_on_filter(void)
+{
+    static const uint8_t mcast[6] = { 0x33, 0x33, 0, 0, 0, 1 };
+    g_autoptr(GByteArray) m = frame(mcast, 1, 86);
+    Fixture fx;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 1514);
+    ncm_function_set_data_alt(&fx.f, 1);
+    g_assert_cmpint(ncm_function_rx(&fx.f, m->data, m->len), ==,
+                    NCM_RX_DROPPED);
+    g_assert_cmpuint(fx.f.stats.rx_filtered, ==, 1);
+    g_assert_cmpint(control(&fx, REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER),
+                            CDC_FILTER_DIRECTED | CDC_FILTER_ALL_MULTICAST,
+                            0, NULL), ==, 0);
+    g_assert_cmpint(ncm_function_rx(&fx.f, m->data, m->len), ==,
+                    NCM_RX_QUEUED);
+    /* alt 0 puts the power-on filter back */
+    ncm_function_set_data_alt(&fx.f, 0);
+    ncm_function_set_data_alt(&fx.f, 1);
+    g_assert_cmpint(ncm_function_rx(&fx.f, m->data, m->len), ==,
+                    NCM_RX_DROPPED);
+    fixture_free(&fx);
+}
+
 /* Class requests */
 
 static void test_control_parameters(void)
@@ -709,6 +735,8 @@ int main(int argc, char **argv)
     g_test_add_func("/ncm-function/in/attach/rescue", test_in_attach_rescue);
     g_test_add_func("/ncm-function/in/attach/jumbo", test_in_attach_jumbo);
     g_test_add_func("/ncm-function/in/babble", test_in_babble);
+    g_test_add_func("/ncm-function/in/power-on-filter",
+                    test_in_power_on_filter);
     g_test_add_func("/ncm-function/in/input-size-flush",
                     test_in_input_size_flush);
     g_test_add_func("/ncm-function/control/parameters",
