@@ -21,10 +21,11 @@
 #
 # With PROFILE_TRACE=1, QEMU also logs (with host timestamps) the trace
 # events that count the data path's round trips: xHCI doorbell writes per
-# endpoint, interrupts raised, NAKs, transfers parked (USB_RET_ASYNC),
-# usb-ncm IN/OUT NTBs with their datagrams, virtio kicks and notifies. The
-# report gives them per second and per MB. Logging costs some CPU, so
-# take CPU shares from a run without it.
+# endpoint (DCI = 2 x endpoint number, + 1 for IN), NAKs, transfers parked
+# (USB_RET_ASYNC), usb-ncm IN/OUT NTBs with their datagrams, virtio kicks
+# and notifies. The report gives them per second and per MB (xHCI
+# interrupts: the guest's count). Logging costs some CPU, so take CPU
+# shares from a run without it.
 #
 # Environment: PROFILE_CONFIGS (ncm-64k ncm-64k-t20 usb-net
 #   virtio-net-nooff), PROFILE_BACKENDS (tap; "tap slirp" for both),
@@ -40,10 +41,9 @@ TIME=${PROFILE_TIME:-8}
 CONFIGS=${PROFILE_CONFIGS:-ncm-64k ncm-64k-t20 usb-net virtio-net-nooff}
 BACKENDS=${PROFILE_BACKENDS:-tap}
 TRACE=${PROFILE_TRACE:-0}
-TRACE_EVENTS="usb_xhci_doorbell_write usb_xhci_irq_msix usb_xhci_irq_msi
- usb_xhci_irq_intx usb_xhci_ep_kick usb_xhci_xfer_start usb_xhci_xfer_nak
- usb_xhci_xfer_async usb_ncm_park usb_ncm_in_ntb usb_ncm_out_ntb
- usb_ncm_in_flush virtio_queue_notify virtio_notify"
+TRACE_EVENTS="usb_xhci_doorbell_write usb_xhci_ep_kick usb_xhci_xfer_start
+ usb_xhci_xfer_nak usb_xhci_xfer_async usb_ncm_park usb_ncm_in_ntb
+ usb_ncm_out_ntb usb_ncm_in_flush virtio_queue_notify virtio_notify"
 NS=ncm-profile
 
 bash "$NCM_TOP/scripts/install-deps.sh" build guest bench
