@@ -118,9 +118,8 @@ typedef struct USBNcmBulk {
 struct USBNcmState {
     USBDevice dev;
 
-    /* properties; the NTB ones land straight in what the function uses */
+    /* properties; the NTB ones land in fn.cfg, the function's own */
     NICConf conf;
-    NcmConfig cfg;
     bool ntb32;
     bool deferred_out;
     bool remote_wakeup;
@@ -221,7 +220,7 @@ static void usb_ncm_build_descriptors(USBNcmState *s, uint8_t caps)
     memcpy(d->ethernet, (uint8_t[]) {
         13, CDC_CS_INTERFACE, CDC_DESC_ETHERNET, STR_MAC,
         0, 0, 0, 0,                             /* bmEthernetStatistics */
-        usb_lo(s->cfg.max_segment_size), usb_hi(s->cfg.max_segment_size),
+        usb_lo(s->fn.cfg.max_segment_size), usb_hi(s->fn.cfg.max_segment_size),
         0, 0,                                   /* wNumberMCFilters */
         0,                                      /* bNumberPowerFilters */
     }, sizeof(d->ethernet));
@@ -441,7 +440,6 @@ static void usb_ncm_hand_back(USBNcmState *s)
  */
 static bool usb_ncm_in_send(USBNcmState *s, USBPacket *p)
 {
-    uint64_t dropped = s->fn.stats.fault_dropped_in_ntbs;
     const uint8_t *src;
     uint32_t len;
 
@@ -453,9 +451,8 @@ static bool usb_ncm_in_send(USBNcmState *s, USBPacket *p)
     }
     src = ncm_function_in_next(&s->fn, p->iov.size, &len);
     if (!src) {
-        if (dropped != s->fn.stats.fault_dropped_in_ntbs) {
-            usb_ncm_flush_rx(s);    /* the dropped NTB freed the buffer */
-        }
+        /* a fault may have dropped the NTB: room again (cheap if not) */
+        usb_ncm_flush_rx(s);
         return false;
     }
     usb_packet_copy(p, (void *)src, len);
@@ -941,7 +938,7 @@ static void usb_ncm_fault_busy_end(void *opaque)
 {
     USBNcmState *s = opaque;
 
-    s->fn.faults.busy = false;
+    ncm_function_set_fault_busy(&s->fn, false);
     if (s->dev.attached) {
         usb_ncm_wakeup_nakd(&s->out);
     }
@@ -1028,7 +1025,7 @@ static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
             usb_ncm_flush_rx(s);
         }
     } else if (!strcmp(name, "x-fault-busy-ms")) {
-        s->fn.faults.busy = value != 0;
+        ncm_function_set_fault_busy(&s->fn, value != 0);
         if (value) {
             timer_mod(s->fault_busy_timer, now + value);
         } else {
@@ -1036,10 +1033,9 @@ static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
             usb_ncm_fault_busy_end(s);
         }
     } else if (!strcmp(name, "x-fault-drop-in-every")) {
-        s->fn.faults.drop_in_every = value;
-        s->fn.faults.in_ntb_counter = 0;
+        ncm_function_set_fault_drop_in_every(&s->fn, value);
     } else if (!strcmp(name, "x-fault-corrupt-count")) {
-        s->fn.faults.corrupt_remaining = value;
+        ncm_function_set_fault_corrupt(&s->fn, s->fn.faults.corrupt, value);
     } else if (!strcmp(name, "x-fault-replug-ms")) {
         if (value) {
             s->replug_ms = value;
@@ -1102,10 +1098,8 @@ static void usb_ncm_set_fault_corrupt(Object *obj, const char *value,
 
     for (i = 0; i < NCM_CORRUPT__MAX; i++) {
         if (!strcmp(value, ncm_in_corruption_names[i])) {
-            s->fn.faults.corrupt = i;
-            if (!s->fn.faults.corrupt_remaining) {
-                s->fn.faults.corrupt_remaining = 1;
-            }
+            ncm_function_set_fault_corrupt(
+                &s->fn, i, MAX(s->fn.faults.corrupt_remaining, 1));
             return;
         }
     }
@@ -1131,60 +1125,60 @@ static bool usb_ncm_is_pow2_in(uint32_t v, uint32_t lo, uint32_t hi)
 
 static bool usb_ncm_check_properties(USBNcmState *s, Error **errp)
 {
-    uint32_t smallest_ntb = MIN(s->cfg.ntb_in_max_size,
-                                s->cfg.ntb_out_max_size);
+    uint32_t smallest_ntb = MIN(s->fn.cfg.ntb_in_max_size,
+                                s->fn.cfg.ntb_out_max_size);
 
-    if (s->cfg.ntb_in_max_size < NCM_NTB_MIN_SIZE ||
-        s->cfg.ntb_in_max_size > NCM_NTB16_MAX_SIZE) {
+    if (s->fn.cfg.ntb_in_max_size < NCM_NTB_MIN_SIZE ||
+        s->fn.cfg.ntb_in_max_size > NCM_NTB16_MAX_SIZE) {
         error_setg(errp, "ntb-in-max-size %u is outside %u..%u (NCM 1.0 "
-                   "minimum, NTB16 maximum)", s->cfg.ntb_in_max_size,
+                   "minimum, NTB16 maximum)", s->fn.cfg.ntb_in_max_size,
                    NCM_NTB_MIN_SIZE, NCM_NTB16_MAX_SIZE);
         return false;
     }
-    if (s->cfg.ntb_out_max_size < NCM_NTB_MIN_SIZE ||
-        s->cfg.ntb_out_max_size > NCM_NTB16_MAX_SIZE) {
+    if (s->fn.cfg.ntb_out_max_size < NCM_NTB_MIN_SIZE ||
+        s->fn.cfg.ntb_out_max_size > NCM_NTB16_MAX_SIZE) {
         error_setg(errp, "ntb-out-max-size %u is outside %u..%u (NCM 1.0 "
-                   "minimum, NTB16 maximum)", s->cfg.ntb_out_max_size,
+                   "minimum, NTB16 maximum)", s->fn.cfg.ntb_out_max_size,
                    NCM_NTB_MIN_SIZE, NCM_NTB16_MAX_SIZE);
         return false;
     }
-    if (!usb_ncm_is_pow2_in(s->cfg.in_divisor, 4, 4096) ||
-        !usb_ncm_is_pow2_in(s->cfg.out_divisor, 4, 4096)) {
+    if (!usb_ncm_is_pow2_in(s->fn.cfg.in_divisor, 4, 4096) ||
+        !usb_ncm_is_pow2_in(s->fn.cfg.out_divisor, 4, 4096)) {
         error_setg(errp, "ntb-in-divisor and ntb-out-divisor must be powers "
                    "of two in 4..4096 (got %u and %u)",
-                   s->cfg.in_divisor, s->cfg.out_divisor);
+                   s->fn.cfg.in_divisor, s->fn.cfg.out_divisor);
         return false;
     }
-    if (s->cfg.in_remainder >= s->cfg.in_divisor ||
-        s->cfg.out_remainder >= s->cfg.out_divisor) {
+    if (s->fn.cfg.in_remainder >= s->fn.cfg.in_divisor ||
+        s->fn.cfg.out_remainder >= s->fn.cfg.out_divisor) {
         error_setg(errp, "ntb-in-remainder and ntb-out-remainder must be "
                    "smaller than their divisors (got %u and %u)",
-                   s->cfg.in_remainder, s->cfg.out_remainder);
+                   s->fn.cfg.in_remainder, s->fn.cfg.out_remainder);
         return false;
     }
-    if (!usb_ncm_is_pow2_in(s->cfg.in_alignment, 4, 4096) ||
-        !usb_ncm_is_pow2_in(s->cfg.out_alignment, 4, 4096)) {
+    if (!usb_ncm_is_pow2_in(s->fn.cfg.in_alignment, 4, 4096) ||
+        !usb_ncm_is_pow2_in(s->fn.cfg.out_alignment, 4, 4096)) {
         error_setg(errp, "ntb-in-alignment and ntb-out-alignment must be "
                    "powers of two in 4..4096 (got %u and %u)",
-                   s->cfg.in_alignment, s->cfg.out_alignment);
+                   s->fn.cfg.in_alignment, s->fn.cfg.out_alignment);
         return false;
     }
-    if (s->cfg.out_max_datagrams < 1 ||
-        s->cfg.out_max_datagrams > NCM_MAX_DATAGRAMS) {
+    if (s->fn.cfg.out_max_datagrams < 1 ||
+        s->fn.cfg.out_max_datagrams > NCM_MAX_DATAGRAMS) {
         error_setg(errp, "ntb-out-max-datagrams must be in 1..%u (got %u)",
-                   NCM_MAX_DATAGRAMS, s->cfg.out_max_datagrams);
+                   NCM_MAX_DATAGRAMS, s->fn.cfg.out_max_datagrams);
         return false;
     }
-    if (s->cfg.power_on_filter & ~0x1f) {
+    if (s->fn.cfg.power_on_filter & ~0x1f) {
         error_setg(errp, "power-on-filter 0x%x has bits beyond the five "
-                   "CDC packet filter bits (0x1f)", s->cfg.power_on_filter);
+                   "CDC packet filter bits (0x1f)", s->fn.cfg.power_on_filter);
         return false;
     }
-    if (s->cfg.max_segment_size < 1514 ||
-        s->cfg.max_segment_size + 64 > smallest_ntb) {
+    if (s->fn.cfg.max_segment_size < 1514 ||
+        s->fn.cfg.max_segment_size + 64 > smallest_ntb) {
         error_setg(errp, "max-segment-size %u must be at least 1514 and fit "
                    "an NTB of %u bytes with its headers",
-                   s->cfg.max_segment_size, smallest_ntb);
+                   s->fn.cfg.max_segment_size, smallest_ntb);
         return false;
     }
     return true;
@@ -1241,12 +1235,12 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
                         s->manufacturer ?: variant->manufacturer);
     usb_desc_set_string(dev, STR_PRODUCT, s->product ?: variant->product);
 
-    s->cfg.network_caps = caps;
-    s->cfg.ntb_formats = NCM_NTB_FORMAT_16 |
+    s->fn.cfg.network_caps = caps;
+    s->fn.cfg.ntb_formats = NCM_NTB_FORMAT_16 |
                          (s->ntb32 ? NCM_NTB_FORMAT_32 : 0);
-    memcpy(s->cfg.mac, mac, sizeof(s->cfg.mac));
-    s->cfg.link_speed_bps = 1000 * 1000 * 1000;
-    ncm_function_init(&s->fn, &s->cfg);
+    memcpy(s->fn.cfg.mac, mac, sizeof(s->fn.cfg.mac));
+    s->fn.cfg.link_speed_bps = 1000 * 1000 * 1000;
+    ncm_function_init(&s->fn, &s->fn.cfg);
 
     s->ep_notify = usb_ep_get(dev, USB_TOKEN_IN, NCM_EP_NOTIFY);
     s->in.ep = usb_ep_get(dev, USB_TOKEN_IN, NCM_EP_BULK_IN);
@@ -1608,19 +1602,21 @@ static const PropertyInfo usb_ncm_prop_zlp = {
 /* Both variants have these; each adds zlp with its own default. */
 static const Property usb_ncm_properties[] = {
     DEFINE_NIC_PROPERTIES(USBNcmState, conf),
-    DEFINE_PROP_UINT32("ntb-in-max-size", USBNcmState, cfg.ntb_in_max_size,
+    DEFINE_PROP_UINT32("ntb-in-max-size", USBNcmState, fn.cfg.ntb_in_max_size,
                        NCM_NTB16_MAX_SIZE),
-    DEFINE_PROP_UINT32("ntb-out-max-size", USBNcmState, cfg.ntb_out_max_size,
+    DEFINE_PROP_UINT32("ntb-out-max-size", USBNcmState, fn.cfg.ntb_out_max_size,
                        NCM_NTB16_MAX_SIZE),
-    DEFINE_PROP_UINT16("ntb-in-divisor", USBNcmState, cfg.in_divisor, 4),
-    DEFINE_PROP_UINT16("ntb-in-remainder", USBNcmState, cfg.in_remainder, 0),
-    DEFINE_PROP_UINT16("ntb-in-alignment", USBNcmState, cfg.in_alignment, 4),
-    DEFINE_PROP_UINT16("ntb-out-divisor", USBNcmState, cfg.out_divisor, 4),
-    DEFINE_PROP_UINT16("ntb-out-remainder", USBNcmState, cfg.out_remainder, 0),
-    DEFINE_PROP_UINT16("ntb-out-alignment", USBNcmState, cfg.out_alignment, 4),
+    DEFINE_PROP_UINT16("ntb-in-divisor", USBNcmState, fn.cfg.in_divisor, 4),
+    DEFINE_PROP_UINT16("ntb-in-remainder", USBNcmState, fn.cfg.in_remainder, 0),
+    DEFINE_PROP_UINT16("ntb-in-alignment", USBNcmState, fn.cfg.in_alignment, 4),
+    DEFINE_PROP_UINT16("ntb-out-divisor", USBNcmState, fn.cfg.out_divisor, 4),
+    DEFINE_PROP_UINT16("ntb-out-remainder", USBNcmState,
+                       fn.cfg.out_remainder, 0),
+    DEFINE_PROP_UINT16("ntb-out-alignment", USBNcmState,
+                       fn.cfg.out_alignment, 4),
     DEFINE_PROP_UINT16("ntb-out-max-datagrams", USBNcmState,
-                       cfg.out_max_datagrams, 64),
-    DEFINE_PROP_UINT16("max-segment-size", USBNcmState, cfg.max_segment_size,
+                       fn.cfg.out_max_datagrams, 64),
+    DEFINE_PROP_UINT16("max-segment-size", USBNcmState, fn.cfg.max_segment_size,
                        1514),
     DEFINE_PROP_BOOL("ntb32", USBNcmState, ntb32, true),
     DEFINE_PROP_BOOL("x-deferred-out", USBNcmState, deferred_out, true),
@@ -1635,9 +1631,9 @@ static const Property usb_ncm_properties[] = {
 
 /* usb-ncm: NCM 1.0 delimiting; directed, broadcast and all multicast */
 static const Property usb_ncm_own_properties[] = {
-    DEFINE_PROP_SIGNED("zlp", USBNcmState, cfg.zlp, NCM_ZLP_AUTO,
+    DEFINE_PROP_SIGNED("zlp", USBNcmState, fn.cfg.zlp, NCM_ZLP_AUTO,
                        usb_ncm_prop_zlp, NcmZlpPolicy),
-    DEFINE_PROP_UINT16("power-on-filter", USBNcmState, cfg.power_on_filter,
+    DEFINE_PROP_UINT16("power-on-filter", USBNcmState, fn.cfg.power_on_filter,
                        CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST |
                        CDC_FILTER_ALL_MULTICAST),
 };
@@ -1647,9 +1643,9 @@ static const Property usb_ncm_own_properties[] = {
  * broadcast frames until the host sets a filter.
  */
 static const Property usb_ncm_dl_own_properties[] = {
-    DEFINE_PROP_SIGNED("zlp", USBNcmState, cfg.zlp, NCM_ZLP_REQUIRED,
+    DEFINE_PROP_SIGNED("zlp", USBNcmState, fn.cfg.zlp, NCM_ZLP_REQUIRED,
                        usb_ncm_prop_zlp, NcmZlpPolicy),
-    DEFINE_PROP_UINT16("power-on-filter", USBNcmState, cfg.power_on_filter,
+    DEFINE_PROP_UINT16("power-on-filter", USBNcmState, fn.cfg.power_on_filter,
                        CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST),
 };
 

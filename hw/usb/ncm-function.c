@@ -83,8 +83,10 @@ static void ncm_reset_data_state(NcmFunction *f)
 
 void ncm_function_init(NcmFunction *f, const NcmConfig *cfg)
 {
+    NcmConfig c = *cfg;
+
     memset(f, 0, sizeof(*f));
-    f->cfg = *cfg;
+    f->cfg = c;
     f->out_buf_size = cfg->ntb_out_max_size;
     if (cfg->zlp == NCM_ZLP_REQUIRED) {
         f->out_buf_size *= NCM_ZLP_REQUIRED_BUFFER_NTBS;
@@ -158,6 +160,24 @@ void ncm_function_set_link(NcmFunction *f, bool up)
 {
     f->netdev_link_up = up;
     ncm_update_link(f);
+}
+
+void ncm_function_set_fault_busy(NcmFunction *f, bool busy)
+{
+    f->faults.busy = busy;
+}
+
+void ncm_function_set_fault_drop_in_every(NcmFunction *f, uint32_t n)
+{
+    f->faults.drop_in_every = n;
+    f->faults.in_ntb_counter = 0;
+}
+
+void ncm_function_set_fault_corrupt(NcmFunction *f, NcmInCorruption how,
+                                    uint32_t count)
+{
+    f->faults.corrupt = how < NCM_CORRUPT__MAX ? how : NCM_CORRUPT_NONE;
+    f->faults.corrupt_remaining = count;
 }
 
 void ncm_function_set_fault_link_down(NcmFunction *f, bool down)

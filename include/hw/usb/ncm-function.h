@@ -168,6 +168,7 @@ typedef struct NcmFunction {
 
 typedef void NcmEmitFn(void *opaque, const uint8_t *frame, size_t len);
 
+/* @cfg may be &f->cfg, where the device's properties put it. */
 void ncm_function_init(NcmFunction *f, const NcmConfig *cfg);
 void ncm_function_cleanup(NcmFunction *f);
 /* Bus reset: back to the power-on state, data interface off. */
@@ -177,6 +178,12 @@ void ncm_function_set_data_alt(NcmFunction *f, int alt);
 /* Link of the backend; a fault may hold it down on top of that. */
 void ncm_function_set_link(NcmFunction *f, bool up);
 void ncm_function_set_fault_link_down(NcmFunction *f, bool down);
+
+/* Faults, as the x-fault-* properties set them */
+void ncm_function_set_fault_busy(NcmFunction *f, bool busy);
+void ncm_function_set_fault_drop_in_every(NcmFunction *f, uint32_t n);
+void ncm_function_set_fault_corrupt(NcmFunction *f, NcmInCorruption how,
+                                    uint32_t count);
 
 /*
  * A class request addressed to the control interface.  Returns the number
