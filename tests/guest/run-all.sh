@@ -5,19 +5,22 @@
 # host controller QEMU has for it (one after the other: TCG wants both
 # cores) and check what Linux's cdc_ncm made of it (see
 # tests/guest/run-guest-test.sh), then the usbfs stress of the function
-# (tests/guest/run-stress-test.sh) on xHCI and EHCI.
+# (tests/guest/run-stress-test.sh) on xHCI and EHCI, then a live
+# migration under traffic (tests/guest/run-migrate-test.sh) on xHCI.
 #
 #   tests/guest/run-all.sh [DEVICE[,PROPS]]      default usb-ncm-dl
 #
 # Environment as for run-guest-test.sh (KERNEL, QEMU, GUEST_TIMEOUT, ...);
 # GUEST_CONTROLLERS="xhci xhci-hs ehci uhci ohci" picks the controllers,
-# GUEST_STRESS="xhci ehci" those of the stress runs ("" for none).
+# GUEST_STRESS="xhci ehci" those of the stress runs ("" for none),
+# GUEST_MIGRATE="xhci" those of the migration runs ("" for none).
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/common.sh"
 
 DEVICE=${1:-${NCM_DEVICE:-usb-ncm-dl}}
 CONTROLLERS=${GUEST_CONTROLLERS-xhci xhci-hs ehci uhci ohci}
 STRESS=${GUEST_STRESS-xhci ehci}
+MIGRATE=${GUEST_MIGRATE-xhci}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
@@ -36,6 +39,12 @@ usb-ncm*)
         bash "$NCM_TOP/tests/guest/run-stress-test.sh" "$c" "$DEVICE" 2>&1 |
             tee -a "$out" || status=1
         timing+=("stress-$c $((SECONDS - t0))s")
+    done
+    for c in $MIGRATE; do
+        t0=$SECONDS
+        bash "$NCM_TOP/tests/guest/run-migrate-test.sh" "$c" "$DEVICE" 2>&1 |
+            tee -a "$out" || status=1
+        timing+=("migrate-$c $((SECONDS - t0))s")
     done
     ;;
 esac
