@@ -20,7 +20,8 @@ set -euo pipefail
 DEVICE=${1:-${NCM_DEVICE:-usb-ncm-dl}}
 CONTROLLERS=${GUEST_CONTROLLERS-xhci xhci-hs ehci uhci ohci}
 STRESS=${GUEST_STRESS-xhci ehci}
-MIGRATE=${GUEST_MIGRATE-xhci}
+# xhci fails until the xHCI migration patch (build/xhci-migrate-unfinished-tds.patch) lands: opt in with GUEST_MIGRATE=xhci
+MIGRATE=${GUEST_MIGRATE-ehci}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
