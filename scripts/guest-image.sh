@@ -17,6 +17,17 @@
 #   KERNEL=linux-image-amd64/bookworm-backports   any apt package spec
 #   KERNEL=linux-image-6.1.0-57-amd64=6.1.192-3   ... with a version
 #   KERNEL=/path/to/linux-image-*.deb             a .deb you built or fetched
+#   KERNEL=bullseye|bookworm|trixie|sid           that Debian release's
+#       kernel (5.10, 6.1, 6.12, 7.2 when written); KERNEL=5.10|6.1|6.12|7.2
+#       say the same by version. Releases other than the host's come
+#       through a private apt configuration in $NCM_CACHE/apt-kernels
+#       (Dir::Etc::sourcelist, Dir::State::Lists, Dir::Cache of its own):
+#       nothing in /etc/apt changes, nothing on the machine is upgraded.
+#       KERNEL=linux-image-amd64/sid (any package/release of those) too.
+#   Kernels split into linux-binary-* (the image) and linux-modules-*
+#   (sid's 7.x) are followed through the linux-image-* metapackage; for a
+#   .deb path, a linux-modules-*.deb of the same version next to it (or
+#   KERNEL_MODULES_DEB=...) is taken along.
 #   KERNEL_IMAGE=/path/to/bzImage    your own kernel; drivers must be built in
 #       (=y) unless KERNEL_MODULES=/path/lib/modules/<version> is given too
 #       (what `make modules_install INSTALL_MOD_PATH=DIR` leaves in DIR).
@@ -44,6 +55,8 @@ KERNEL_IMAGE=${KERNEL_IMAGE:-}
 KERNEL_MODULES=${KERNEL_MODULES:-}
 INIT_SRC=$NCM_TOP/tests/guest/init.sh
 STRESS_SRC=$NCM_TOP/tests/guest/ncm-usbfs-stress.c
+PING_SRC=$NCM_TOP/tests/guest/ncm-ping.c
+PM_SRC=$NCM_TOP/tests/guest/init-pm.sh
 DEBS=$NCM_CACHE/debs
 GUESTS=$NCM_CACHE/guest
 
@@ -73,39 +86,81 @@ flock 9
 apt_opts=()
 [ "$(id -u)" = 0 ] && apt_opts=(-o APT::Sandbox::User=root)
 
+# The private apt configuration for kernels of other Debian releases.
+KAPT_DIR=$NCM_CACHE/apt-kernels
+KAPT_OPTS=(-o "Dir::Etc::sourcelist=$KAPT_DIR/sources.list"
+    -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$KAPT_DIR/lists"
+    -o "Dir::Cache=$KAPT_DIR/cache")
+kapt_update() {
+    mkdir -p "$KAPT_DIR/lists/partial" "$KAPT_DIR/cache/archives/partial"
+    local r k=/usr/share/keyrings/debian-archive-keyring.gpg
+    {
+        for r in bullseye trixie sid; do
+            echo "deb [signed-by=$k] http://deb.debian.org/debian $r main"
+        done
+        for r in bullseye-security trixie-security; do
+            echo "deb [signed-by=$k] http://deb.debian.org/debian-security $r main"
+        done
+    } > "$KAPT_DIR/sources.list"
+    note "apt-get update of the private kernel lists ($KAPT_DIR)" >&2
+    apt-get -q "${KAPT_OPTS[@]}" "${apt_opts[@]}" update >/dev/null ||
+        die "apt-get update of $KAPT_DIR failed" \
+            "check that deb.debian.org is reachable"
+}
+# kapt_fresh: the private lists exist and are less than a day old
+kapt_fresh() {
+    [ -n "$(find "$KAPT_DIR/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -n1)" ]
+}
+
 # deb_file SPEC: the cache path of the .deb apt would fetch for SPEC
 # (downloading it if missing). SPEC is name, name=version or name/release.
 # Resolutions are remembered until the apt lists change (apt is slow).
-LISTS_ID=$(stat -c '%n %Y %s' /var/lib/apt/lists/*Packages* 2>/dev/null |
-    sha256sum | cut -c1-16)
-RESOLVED=$DEBS/.resolved-$LISTS_ID
+# With APT_PRIVATE=1, through the private kernel configuration.
+APT_PRIVATE=0
+lists_id() {
+    local d=/var/lib/apt/lists
+    [ "$APT_PRIVATE" = 1 ] && d=$KAPT_DIR/lists
+    stat -c '%n %Y %s' "$d"/*Packages* 2>/dev/null | sha256sum | cut -c1-16
+}
 deb_file() {
-    local spec=$1 uri name=""
-    [ -f "$RESOLVED" ] && name=$(awk -v s="$spec" '$1 == s { print $2 }' "$RESOLVED")
+    local spec=$1 uri name="" resolved tries=0 x=()
+    [ "$APT_PRIVATE" = 1 ] && x=("${KAPT_OPTS[@]}")
+    local kind=sys
+    [ "$APT_PRIVATE" = 1 ] && kind=kapt
+    resolved=$DEBS/.resolved-$kind-$(lists_id)
+    [ -f "$resolved" ] && name=$(awk -v s="$spec" '$1 == s { print $2 }' "$resolved")
     if [ -n "$name" ] && [ -s "$DEBS/$name" ]; then
         printf '%s\n' "$DEBS/$name"
         return
     fi
-    uri=$(apt-get download --print-uris "${apt_opts[@]}" "$spec" 2>/dev/null |
-        awk 'NR == 1') || true
-    [ -n "$uri" ] ||
-        die "apt does not know the package '$spec'" \
-            "run 'apt-get update' (as root) so the package lists exist" \
-            "or check the name with: apt-cache policy '${spec%%[=/]*}'"
-    name=$(printf '%s' "$uri" | awk '{print $2}')
-    if [ ! -s "$DEBS/$name" ]; then
-        note "downloading $spec" >&2
-        (cd "$DEBS" && apt-get download -q "${apt_opts[@]}" "$spec" >/dev/null) ||
-            die "apt-get download $spec failed" \
-                "check that deb.debian.org is reachable; maybe run 'apt-get update'"
-    fi
-    [ -s "$DEBS/$name" ] || die "apt-get download did not leave $DEBS/$name" \
-        "remove $DEBS and retry"
-    local r
-    for r in "$DEBS"/.resolved-*; do
-        [ "$r" = "$RESOLVED" ] || rm -f "$r"
+    while :; do
+        uri=$(apt-get download --print-uris "${x[@]}" "${apt_opts[@]}" "$spec" 2>/dev/null |
+            awk 'NR == 1') || true
+        name=$(printf '%s' "$uri" | awk '{print $2}')
+        if [ -n "$uri" ] && [ ! -s "$DEBS/$name" ]; then
+            note "downloading $spec" >&2
+            (cd "$DEBS" && apt-get download -q "${x[@]}" "${apt_opts[@]}" "$spec" >/dev/null) || true
+        fi
+        [ -n "$uri" ] && [ -s "$DEBS/$name" ] && break
+        # stale private lists (sid drops old versions): refresh once
+        if [ "$APT_PRIVATE" = 1 ] && [ $tries = 0 ]; then
+            tries=1
+            kapt_update
+            resolved=$DEBS/.resolved-$kind-$(lists_id)
+            continue
+        fi
+        [ -n "$uri" ] ||
+            die "apt does not know the package '$spec'" \
+                "run 'apt-get update' (as root) so the package lists exist" \
+                "or check the name with: apt-cache policy '${spec%%[=/]*}'"
+        die "apt-get download $spec failed" \
+            "check that deb.debian.org is reachable; maybe run 'apt-get update'"
     done
-    printf '%s %s\n' "$spec" "$name" >> "$RESOLVED"
+    local r
+    for r in "$DEBS"/.resolved-"$kind"-* "$DEBS"/.resolved-[0-9a-f]*; do
+        [ "$r" = "$resolved" ] || rm -f "$r"
+    done
+    printf '%s %s\n' "$spec" "$name" >> "$resolved"
     printf '%s\n' "$DEBS/$name"
 }
 
@@ -122,6 +177,8 @@ deb_kver() {
     local v
     v=$(dpkg-deb -c "$deb" |
         awk '!v && match($NF, /^\.\/boot\/vmlinuz-/) { v = substr($NF, RLENGTH + 1) }
+             !v && $NF ~ /^\.\/(usr\/)?lib\/modules\/[^\/]+\/vmlinuz$/ {
+                 n = split($NF, p, "/"); v = p[n - 1] }
              END { print v }')
     [ -n "$cache" ] && printf '%s\n' "$v" > "$cache"
     printf '%s\n' "$v"
@@ -129,22 +186,40 @@ deb_kver() {
 has_kernel() { [ -n "$(deb_kver "$1")" ]; }
 
 # resolve_kernel_deb SPEC: follow metapackages (linux-image-amd64 ->
-# linux-image-6.1.0-NN-amd64) to the .deb that holds a vmlinuz.
+# linux-image-6.1.0-NN-amd64) to the .deb that holds a vmlinuz. A kernel
+# split in two (linux-image-V -> linux-binary-V + linux-modules-V) sets
+# MODULES_DEB to the second.
+MODULES_DEB=""
+dep_spec() {
+    # dep_spec DEB REGEX: the first dependency of DEB matching REGEX, as an
+    # apt spec (name=version when the dependency is exact)
+    local dep
+    dep=$(dpkg-deb -f "$1" Depends | tr ',' '\n' |
+        grep -m1 -oE "$2"'[^ |]*( \(= [^)]+\))?' || true)
+    case $dep in
+    "") return 1 ;;
+    *"(= "*) printf '%s=%s\n' "${dep%% *}" "$(printf '%s' "$dep" | sed 's/.*(= \(.*\))/\1/')" ;;
+    *) printf '%s\n' "$dep" ;;
+    esac
+}
 resolve_kernel_deb() {
-    local spec=$1 deb dep depth=0
+    local spec=$1 deb dep depth=0 mods
     while :; do
         deb=$(deb_file "$spec")
         has_kernel "$deb" && { printf '%s\n' "$deb"; return; }
         depth=$((depth + 1))
         [ $depth -le 3 ] || die "could not resolve '$KERNEL' to a kernel image"
-        dep=$(dpkg-deb -f "$deb" Depends | tr ',' '\n' |
-            grep -m1 -oE 'linux-image-[^ |]+( \(= [^)]+\))?' || true)
-        [ -n "$dep" ] || die "'$spec' is neither a kernel nor a kernel metapackage" \
-            "use KERNEL=linux-image-amd64 or KERNEL=/path/to/linux-image-*.deb"
-        case $dep in
-        *"(= "*) spec="${dep%% *}=$(printf '%s' "$dep" | sed 's/.*(= \(.*\))/\1/')" ;;
-        *) spec=$dep ;;
-        esac
+        if dep=$(dep_spec "$deb" 'linux-binary-'); then
+            mods=$(dep_spec "$deb" 'linux-modules-') ||
+                die "$(basename "$deb") depends on linux-binary but no linux-modules"
+            MODULES_DEB=$(deb_file "$mods")
+            spec=$dep
+            continue
+        fi
+        dep=$(dep_spec "$deb" 'linux-image-') ||
+            die "'$spec' is neither a kernel nor a kernel metapackage" \
+                "use KERNEL=linux-image-amd64 or KERNEL=/path/to/linux-image-*.deb"
+        spec=$dep
     done
 }
 
@@ -157,15 +232,34 @@ bzimage_version() {
         tr '\0' '\n' | head -n1 | awk '{print $1}'
 }
 
+# KERNEL=<release> or <version>: that Debian release's kernel
+KERNEL_WANT=""
+case $KERNEL in
+5.10|bullseye) KERNEL=linux-image-amd64/bullseye-security KERNEL_WANT=5.10 ;;
+6.1|bookworm) KERNEL=linux-image-amd64 KERNEL_WANT=6.1 ;;
+6.12|trixie) KERNEL=linux-image-amd64/trixie KERNEL_WANT=6.12 ;;
+7.2|sid) KERNEL=linux-image-amd64/sid KERNEL_WANT=7.2 ;;
+esac
+case $KERNEL in
+*.deb) ;;
+*/bullseye*|*/trixie*|*/sid|*/forky*|*/unstable|*/testing)
+    APT_PRIVATE=1
+    kapt_fresh || kapt_update
+    ;;
+esac
+# after the kernel: the userland always comes from the host's release
 step "resolving guest inputs"
 [ "$(dpkg --print-architecture)" = amd64 ] ||
     die "the guest packages are fetched for this machine's architecture" \
         "run on an amd64 Debian host"
 user_debs=()
+kprivate=$APT_PRIVATE
+APT_PRIVATE=0
 for p in $USER_PKGS; do
     d=$(deb_file "$p")
     user_debs+=("$d")
 done
+APT_PRIVATE=$kprivate
 
 kernel_deb=""
 if [ -n "$KERNEL_IMAGE" ]; then
@@ -192,16 +286,32 @@ else
         has_kernel "$KERNEL" || die "$KERNEL holds no /boot/vmlinuz-*" \
             "give the linux-image-<version> .deb, not the metapackage or headers"
         kernel_deb=$(realpath "$KERNEL")
-        kinput="deb $(sha256sum < "$kernel_deb")"
+        MODULES_DEB=${KERNEL_MODULES_DEB:-}
+        if [ -z "$MODULES_DEB" ]; then
+            case $(basename "$kernel_deb") in
+            linux-binary-*)
+                MODULES_DEB=$(ls "$(dirname "$kernel_deb")/$(basename "$kernel_deb" |
+                    sed 's/^linux-binary-/linux-modules-/')" 2>/dev/null || true) ;;
+            esac
+        fi
+        kinput="deb $(sha256sum < "$kernel_deb") ${MODULES_DEB:+$(sha256sum < "$MODULES_DEB")}"
         ;;
     *)
-        kernel_deb=$(resolve_kernel_deb "$KERNEL")
-        kinput="deb $(basename "$kernel_deb")"
+        # (a subshell cannot hand MODULES_DEB back: a file does)
+        kernel_deb=$(resolve_kernel_deb "$KERNEL" && echo "$MODULES_DEB" > "$DEBS/.modules-deb")
+        MODULES_DEB=$(cat "$DEBS/.modules-deb")
+        rm -f "$DEBS/.modules-deb"
+        kinput="deb $(basename "$kernel_deb") ${MODULES_DEB:+$(basename "$MODULES_DEB")}"
         ;;
     esac
     kver=$(deb_kver "$kernel_deb")
     [ -n "$kver" ] || die "could not find the kernel version in $kernel_deb"
-    note "kernel: $(basename "$kernel_deb") ($kver)"
+    note "kernel: $(basename "$kernel_deb")${MODULES_DEB:+ + $(basename "$MODULES_DEB")} ($kver)"
+    case $kver in
+    "$KERNEL_WANT"|"$KERNEL_WANT".*) ;;
+    *) [ -z "$KERNEL_WANT" ] ||
+           note "warning: asked for Linux $KERNEL_WANT, that release now carries $kver" ;;
+    esac
 fi
 
 out=$GUESTS/$kver
@@ -211,6 +321,8 @@ key=$( {
     echo "$MODULES / $EXTRA_MODULES"
     sha256sum < "$INIT_SRC"
     sha256sum < "$STRESS_SRC"
+    sha256sum < "$PING_SRC"
+    sha256sum < "$PM_SRC"
     gcc --version | head -n1
     sha256sum < "$0"
 } | sha256sum | awk '{print $1}')
@@ -233,7 +345,18 @@ else
     if [ -n "$kernel_deb" ]; then
         note "unpacking $(basename "$kernel_deb")"
         dpkg-deb -x "$kernel_deb" "$kroot"
-        cp "$kroot/boot/vmlinuz-$kver" "$work/vmlinuz"
+        [ -n "$MODULES_DEB" ] && dpkg-deb -x "$MODULES_DEB" "$kroot"
+        # merged /usr (trixie on): modules in /usr/lib/modules, where
+        # this machine's depmod does not look under -b
+        if [ -d "$kroot/usr/lib/modules/$kver" ] && [ ! -d "$kroot/lib/modules/$kver" ]; then
+            mkdir -p "$kroot/lib/modules"
+            mv "$kroot/usr/lib/modules/$kver" "$kroot/lib/modules/$kver"
+        fi
+        if [ -f "$kroot/boot/vmlinuz-$kver" ]; then
+            cp "$kroot/boot/vmlinuz-$kver" "$work/vmlinuz"
+        else
+            cp "$kroot/lib/modules/$kver/vmlinuz" "$work/vmlinuz"
+        fi
         moddir=$kroot/lib/modules/$kver
     else
         cp "$KERNEL_IMAGE" "$work/vmlinuz"
@@ -256,11 +379,14 @@ else
     cp "$ext/usr/bin/iperf3" "$root/usr/bin/iperf3"
     cp "$ext/sbin/ethtool" "$root/usr/sbin/ethtool"
     install -m 0755 "$INIT_SRC" "$root/init"
+    install -m 0644 "$PM_SRC" "$root/etc/ncm/pm-modes.sh"
     # Static: the initramfs has only the libraries iperf3 and ethtool need.
     gcc -static -O2 -Wall -Wextra -Wno-unused-parameter \
         -o "$root/usr/bin/ncm-usbfs-stress" "$STRESS_SRC" ||
         die "could not build $STRESS_SRC with gcc -static" \
             "install gcc and libc6-dev: make deps (or scripts/install-deps.sh guest)"
+    gcc -static -O2 -Wall -Wextra -o "$root/usr/bin/ncm-ping" "$PING_SRC" ||
+        die "could not build $PING_SRC with gcc -static"
     printf 'root:x:0:0:root:/root:/bin/sh\n' > "$root/etc/passwd"
     printf 'root:x:0:\n' > "$root/etc/group"
     printf '127.0.0.1 localhost\n' > "$root/etc/hosts"

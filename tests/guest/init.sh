@@ -7,6 +7,7 @@
 #
 # Kernel command line parameters (all optional):
 #   ncm.mode=test|run|bench|stress|scale|shell   default shell
+#   ncm.mode=replug|suspend|mcast|ntbsweep   see tests/guest/init-pm.sh
 #   ncm.driver=cdc_ncm     driver whose interface to use (cdc_ether for
 #                          usb-net, virtio_net for virtio-net-pci, any = first)
 #   ncm.wait=60            seconds to wait for that interface, then any non-lo
@@ -832,6 +833,13 @@ if ! find_iface; then
 fi
 
 case $MODE in
+replug|suspend|mcast|ntbsweep)
+    # tests/guest/init-pm.sh: re-enumeration, suspend, multicast, NTB sizes
+    . /etc/ncm/pm-modes.sh
+    report_device
+    "${MODE}_mode"
+    finish
+    ;;
 migrate)
     report_device
     migrate_mode

@@ -61,6 +61,16 @@
 static const uint8_t guest_ip[4] = { 10, 0, 2, 15 };
 static const uint8_t gw_ip[4] = { 10, 0, 2, 2 };
 static const uint16_t icmp_ident = 0x4e43;      /* "NC" */
+/* a source address slirp has never seen: its reply needs an ARP request */
+static const uint8_t stranger_ip[4] = { 10, 0, 2, 16 };
+
+/* NCM class requests, CDC packet filter bits */
+#define CDC_SET_ETHERNET_PACKET_FILTER  0x43
+#define CDC_FILTER_PROMISCUOUS      0x01
+#define CDC_FILTER_ALL_MULTICAST    0x02
+#define CDC_FILTER_DIRECTED         0x04
+#define CDC_FILTER_BROADCAST        0x08
+#define CDC_FILTER_MULTICAST        0x10
 
 typedef enum XferKind {
     X_IN,
@@ -86,6 +96,9 @@ typedef struct Xfer {
 typedef struct Stats {
     unsigned in_done, in_data, in_empty, in_bytes, ntbs, datagrams;
     unsigned arp_replies, icmp_replies, other_frames;
+    /* by destination MAC, and the frames the filter step looks for */
+    unsigned to_us, to_broadcast, to_multicast;
+    unsigned arp_requests_16, router_adverts;
     unsigned out_done, out_bytes, notifications;
     unsigned cancelled, overflow, stalls, errors;
     unsigned last_in_id;    /* IN completions must come in order */
@@ -738,7 +751,25 @@ static void classify_frame(Ncm *n, const uint8_t *f, size_t len)
         insane(n, "IN datagram of %zu bytes", len);
         return;
     }
+    if (!memcmp(f, "\xff\xff\xff\xff\xff\xff", 6)) {
+        n->st.to_broadcast++;
+    } else if (f[0] & 1) {
+        n->st.to_multicast++;
+    } else if (!memcmp(f, n->mac, 6)) {
+        n->st.to_us++;
+    }
     type = f[12] << 8 | f[13];
+    if (type == 0x0806 && len >= 42 && f[20] == 0 && f[21] == 1 &&
+        !memcmp(f + 38, stranger_ip, 4)) {
+        n->st.arp_requests_16++;
+        return;
+    }
+    /* IPv6, ICMPv6 (next header 58) type 134: a router advertisement */
+    if (type == 0x86dd && len >= 14 + 40 + 4 && f[14 + 6] == 58 &&
+        f[14 + 40] == 134) {
+        n->st.router_adverts++;
+        return;
+    }
     if (type == 0x0806 && len >= 42 && f[20] == 0 && f[21] == 2 &&
         !memcmp(f + 28, gw_ip, 4)) {
         n->st.arp_replies++;
@@ -1718,6 +1749,302 @@ static int step_reset(Ncm *n, char *why, size_t whylen)
     return step_disrupt(n, D_RESET, why, whylen);
 }
 
+/* An ICMP echo request to 10.0.2.2 from an address slirp does not know */
+static size_t make_stranger_echo(Ncm *n, uint8_t *f, uint16_t seq)
+{
+    size_t len = make_icmp_echo(n, f, seq);
+    uint8_t *ip = f + 14;
+
+    memcpy(ip + 12, stranger_ip, 4);
+    put16be(ip + 10, 0);
+    put16be(ip + 10, ip_csum(ip, 20));
+    return len;
+}
+
+/*
+ * An ICMPv6 router solicitation from our link-local address (EUI-64 of the
+ * MAC) to ff02::2, with our link-layer address: slirp answers with a
+ * router advertisement to ff02::1 (33:33:00:00:00:01), a multicast frame.
+ */
+static size_t make_router_solicit(Ncm *n, uint8_t *f)
+{
+    uint8_t *ip = f + 14, *ic = f + 54, ph[40 + 16];
+    uint32_t sum = 0;
+    size_t i;
+
+    memset(f, 0, 14 + 40 + 16);
+    memcpy(f, "\x33\x33\x00\x00\x00\x02", 6);
+    memcpy(f + 6, n->mac, 6);
+    put16be(f + 12, 0x86dd);
+    ip[0] = 0x60;
+    put16be(ip + 4, 16);            /* RS + source link-layer option */
+    ip[6] = 58;                     /* ICMPv6 */
+    ip[7] = 255;                    /* hop limit, as NDP requires */
+    ip[8] = 0xfe;
+    ip[9] = 0x80;
+    ip[16] = n->mac[0] ^ 2;
+    ip[17] = n->mac[1];
+    ip[18] = n->mac[2];
+    ip[19] = 0xff;
+    ip[20] = 0xfe;
+    ip[21] = n->mac[3];
+    ip[22] = n->mac[4];
+    ip[23] = n->mac[5];
+    ip[24] = 0xff;
+    ip[25] = 0x02;
+    ip[39] = 0x02;
+    ic[0] = 133;                    /* router solicitation */
+    ic[8] = 1;                      /* source link-layer address */
+    ic[9] = 1;
+    memcpy(ic + 10, n->mac, 6);
+    /* checksum over the pseudo-header (addresses, length, next header) */
+    memcpy(ph, ip + 8, 32);
+    memset(ph + 32, 0, 8);
+    ph[35] = 16;
+    ph[39] = 58;
+    memcpy(ph + 40, ic, 16);
+    for (i = 0; i < sizeof(ph); i += 2) {
+        sum += ph[i] << 8 | ph[i + 1];
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    put16be(ic + 2, ~sum);
+    return 14 + 40 + 16;
+}
+
+/* An OUT NTB16 of the @nf frames given, with a ZLP if it needs one */
+static int submit_frames(Ncm *n, uint8_t frames[][128], const size_t *lens,
+                         unsigned nf)
+{
+    Xfer *x = xfer_new(n, X_OUT, 0);
+    uint8_t *b;
+    size_t ndp, off;
+    unsigned i;
+
+    if (!x) {
+        return -ENOMEM;
+    }
+    b = x->buf;
+    memset(b, 0, 64);
+    ndp = (12 + n->out_align - 1) & ~(size_t)(n->out_align - 1);
+    off = ndp + 8 + 4 * (nf + 1);
+    for (i = 0; i < nf; i++) {
+        while (off % n->out_div != n->out_rem) {
+            b[off++] = 0;
+        }
+        memcpy(b + off, frames[i], lens[i]);
+        put16(b + ndp + 8 + 4 * i, off);
+        put16(b + ndp + 8 + 4 * i + 2, lens[i]);
+        off += lens[i];
+    }
+    put16(b + ndp + 8 + 4 * nf, 0);
+    put16(b + ndp + 8 + 4 * nf + 2, 0);
+    memcpy(b, "NCMH", 4);
+    put16(b + 4, 12);
+    put16(b + 6, n->ntb_seq++);
+    put16(b + 8, off);
+    put16(b + 10, ndp);
+    memcpy(b + ndp, "NCM0", 4);
+    put16(b + ndp + 4, 8 + 4 * (nf + 1));
+    x->len = off;
+    x->zlp = true;
+    return xfer_submit(n, x);
+}
+
+/* Traffic for up to @ms until *@counter passes @before */
+static bool wait_count(Ncm *n, const unsigned *counter, unsigned before, int ms)
+{
+    int64_t end = now_ms() + ms;
+
+    while (*counter == before && now_ms() < end) {
+        reap(n, 50);
+    }
+    return *counter != before;
+}
+
+/*
+ * parse_filter: a packet filter value, decimal or 0x-prefixed hex, ending
+ * at the end of the string or at white space.  Returns it, or -1 for
+ * anything else (empty, a stray character, more than the 5 filter bits).
+ */
+static int parse_filter(const char *s)
+{
+    unsigned base = 10, v = 0, d;
+    const char *p = s;
+
+    if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+        base = 16;
+        p += 2;
+    }
+    for (; *p && *p != ' ' && *p != '\n'; p++) {
+        if (*p >= '0' && *p <= '9') {
+            d = *p - '0';
+        } else if (*p >= 'a' && *p <= 'f') {
+            d = *p - 'a' + 10;
+        } else if (*p >= 'A' && *p <= 'F') {
+            d = *p - 'A' + 10;
+        } else {
+            return -1;
+        }
+        if (d >= base) {
+            return -1;
+        }
+        v = v * base + d;
+        if (v > 0x1f) {
+            return -1;
+        }
+    }
+    if (p == s || (base == 16 && p == s + 2)) {
+        return -1;
+    }
+    return v;
+}
+
+/*
+ * The packet filter the function applies before the host sets one:
+ * NCM_POWER_ON_FILTER, else ncm.power_on_filter= on the kernel command
+ * line, else DisplayLink's directed + broadcast.  -1 if the value given
+ * is not a filter; *@src says where it came from.
+ */
+static int expected_power_on_filter(const char **src)
+{
+    static const char key[] = "ncm.power_on_filter=";
+    const char *e = getenv("NCM_POWER_ON_FILTER");
+    char line[4096];
+    const char *p = NULL;
+    FILE *f;
+
+    if (e && *e) {
+        *src = "NCM_POWER_ON_FILTER";
+        return parse_filter(e);
+    }
+    f = fopen("/proc/cmdline", "r");
+    if (f) {
+        if (fgets(line, sizeof(line), f)) {
+            p = strstr(line, key);
+        }
+        fclose(f);
+    }
+    if (p) {
+        *src = "ncm.power_on_filter=";
+        return parse_filter(p + strlen(key));
+    }
+    *src = "default";
+    return CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST;  /* DisplayLink */
+}
+
+/*
+ * The packet filter at power-on.  A USB reset brings back the firmware's
+ * own filter; then, without SET_ETHERNET_PACKET_FILTER, a directed frame
+ * (ARP reply, echo reply), a broadcast one (slirp's ARP request for an
+ * address it does not know) and a multicast one (slirp's router
+ * advertisement to ff02::1, the answer to a router solicitation) are
+ * asked for.  Directed and broadcast must come; multicast only when the
+ * power-on filter has promiscuous or all-multicast (NCM_POWER_ON_FILTER
+ * or ncm.power_on_filter= on the kernel command line, default 0x0c).
+ * Then SET_ETHERNET_PACKET_FILTER(directed | broadcast | all-multicast),
+ * what Linux sends once the interface has joined a group, and the
+ * advertisement must come.
+ */
+static int step_filter(Ncm *n, char *why, size_t whylen)
+{
+    uint8_t frames[2][128];
+    size_t lens[2];
+    char problem[400] = "", ok[400], drv[64];
+    const char *pof_src;
+    int pof = expected_power_on_filter(&pof_src);
+    unsigned ra_before, ra_after;
+    bool want_mcast, directed, bcast, mcast, mcast_set;
+    int r;
+
+    if (pof < 0) {
+        snprintf(problem, sizeof(problem), "%s: not a packet filter value "
+                 "(0..0x1f)", pof_src);
+        return conclude(n, problem, "", why, whylen);
+    }
+    want_mcast = pof & (CDC_FILTER_PROMISCUOUS | CDC_FILTER_ALL_MULTICAST);
+    phase("USBDEVFS_RESET: the firmware's power-on packet filter again");
+    if (ioctl(n->fd, USBDEVFS_RESET) < 0) {
+        snprintf(problem, sizeof(problem), "USBDEVFS_RESET: %s",
+                 strerror(errno));
+        return conclude(n, problem, "", why, whylen);
+    }
+    get_driver(n, n->ctrl_if, drv, sizeof(drv));
+    printf("# %s: after the reset interface %u has driver %s\n", cur_step,
+           n->ctrl_if, drv);
+    if (claim(n, why, whylen) < 0) {
+        snprintf(problem, sizeof(problem), "after the reset: %.300s", why);
+        return conclude(n, problem, "", why, whylen);
+    }
+    set_depth(n, 2);
+    n->in_sizes[1] = IN_BUF_MAX;
+    if (start_traffic(n, 0, why, whylen) < 0) {
+        return conclude(n, why, "", why, whylen);
+    }
+
+    phase("directed: ARP and ICMP echo to 10.0.2.2");
+    submit_out(n, 0, true, 1);
+    directed = wait_count(n, &n->st.icmp_replies, n->st.icmp_replies, 3000);
+
+    phase("broadcast: an echo from 10.0.2.16, slirp asks who has it");
+    lens[0] = make_stranger_echo(n, frames[0], n->icmp_seq++);
+    r = submit_frames(n, frames, lens, 1);
+    bcast = !r && wait_count(n, &n->st.arp_requests_16,
+                             n->st.arp_requests_16, 3000);
+
+    phase("multicast: router solicitation, the advertisement to ff02::1");
+    ra_before = n->st.router_adverts;
+    lens[0] = make_router_solicit(n, frames[0]);
+    r = submit_frames(n, frames, lens, 1);
+    mcast = !r && wait_count(n, &n->st.router_adverts, ra_before, 3000);
+    run_traffic(n, 300);
+
+    phase("SET_ETHERNET_PACKET_FILTER directed|broadcast|all-multicast");
+    r = ctrl(n, USB_DIR_OUT | USB_TYPE_CLASS | USB_RECIP_INTERFACE,
+             CDC_SET_ETHERNET_PACKET_FILTER,
+             CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST |
+             CDC_FILTER_ALL_MULTICAST, n->ctrl_if, NULL, 0);
+    ra_after = n->st.router_adverts;
+    lens[0] = make_router_solicit(n, frames[0]);
+    mcast_set = !r && !submit_frames(n, frames, lens, 1) &&
+                wait_count(n, &n->st.router_adverts, ra_after, 3000);
+
+    printf("# %s: power-on filter (expected 0x%02x): directed %s, "
+           "broadcast %s, multicast %s; after SET_ETHERNET_PACKET_FILTER"
+           "(0x0e)%s: multicast %s; frames to us %u, broadcast %u, "
+           "multicast %u\n", cur_step, pof, directed ? "in" : "MISSING",
+           bcast ? "in" : "MISSING", mcast ? "in" : "filtered",
+           r ? " (failed)" : "", mcast_set ? "in" : "MISSING",
+           n->st.to_us, n->st.to_broadcast, n->st.to_multicast);
+    if (!directed) {
+        snprintf(problem, sizeof(problem), "no directed frame (ICMP echo "
+                 "reply) before SET_ETHERNET_PACKET_FILTER");
+    } else if (!bcast) {
+        snprintf(problem, sizeof(problem), "no broadcast frame (slirp's "
+                 "ARP request for 10.0.2.16) before "
+                 "SET_ETHERNET_PACKET_FILTER");
+    } else if (mcast != want_mcast &&
+               (want_mcast || !(pof & CDC_FILTER_MULTICAST))) {
+        snprintf(problem, sizeof(problem), "multicast before "
+                 "SET_ETHERNET_PACKET_FILTER: the router advertisement to "
+                 "ff02::1 %s, but the power-on filter 0x%02x %s it",
+                 mcast ? "came in" : "did not come",
+                 pof, want_mcast ? "passes" : "rejects");
+    } else if (r) {
+        snprintf(problem, sizeof(problem), "SET_ETHERNET_PACKET_FILTER: %s",
+                 strerror(-r));
+    } else if (!mcast_set) {
+        snprintf(problem, sizeof(problem), "no router advertisement "
+                 "(multicast) after SET_ETHERNET_PACKET_FILTER(0x0e)");
+    }
+    snprintf(ok, sizeof(ok), "power-on filter: directed and broadcast in, "
+             "multicast %s (expected 0x%02x); after "
+             "SET_ETHERNET_PACKET_FILTER(0x0e) multicast in",
+             mcast ? "in" : "filtered", pof);
+    return conclude(n, problem[0] ? problem : NULL, ok, why, whylen);
+}
+
 typedef struct Step {
     const char *name;
     int (*run)(Ncm *n, char *why, size_t whylen);
@@ -1742,6 +2069,8 @@ static const Step steps[] = {
     { "setconfig-0-1", step_setconfig_0_1,
       "SET_CONFIGURATION(0) then (1) with URBs in flight" },
     { "reset", step_reset, "USBDEVFS_RESET with URBs in flight" },
+    { "filter", step_filter, "packet filter at power-on (after a reset, "
+      "no SET_ETHERNET_PACKET_FILTER): directed, broadcast, multicast" },
 };
 
 static int usage(void)

@@ -41,6 +41,9 @@ CNAME=stress-${CTRL//,/-}
 guest_device_args "$CTRL" "$DEVICE"
 [ "$GUEST_IS_USB" = 1 ] || die "the stress test needs a USB device, not $DEVICE"
 LOGBASE=$NCM_BUILD/guest-logs/$CNAME-$GUEST_DEV_NAME
+# what the step "filter" expects before SET_ETHERNET_PACKET_FILTER
+POF=$(sed -n 's/.*power-on-filter=\([^,]*\).*/\1/p' <<<"$DEVICE")
+[ -z "$POF" ] && [ "$GUEST_DEV_NAME" = usb-ncm ] && POF=0x0e
 
 npass=0
 nfail=0
@@ -68,7 +71,8 @@ while :; do
     LOG=$LOGBASE.$boot.log
     REL_LOG=${LOG#"$NCM_TOP"/}
     guest_qemu_cmd "$GDIR" "ncm.mode=stress ncm.driver=cdc_ncm \
-${remaining:+ncm.stress=$remaining} ${STRESS_VERBOSE:+ncm.stress_v=1}"
+${remaining:+ncm.stress=$remaining} ${STRESS_VERBOSE:+ncm.stress_v=1} \
+${POF:+ncm.power_on_filter=$POF}"
     step "boot $boot: ${remaining:-every step} (timeout ${GUEST_TIMEOUT}s); log: $REL_LOG"
     rc=0
     t0=$SECONDS

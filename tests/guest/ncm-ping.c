@@ -1,0 +1,266 @@
+/*
+ * ncm-ping: a ping that keeps going while the interface disappears
+ *
+ * Runs inside the test guest (tests/guest/init.sh: the re-enumeration and
+ * suspend tests; built static by scripts/guest-image.sh).  busybox ping
+ * exits at the first failed sendto(), which is what a ping through an
+ * interface that has just gone (USB re-enumeration) gets; this one counts
+ * the failure and goes on, so that lost pings and the time the link took
+ * to come back can be measured.
+ *
+ *   ncm-ping [-i MS] [-w SECONDS] [-s SIZE] [-f STOPFILE] DEST
+ *   ncm-ping -l PORT [-w SECONDS]
+ *
+ * An ICMP echo request to DEST (IPv4) every MS milliseconds (100) for
+ * SECONDS (30) or until STOPFILE exists.  Prints, with times in seconds
+ * since boot (CLOCK_BOOTTIME, as /proc/uptime):
+ *   "PING gap A..B" for every run of unanswered requests, when the next
+ *   reply comes: the last reply before at A, the first after at B, how
+ *   many requests went unanswered and how many could not even be sent;
+ *   at the end one line
+ *   "PING sent=N received=N lost=N send_errors=N longest_gap_ms=N
+ *    gap_start=A gap_end=B first=T last=T".
+ * Exit status 0 when at least one reply came.
+ *
+ * -l PORT waits (SECONDS, 30) for one UDP datagram to PORT instead (the
+ * host sends it through slirp's hostfwd: a frame from the netdev) and
+ * prints "UDP got N bytes from ADDR at T"; exit status 0 when one came.
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/ip_icmp.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint16_t csum(const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    uint32_t sum = 0;
+    size_t i;
+
+    for (i = 0; i + 1 < len; i += 2) {
+        sum += p[i] << 8 | p[i + 1];
+    }
+    if (len & 1) {
+        sum += p[len - 1] << 8;
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return htons(~sum);
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: ncm-ping [-i MS] [-w SECONDS] [-s SIZE] "
+            "[-f STOPFILE] DEST\n       ncm-ping -l PORT [-w SECONDS]\n");
+    return 2;
+}
+
+static int udp_listen(int port, double duration)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET,
+                             .sin_port = htons(port) };
+    struct sockaddr_in from;
+    socklen_t fl = sizeof(from);
+    struct pollfd pfd;
+    char buf[2048], ip[32];
+    ssize_t n;
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+        perror("ncm-ping: UDP socket");
+        return 2;
+    }
+    printf("UDP listening on %d at %.2f\n", port, now_s());
+    pfd.fd = fd;
+    pfd.events = POLLIN;
+    if (poll(&pfd, 1, (int)(duration * 1000)) <= 0) {
+        printf("UDP nothing within %.0f s (at %.2f)\n", duration, now_s());
+        return 1;
+    }
+    n = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
+    inet_ntop(AF_INET, &from.sin_addr, ip, sizeof(ip));
+    printf("UDP got %zd bytes from %s at %.2f\n", n, ip, now_s());
+    return n >= 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    int interval_ms = 100, size = 56, opt, fd, listen_port = 0;
+    double duration = 30, start, end, next, last_reply = 0, first = 0;
+    double gap_start = 0, gap_end = 0, longest = 0;
+    const char *stopfile = NULL;
+    struct sockaddr_in dst = { .sin_family = AF_INET };
+    unsigned sent = 0, received = 0, send_errors = 0;
+    unsigned unanswered = 0, errs_in_gap = 0;
+    uint16_t ident = getpid() & 0xffff, seq = 0;
+    static uint8_t seen[65536 / 8];
+    uint8_t pkt[2048], buf[4096];
+
+    while ((opt = getopt(argc, argv, "i:w:s:f:l:")) != -1) {
+        switch (opt) {
+        case 'l':
+            listen_port = atoi(optarg);
+            break;
+        case 'i':
+            interval_ms = atoi(optarg);
+            break;
+        case 'w':
+            duration = atof(optarg);
+            break;
+        case 's':
+            size = atoi(optarg);
+            break;
+        case 'f':
+            stopfile = optarg;
+            break;
+        default:
+            return usage();
+        }
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (listen_port > 0 && optind == argc) {
+        return udp_listen(listen_port, duration);
+    }
+    if (optind != argc - 1 || interval_ms < 1 || size < 8 || size > 1400 ||
+        inet_pton(AF_INET, argv[optind], &dst.sin_addr) != 1) {
+        return usage();
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    fd = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
+    if (fd < 0) {
+        perror("ncm-ping: socket");
+        return 2;
+    }
+    start = now_s();
+    end = start + duration;
+    next = start;
+    while (now_s() < end && !(stopfile && access(stopfile, F_OK) == 0)) {
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        double t = now_s();
+        int wait_ms;
+
+        if (t >= next) {
+            struct icmphdr *ic = (struct icmphdr *)pkt;
+
+            memset(pkt, 0, 8 + size);
+            ic->type = ICMP_ECHO;
+            ic->un.echo.id = htons(ident);
+            ic->un.echo.sequence = htons(seq);
+            memcpy(pkt + 8, &t, sizeof(t));
+            ic->checksum = csum(pkt, 8 + size);
+            seen[seq / 8] &= ~(1 << (seq % 8));
+            seq++;
+            sent++;
+            if (sendto(fd, pkt, 8 + size, 0, (struct sockaddr *)&dst,
+                       sizeof(dst)) < 0) {
+                send_errors++;
+                errs_in_gap++;
+            }
+            unanswered++;
+            next += interval_ms / 1000.0;
+            if (next < t) {
+                next = t + interval_ms / 1000.0;
+            }
+        }
+        wait_ms = (int)((next - now_s()) * 1000) + 1;
+        if (wait_ms < 0) {
+            wait_ms = 0;
+        }
+        if (poll(&pfd, 1, wait_ms) <= 0) {
+            continue;
+        }
+        for (;;) {
+            ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+            struct iphdr *ip = (struct iphdr *)buf;
+            struct icmphdr *ic;
+            uint16_t s;
+            double rt;
+
+            if (n < 0) {
+                break;
+            }
+            if (n < (ssize_t)sizeof(*ip) || n < ip->ihl * 4 + 8) {
+                continue;
+            }
+            ic = (struct icmphdr *)(buf + ip->ihl * 4);
+            if (ic->type != ICMP_ECHOREPLY || ntohs(ic->un.echo.id) != ident) {
+                continue;
+            }
+            s = ntohs(ic->un.echo.sequence);
+            if (seen[s / 8] & (1 << (s % 8))) {
+                continue;       /* a duplicate */
+            }
+            seen[s / 8] |= 1 << (s % 8);
+            received++;
+            rt = now_s();
+            if (!first) {
+                first = rt;
+            }
+            /* more than one request went unanswered before this reply */
+            if (last_reply && unanswered > 2) {
+                printf("PING gap %.2f..%.2f: %.0f ms, %u requests "
+                       "unanswered, %u not sent\n", last_reply, rt,
+                       (rt - last_reply) * 1000, unanswered - 1,
+                       errs_in_gap);
+            }
+            if (last_reply && rt - last_reply > longest) {
+                longest = rt - last_reply;
+                gap_start = last_reply;
+                gap_end = rt;
+            }
+            last_reply = rt;
+            unanswered = 0;
+            errs_in_gap = 0;
+        }
+    }
+    /* the replies to the last requests may still be on their way */
+    usleep(300 * 1000);
+    for (;;) {
+        ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+        struct iphdr *ip = (struct iphdr *)buf;
+        struct icmphdr *ic;
+        uint16_t s;
+
+        if (n < 0) {
+            break;
+        }
+        if (n < ip->ihl * 4 + 8) {
+            continue;
+        }
+        ic = (struct icmphdr *)(buf + ip->ihl * 4);
+        s = ntohs(ic->un.echo.sequence);
+        if (ic->type == ICMP_ECHOREPLY && ntohs(ic->un.echo.id) == ident &&
+            !(seen[s / 8] & (1 << (s % 8)))) {
+            seen[s / 8] |= 1 << (s % 8);
+            received++;
+        }
+    }
+    printf("PING sent=%u received=%u lost=%u send_errors=%u "
+           "longest_gap_ms=%.0f gap_start=%.2f gap_end=%.2f first=%.2f "
+           "last=%.2f\n", sent, received, sent - received, send_errors,
+           longest * 1000, gap_start, gap_end, first, last_reply);
+    return received ? 0 : 1;
+}
