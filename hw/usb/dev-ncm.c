@@ -123,6 +123,12 @@ struct USBNcmState {
     bool ntb32;
     bool deferred_out;
     bool remote_wakeup;
+    /*
+     * USB 3 function remote wake, enabled by SET_FEATURE(FUNCTION_SUSPEND)
+     * to the control interface (at super speed the host enables remote
+     * wakeup this way, not with DEVICE_REMOTE_WAKEUP)
+     */
+    bool func_remote_wakeup;
     OnOffAuto park_packets;
     uint16_t vendor_id;
     uint16_t product_id;
@@ -703,6 +709,7 @@ static void usb_ncm_handle_reset(USBDevice *dev)
     USBNcmState *s = USB_NCM_BASE(dev);
 
     trace_usb_ncm_reset(dev->addr);
+    s->func_remote_wakeup = false;
     usb_ncm_hand_back(s);
     ncm_function_reset(&s->fn);
     usb_ncm_flush_rx(s);
@@ -722,6 +729,54 @@ static void usb_ncm_set_interface(USBDevice *dev, int iface,
         usb_ncm_schedule_wakeup(s, false, true);
     }
     usb_ncm_flush_rx(s);
+}
+
+/*
+ * At super speed, USB 3.2 9.4.5 and 9.4.9: GET_STATUS of the first
+ * interface of the
+ * function (function remote wake capable, enabled) and SET_FEATURE /
+ * CLEAR_FEATURE(FUNCTION_SUSPEND) to it, whose options byte (the high byte
+ * of wIndex) enables function remote wake.  A function that cannot wake
+ * the host stalls the request to enable it.  Returns whether the request
+ * was one of these (and @p has its outcome).
+ */
+#define USB_INTRF_FUNC_SUSPEND      0
+#define USB_INTRF_FUNC_SUSPEND_RW   0x02
+#define USB_INTRF_STAT_FUNC_RW_CAP  0x01
+#define USB_INTRF_STAT_FUNC_RW      0x02
+
+static bool usb_ncm_function_suspend(USBNcmState *s, USBPacket *p,
+                                     int request, int value, int index,
+                                     int length, uint8_t *data)
+{
+    bool set = request == (InterfaceOutRequest | USB_REQ_SET_FEATURE);
+
+    if (s->dev.speed != USB_SPEED_SUPER || (index & 0xff) != NCM_IF_CONTROL ||
+        !s->dev.configuration) {
+        return false;
+    }
+    if (request == (InterfaceRequest | USB_REQ_GET_STATUS) && value == 0 &&
+        length >= 2) {
+        data[0] = (s->remote_wakeup ? USB_INTRF_STAT_FUNC_RW_CAP : 0) |
+                  (s->func_remote_wakeup ? USB_INTRF_STAT_FUNC_RW : 0);
+        data[1] = 0;
+        p->actual_length = 2;
+        return true;
+    }
+    if ((!set && request != (InterfaceOutRequest | USB_REQ_CLEAR_FEATURE)) ||
+        value != USB_INTRF_FUNC_SUSPEND) {
+        return false;
+    }
+    if (set && (index >> 8) & USB_INTRF_FUNC_SUSPEND_RW) {
+        if (!s->remote_wakeup) {
+            return false;               /* stalled and counted */
+        }
+        s->func_remote_wakeup = true;
+    } else {
+        s->func_remote_wakeup = false;
+    }
+    p->actual_length = 0;
+    return true;
 }
 
 static void usb_ncm_handle_control(USBDevice *dev, USBPacket *p, int request,
@@ -752,6 +807,10 @@ static void usb_ncm_handle_control(USBDevice *dev, USBPacket *p, int request,
         value == 0) {
         /* ENDPOINT_HALT: nothing is halted inside the model */
         p->actual_length = 0;
+        return;
+    }
+    if (usb_ncm_function_suspend(s, p, request, value, index, length,
+                                 data)) {
         return;
     }
     if ((request & 0xff00) == ClassInterfaceRequest ||
@@ -838,7 +897,8 @@ static ssize_t usb_ncm_receive(NetClientState *nc, const uint8_t *buf,
      * waiting): a frame wakes it, if it allowed remote wakeup.  The port
      * ignores this unless it is suspended.
      */
-    if (s->remote_wakeup && s->dev.remote_wakeup && !s->in.parked &&
+    if (s->remote_wakeup &&
+        (s->dev.remote_wakeup || s->func_remote_wakeup) && !s->in.parked &&
         s->dev.port && s->dev.port->ops->wakeup) {
         s->dev.port->ops->wakeup(s->dev.port);
     }
@@ -1490,6 +1550,24 @@ static const VMStateDescription vmstate_usb_ncm_datagram = {
 
 #define VMSTATE_NCM_STAT(_f) VMSTATE_UINT64(fn.stats._f, USBNcmState)
 
+static bool usb_ncm_func_remote_wakeup_needed(void *opaque)
+{
+    USBNcmState *s = opaque;
+
+    return s->func_remote_wakeup;
+}
+
+static const VMStateDescription vmstate_usb_ncm_func_remote_wakeup = {
+    .name = "usb-ncm/func-remote-wakeup",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = usb_ncm_func_remote_wakeup_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(func_remote_wakeup, USBNcmState),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_usb_ncm = {
     .name = "usb-ncm",
     .version_id = 1,
@@ -1576,6 +1654,10 @@ static const VMStateDescription vmstate_usb_ncm = {
         VMSTATE_USB_NCM_BUFFER("out_buf", vmstate_info_usb_ncm_out_buf),
         VMSTATE_USB_NCM_BUFFER("in_buf", vmstate_info_usb_ncm_in_buf),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_usb_ncm_func_remote_wakeup,
+        NULL
     },
 };
 

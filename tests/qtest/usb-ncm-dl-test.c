@@ -39,6 +39,8 @@
 #define REQ_GET_MAX_DATAGRAM_SIZE           0x87
 #define REQ_SET_CRC_MODE                    0x8a
 
+#define USB_REQ_GET_STATUS          0x00
+#define USB_REQ_SET_FEATURE         0x03
 #define USB_REQ_GET_CONFIGURATION   0x08
 #define USB_REQ_SET_CONFIGURATION   0x09
 #define USB_REQ_GET_INTERFACE       0x0a
@@ -3653,6 +3655,99 @@ static void test_power_on_filter(NcmEnv *e, const NcmCase *c)
     ncm_expect_rx(e, rx);
 }
 
+/* GET_STATUS of the control interface (USB 3: function remote wake) */
+static uint16_t intf_status(NcmEnv *e)
+{
+    uint8_t b[2] = { 0xff, 0xff };
+    uint32_t actual = 0;
+
+    g_assert_cmpint(qxhci_control(e->dev, 0x81, USB_REQ_GET_STATUS, 0,
+                                  IF_CONTROL, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 2);
+    return lduw_le_p(b);
+}
+
+/* SET_FEATURE(FUNCTION_SUSPEND) with @options (0x01 LP, 0x02 RW) */
+static int func_suspend(NcmEnv *e, uint8_t options)
+{
+    return qxhci_control(e->dev, 0x01, USB_REQ_SET_FEATURE, 0,
+                         options << 8 | IF_CONTROL, NULL, 0, NULL);
+}
+
+/*
+ * Suspend the port (U3), send a frame from the netdev and give the device
+ * 300 ms of virtual time to resume the port; returns the link state then.
+ */
+static int suspend_and_send(NcmEnv *e, uint32_t tag)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    int64_t t0;
+    int pls;
+
+    qxhci_port_set_link_state(e->xhci, e->port, QXHCI_PLS_U3);
+    g_assert_cmpint(qxhci_port_link_state(e->xhci, e->port), ==,
+                    QXHCI_PLS_U3);
+    qxhci_take_port_events(e->xhci, e->port);
+    frames_add(rx, ncm_mac, tag, 100);
+    sock_send_frames(e, rx);
+    t0 = clock_ns(e);
+    do {
+        qxhci_step(e->xhci);
+        pls = qxhci_port_link_state(e->xhci, e->port);
+    } while (pls == QXHCI_PLS_U3 && clock_ns(e) - t0 < 300 * MS);
+    return pls;
+}
+
+/* Back to U0 after @pls; the frame sent while suspended comes in then */
+static void resume_and_receive(NcmEnv *e, uint32_t tag, int pls)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+
+    if (pls == QXHCI_PLS_RESUME) {
+        /* the device woke the port: a port status change came with it */
+        g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
+    }
+    qxhci_port_set_link_state(e->xhci, e->port, QXHCI_PLS_U0);
+    g_assert_cmpint(qxhci_port_link_state(e->xhci, e->port), ==,
+                    QXHCI_PLS_U0);
+    frames_add(rx, ncm_mac, tag, 100);
+    ncm_expect_rx(e, rx);
+}
+
+/*
+ * Remote wakeup at super speed (USB 3.2 9.4.5, 9.4.9): the control
+ * interface reports function remote wake capable in GET_STATUS; the host
+ * enables it with SET_FEATURE(FUNCTION_SUSPEND, RW | LP), as Linux's
+ * usb_enable_remote_wakeup() does at super speed (it never sends
+ * DEVICE_REMOTE_WAKEUP there), and suspends the port; then a frame from
+ * the netdev must resume the port.  Disabled again (options 0), the frame
+ * waits for the host.  c->arg 0 is remote-wakeup=off: not capable, the
+ * request to enable stalls, no frame wakes the port.
+ */
+static void test_function_remote_wake(NcmEnv *e, const NcmCase *c)
+{
+    bool rw = c->arg;
+    int pls;
+
+    ncm_set_alt(e, 1);
+    g_assert_cmphex(intf_status(e), ==, rw ? 0x01 : 0x00);
+    g_assert_cmpint(func_suspend(e, 0x03), ==,
+                    rw ? QXHCI_CC_SUCCESS : QXHCI_CC_STALL);
+    g_assert_cmphex(intf_status(e), ==, rw ? 0x03 : 0x00);
+    pls = suspend_and_send(e, 43000);
+    g_assert_cmpint(pls, ==, rw ? QXHCI_PLS_RESUME : QXHCI_PLS_U3);
+    resume_and_receive(e, 43000, pls);
+
+    /* function remote wake disabled: the frame waits for the host */
+    g_assert_cmpint(func_suspend(e, 0x00), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmphex(intf_status(e), ==, rw ? 0x01 : 0x00);
+    pls = suspend_and_send(e, 43001);
+    g_assert_cmpint(pls, ==, QXHCI_PLS_U3);
+    resume_and_receive(e, 43001, pls);
+    ncm_check_marker(e, 43100);
+}
+
 /* SET_CONFIGURATION(0) turns the data interface off with the rest. */
 static void test_set_configuration_0(NcmEnv *e, const NcmCase *c)
 {
@@ -4183,6 +4278,12 @@ static void add_queue_cases(bool ss)
                   NULL);
     add_case_data(ss, "usb-ncm", "power-on-filter", test_power_on_filter,
                   NULL, NULL);
+    if (ss) {
+        add_case(ss, dl, "remote-wake/function-suspend",
+                 test_function_remote_wake, 1, NULL);
+        add_case(ss, dl, "remote-wake/off", test_function_remote_wake, 0,
+                 "remote-wakeup=off");
+    }
     add_case_data(ss, dl, "set-configuration-0-data-off",
                   test_set_configuration_0, NULL, NULL);
     add_case_data(ss, dl, "nak-mode/traffic", test_nak_mode, NULL,

@@ -47,6 +47,8 @@
 #define PORTSC_PED              (1u << 1)
 #define PORTSC_PR               (1u << 4)
 #define PORTSC_PP               (1u << 9)
+#define PORTSC_PLS(v)           (((v) >> 5) & 0xf)
+#define PORTSC_LWS              (1u << 16)
 #define PORTSC_SPEED(v)         (((v) >> 10) & 0xf)
 #define PORTSC_CSC              (1u << 17)
 #define PORTSC_PEC              (1u << 18)
@@ -769,6 +771,19 @@ int qxhci_port_reset(QXhci *x, int port)
               (portsc & PORTSC_CHANGE_BITS));
     qxhci_poll(x);
     return PORTSC_SPEED(portsc);
+}
+
+int qxhci_port_link_state(QXhci *x, int port)
+{
+    return PORTSC_PLS(qxhci_portsc(x, port));
+}
+
+void qxhci_port_set_link_state(QXhci *x, int port, int pls)
+{
+    g_assert(port >= 1 && port <= x->max_ports);
+    op_writel(x, XHCI_PORTSC(port), PORTSC_PP | PORTSC_LWS |
+              (uint32_t)(pls & 0xf) << 5);
+    qxhci_poll(x);
 }
 
 /* Contexts */

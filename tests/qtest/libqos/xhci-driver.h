@@ -125,6 +125,12 @@ uint32_t qxhci_portsc(QXhci *x, int port);
 int qxhci_find_connected_port(QXhci *x);
 /* Reset @port; returns its speed (QXHCI_SPEED_*) or -1. */
 int qxhci_port_reset(QXhci *x, int port);
+/* PORTSC's link state (PLS), and asking for one (LWS): U0, U3 = suspend */
+#define QXHCI_PLS_U0            0
+#define QXHCI_PLS_U3            3
+#define QXHCI_PLS_RESUME        15
+int qxhci_port_link_state(QXhci *x, int port);
+void qxhci_port_set_link_state(QXhci *x, int port, int pls);
 /* Port Status Change events seen for @port since the last call. */
 int qxhci_take_port_events(QXhci *x, int port);
 /* Wrap-around counters, for tests of the driver itself */
