@@ -5,8 +5,9 @@
 # host controller QEMU has for it (one after the other: TCG wants both
 # cores) and check what Linux's cdc_ncm made of it (see
 # tests/guest/run-guest-test.sh), then the usbfs stress of the function
-# (tests/guest/run-stress-test.sh) on xHCI and EHCI, then a live
-# migration under traffic (tests/guest/run-migrate-test.sh) on xHCI.
+# (tests/guest/run-stress-test.sh) on xHCI and EHCI, a live migration
+# under traffic (tests/guest/run-migrate-test.sh), then re-enumeration,
+# USB autosuspend and suspend to RAM (tests/guest/run-pm-test.sh).
 #
 #   tests/guest/run-all.sh [DEVICE[,PROPS]]      default usb-ncm-dl
 #
@@ -14,6 +15,8 @@
 # GUEST_CONTROLLERS="xhci xhci-hs ehci uhci ohci" picks the controllers,
 # GUEST_STRESS="xhci ehci" those of the stress runs ("" for none),
 # GUEST_MIGRATE="xhci" those of the migration runs ("" for none).
+# GUEST_PM="replug:xhci suspend:xhci suspend-nowake:xhci-hs" the
+# re-enumeration and suspend runs, MODE:CONTROLLER ("" for none).
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/common.sh"
 
@@ -46,6 +49,19 @@ usb-ncm*)
         bash "$NCM_TOP/tests/guest/run-migrate-test.sh" "$c" "$DEVICE" 2>&1 |
             tee -a "$out" || status=1
         timing+=("migrate-$c $((SECONDS - t0))s")
+    done
+    ;;
+esac
+# re-enumeration and suspend (tests/guest/run-pm-test.sh MODE CONTROLLER):
+# autosuspend and S3 at super speed (function remote wake), remote-wakeup=off
+# at high speed (DEVICE_REMOTE_WAKEUP never enabled). About 4 minutes.
+case $DEVICE in
+usb-ncm*)
+    for p in ${GUEST_PM-replug:xhci suspend:xhci suspend-nowake:xhci-hs}; do
+        t0=$SECONDS
+        bash "$NCM_TOP/tests/guest/run-pm-test.sh" "${p%%:*}" "${p#*:}" "$DEVICE" 2>&1 |
+            tee -a "$out" || status=1
+        timing+=("${p%%:*}-${p#*:} $((SECONDS - t0))s")
     done
     ;;
 esac
