@@ -22,10 +22,12 @@
 # runs this, and written with a cover letter to build/.../series/.  Each
 # patch then goes through the tree's scripts/checkpatch.pl.
 #
-# SERIES_MAINTAINERS=each puts each file's MAINTAINERS line in the patch
-# that adds the file (no separate MAINTAINERS patch); checkpatch warns
-# "Does MAINTAINERS need updating?" for every patch that adds files
-# without touching MAINTAINERS, so only this form is free of warnings.
+# Each file's MAINTAINERS line goes in the patch that adds the file (the
+# first such patch creates the entry): checkpatch warns "Does MAINTAINERS
+# need updating?" for every patch that adds files without touching
+# MAINTAINERS, so only this form is free of warnings.
+# SERIES_MAINTAINERS=separate makes one MAINTAINERS patch instead (the
+# "# maintainers: entry" commit) and accepts that warning before it.
 #
 # --verify: `git am` the series onto a fresh copy of the pristine tree
 # (build/.../series-verify), build qemu-system-x86_64 (and the unit tests,
@@ -45,11 +47,11 @@ esac
 SERIES_SRC=$NCM_TOP/patches/series
 OUT=$NCM_BUILD/series
 TREE=$NCM_BUILD/series-tree/qemu-src
-MAINT_MODE=${SERIES_MAINTAINERS:-separate}
+MAINT_MODE=${SERIES_MAINTAINERS:-each}
 MAINT_TITLE="USB (CDC-NCM network adapter)"
 case $MAINT_MODE in
 separate|each) ;;
-*) die "SERIES_MAINTAINERS=$MAINT_MODE" "use separate (default) or each" ;;
+*) die "SERIES_MAINTAINERS=$MAINT_MODE" "use each (default) or separate" ;;
 esac
 
 name=$(git -C "$NCM_TOP" config user.name || true)

@@ -23,8 +23,7 @@ set -euo pipefail
 DEVICE=${1:-${NCM_DEVICE:-usb-ncm-dl}}
 CONTROLLERS=${GUEST_CONTROLLERS-xhci xhci-hs ehci uhci ohci}
 STRESS=${GUEST_STRESS-xhci ehci}
-# xhci fails until the xHCI migration patch (build/xhci-migrate-unfinished-tds.patch) lands: opt in with GUEST_MIGRATE=xhci
-MIGRATE=${GUEST_MIGRATE-ehci}
+MIGRATE=${GUEST_MIGRATE-xhci}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
