@@ -1,0 +1,645 @@
+/*
+ * QTest fixture for the USB CDC-NCM adapters usb-ncm-dl and usb-ncm: control
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "fixture.h"
+
+static void test_descriptors(NcmEnv *e, const NcmCase *c)
+{
+    bool dl = !strcmp(c->model, "usb-ncm-dl");
+    bool ss = c->super;
+    uint16_t vid = dl ? 0x17e9 : 0x46f4, pid = dl ? 0x6000 : 0x0010;
+    const uint8_t device[18] = {
+        0x12, 0x01, ss ? 0x20 : 0x00, ss ? 0x03 : 0x02,
+        0xef, 0x02, 0x01, ss ? 9 : 64,
+        vid & 0xff, vid >> 8, pid & 0xff, pid >> 8,
+        0x00, 0x01, 1, 2, 3, 1,
+    };
+    const uint8_t ep_notify[] = { 7, 5, 0x85, 3, 16, 0, 9 };
+    const uint8_t ss_notify[] = { 6, 0x30, 0, 0, 16, 0 };
+    const uint8_t ep_in[] = { 7, 5, 0x87, 2, 0, ss ? 4 : 2, 0 };
+    const uint8_t ep_out[] = { 7, 5, 0x06, 2, 0, ss ? 4 : 2, 0 };
+    const uint8_t ss_bulk[] = { 6, 0x30, 15, 0, 0, 0 };
+    const uint8_t head[] = {
+        9, 2, 0, 0, 2, 1, 0, 0xe0, 0,       /* config: remote wakeup */
+        8, 0x0b, 0, 2, 0x02, 0x0d, 0x00, 5,         /* IAD */
+        9, 4, 0, 0, 1, 0x02, 0x0d, 0x00, 5,         /* control iface */
+        5, 0x24, 0x00, 0x20, 0x01,                  /* header, CDC 1.20 */
+        5, 0x24, 0x06, 0, 1,                        /* union */
+        13, 0x24, 0x0f, 4, 0, 0, 0, 0, 0xea, 0x05, 0, 0, 0, /* ethernet */
+        6, 0x24, 0x1a, 0x00, 0x01, 0x0b,            /* NCM 1.00, caps */
+    };
+    const uint8_t data0[] = { 9, 4, 1, 0, 0, 0x0a, 0x00, 0x01, 6 };
+    const uint8_t data1[] = { 9, 4, 1, 1, 2, 0x0a, 0x00, 0x01, 6 };
+    const uint8_t bos[] = {
+        5, 0x0f, 22, 0, 2,
+        7, 0x10, 0x02, 0x02, 0, 0, 0,               /* USB 2.0 ext, LPM */
+        10, 0x10, 0x03, 0, 0x0e, 0, 1, 0x0a, 0x20, 0, /* SuperSpeed */
+    };
+    const uint8_t qualifier[10] = {
+        10, 6, 0x00, 0x02, 0xef, 0x02, 0x01, 64, 1, 0,
+    };
+    g_autoptr(GByteArray) want = g_byte_array_new();
+    g_autofree char *mac = NULL;
+    g_autofree char *manufacturer = NULL;
+    g_autofree char *product = NULL;
+    uint8_t b[256];
+    uint32_t actual = 0;
+    const uint8_t *eth;
+
+    g_assert_cmpint(qxhci_get_descriptor(e->dev, 1, 0, 0, b, sizeof(b),
+                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpmem(b, actual, device, sizeof(device));
+
+    g_byte_array_append(want, head, sizeof(head));
+    g_byte_array_append(want, ep_notify, sizeof(ep_notify));
+    if (ss) {
+        g_byte_array_append(want, ss_notify, sizeof(ss_notify));
+    }
+    g_byte_array_append(want, data0, sizeof(data0));
+    g_byte_array_append(want, data1, sizeof(data1));
+    g_byte_array_append(want, ep_in, sizeof(ep_in));
+    if (ss) {
+        g_byte_array_append(want, ss_bulk, sizeof(ss_bulk));
+    }
+    g_byte_array_append(want, ep_out, sizeof(ep_out));
+    if (ss) {
+        g_byte_array_append(want, ss_bulk, sizeof(ss_bulk));
+    }
+    stw_le_p(want->data + 2, want->len);
+    g_assert_cmpmem(e->config, e->config_len, want->data, want->len);
+
+    /* a short read gets the first bytes only */
+    g_assert_cmpint(qxhci_get_descriptor(e->dev, 2, 0, 0, b, 9, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpmem(b, actual, want->data, 9);
+
+    if (ss) {
+        g_assert_cmpint(qxhci_get_descriptor(e->dev, 0x0f, 0, 0, b,
+                                             sizeof(b), &actual),
+                        ==, QXHCI_CC_SUCCESS);
+        g_assert_cmpmem(b, actual, bos, sizeof(bos));
+    } else {
+        g_assert_cmpint(qxhci_get_descriptor(e->dev, 6, 0, 0, b,
+                                             sizeof(b), &actual),
+                        ==, QXHCI_CC_SUCCESS);
+        g_assert_cmpmem(b, actual, qualifier, sizeof(qualifier));
+    }
+
+    g_assert_cmpint(qxhci_get_descriptor(e->dev, 3, 0, 0, b, sizeof(b),
+                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpmem(b, actual, ((const uint8_t[]) { 4, 3, 0x09, 0x04 }), 4);
+
+    /* iMACAddress names the string that carries the MAC */
+    eth = find_cs_desc(e, 0x0f);
+    g_assert(eth);
+    mac = get_string(e, eth[3]);
+    g_assert_cmpstr(mac, ==, NCM_MAC_HEX);
+    manufacturer = get_string(e, 1);
+    product = get_string(e, 2);
+    g_assert_cmpstr(manufacturer, ==, dl ? "DisplayLink" : "QEMU");
+    g_assert_cmpstr(product, ==, dl ? "USB-NCM-DL Giga Ethernet" :
+                    "QEMU USB NCM Ethernet");
+
+    g_assert_cmpint(qxhci_control(e->dev, 0x80, USB_REQ_GET_CONFIGURATION,
+                                  0, 0, b, 1, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 1);
+    g_assert_cmpuint(b[0], ==, 1);
+    g_assert_cmpint(qxhci_control(e->dev, 0x81, USB_REQ_GET_INTERFACE,
+                                  0, IF_DATA, b, 1, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(b[0], ==, 0);
+    ncm_set_alt(e, 1);
+    g_assert_cmpint(qxhci_control(e->dev, 0x81, USB_REQ_GET_INTERFACE,
+                                  0, IF_DATA, b, 1, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(b[0], ==, 1);
+}
+
+static void test_ntb_parameters_default(NcmEnv *e, const NcmCase *c)
+{
+    static const uint8_t want[28] = {
+        28, 0, 0x03, 0,                 /* NTB16 and NTB32 */
+        0x00, 0x00, 0x01, 0x00,         /* dwNtbInMaxSize 65536 */
+        4, 0, 0, 0, 4, 0,               /* in divisor, remainder, align */
+        0, 0,
+        0x00, 0x00, 0x01, 0x00,         /* dwNtbOutMaxSize 65536 */
+        4, 0, 0, 0, 4, 0,               /* out divisor, remainder, align */
+        64, 0,                          /* wNtbOutMaxDatagrams */
+    };
+    uint8_t b[28];
+    uint32_t actual = 0;
+
+    read_ntb_parameters(e, &e->p, b);
+    g_assert_cmpmem(b, sizeof(b), want, sizeof(want));
+
+    /* wLength shorter than the structure: the start of it */
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_PARAMETERS, 0, b, 8, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpmem(b, actual, want, 8);
+
+    /* the same in alt 1 */
+    ncm_set_alt(e, 1);
+    read_ntb_parameters(e, &e->p, b);
+    g_assert_cmpmem(b, sizeof(b), want, sizeof(want));
+}
+
+#define CUSTOM_PROPS "ntb-in-max-size=16384,ntb-out-max-size=32768," \
+    "ntb-in-divisor=8,ntb-in-remainder=2,ntb-in-alignment=8," \
+    "ntb-out-divisor=16,ntb-out-remainder=6,ntb-out-alignment=16," \
+    "ntb-out-max-datagrams=40,ntb32=off,max-segment-size=9014"
+
+static void test_ntb_parameters_custom(NcmEnv *e, const NcmCase *c)
+{
+    static const uint8_t want[28] = {
+        28, 0, 0x01, 0,                 /* NTB16 only */
+        0x00, 0x40, 0x00, 0x00,         /* dwNtbInMaxSize 16384 */
+        8, 0, 2, 0, 8, 0,
+        0, 0,
+        0x00, 0x80, 0x00, 0x00,         /* dwNtbOutMaxSize 32768 */
+        16, 0, 6, 0, 16, 0,
+        40, 0,
+    };
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) rx = frames_new();
+    const uint8_t *eth;
+    uint8_t b[28];
+    uint32_t actual = 0, i;
+
+    read_ntb_parameters(e, &e->p, b);
+    g_assert_cmpmem(b, sizeof(b), want, sizeof(want));
+    eth = find_cs_desc(e, 0x0f);
+    g_assert(eth);
+    g_assert_cmpuint(lduw_le_p(eth + 8), ==, 9014);
+
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(ldl_le_p(b), ==, 16384);
+    g_assert_cmpint(class_in(e, REQ_GET_MAX_DATAGRAM_SIZE, 0, b, 2,
+                             &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(lduw_le_p(b), ==, 9014);
+    /* NTB32 is not advertised, so it cannot be selected */
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0),
+                    ==, QXHCI_CC_STALL);
+
+    /* both directions honour the layout and the jumbo segment size */
+    ncm_set_alt(e, 1);
+    for (i = 0; i < 7; i++) {
+        frames_add(tx, bcast_mac, 100 + i, i == 3 ? 9014 : 61 + i * 97);
+        frames_add(rx, i & 1 ? ncm_mac : bcast_mac, 200 + i,
+                   i == 5 ? 9014 : 63 + i * 131);
+    }
+    ncm_send_frames(e, tx);
+    sock_expect_frames(e, tx);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+}
+
+static void test_ntb_input_size(NcmEnv *e, const NcmCase *c)
+{
+    uint8_t b[8];
+    uint32_t actual = 0;
+
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 4);
+    g_assert_cmpuint(ldl_le_p(b), ==, e->p.in_max);
+
+    stl_le_p(b, 4096);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(ldl_le_p(b), ==, 4096);
+
+    /* below the NCM minimum, above dwNtbInMaxSize, bad lengths */
+    stl_le_p(b, 2047);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_STALL);
+    stl_le_p(b, e->p.in_max + 1);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_STALL);
+    stl_le_p(b, 8192);
+    stl_le_p(b + 4, 8);
+    /* the 8-byte form is not advertised (bmNetworkCapabilities bit 5) */
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 8),
+                    ==, QXHCI_CC_STALL);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 2),
+                    ==, QXHCI_CC_STALL);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(ldl_le_p(b), ==, 4096);
+
+    /* the minimum itself, and again in alt 1 */
+    ncm_set_alt(e, 1);
+    stl_le_p(b, 2048);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 8, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 4);
+    g_assert_cmpuint(ldl_le_p(b), ==, 2048);
+}
+
+static void test_ntb_format(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) rx = frames_new();
+    uint8_t b[2];
+    uint32_t actual = 0, i;
+
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 2);
+    g_assert_cmpuint(lduw_le_p(b), ==, 0);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 2, NULL, 0),
+                    ==, QXHCI_CC_STALL);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(lduw_le_p(b), ==, 1);
+
+    ncm_set_alt(e, 1);
+    e->ntb32 = true;
+    /* the format cannot change while the data interface is up */
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 0, NULL, 0),
+                    ==, QXHCI_CC_STALL);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(lduw_le_p(b), ==, 1);
+
+    for (i = 0; i < 5; i++) {
+        frames_add(tx, bcast_mac, 300 + i, 60 + i * 300);
+        frames_add(rx, ncm_mac, 400 + i, 1514 - i * 300);
+    }
+    ncm_send_frames(e, tx);
+    sock_expect_frames(e, tx);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+
+    /* an NTB16 is now malformed */
+    e->ntb32 = false;
+    ncm_send_frames(e, tx);
+    sock_expect_silence(e, 20);
+    e->ntb32 = true;
+    ncm_check_marker(e, 500);
+}
+
+static void test_unsupported_request(NcmEnv *e, const NcmCase *c)
+{
+    static const struct {
+        uint8_t type, request;
+        uint16_t value, index, length;
+    } reqs[] = {
+        { 0xa1, REQ_GET_ETHERNET_STATISTIC, 1, IF_CONTROL, 4 },
+        { 0x21, REQ_SET_CRC_MODE, 0, IF_CONTROL, 0 },
+        { 0x21, REQ_SET_ETHERNET_MULTICAST_FILTERS, 1, IF_CONTROL, 6 },
+        { 0x21, REQ_SET_ETHERNET_PACKET_FILTER, 0x20, IF_CONTROL, 0 },
+        { 0xa1, REQ_GET_NTB_PARAMETERS, 1, IF_CONTROL, 28 },
+        { 0xa1, REQ_GET_NTB_PARAMETERS, 0, IF_DATA, 28 },
+        { 0xa1, 0x7f, 0, IF_CONTROL, 8 },
+        { 0xc0, 0x01, 0, 0, 8 },
+        { 0x40, 0x02, 0, 0, 0 },
+    };
+    uint8_t b[64] = { 0 };
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(reqs); i++) {
+        NtbParams p;
+        int cc;
+
+        cc = qxhci_control(e->dev, reqs[i].type, reqs[i].request,
+                           reqs[i].value, reqs[i].index, b, reqs[i].length,
+                           NULL);
+        if (cc != QXHCI_CC_STALL) {
+            g_test_message("request %02x/%02x value %u index %u: cc %d",
+                           reqs[i].type, reqs[i].request, reqs[i].value,
+                           reqs[i].index, cc);
+        }
+        g_assert_cmpint(cc, ==, QXHCI_CC_STALL);
+        /* the default endpoint works again */
+        read_ntb_parameters(e, &p, NULL);
+        g_assert_cmpuint(p.in_max, ==, e->p.in_max);
+        if (i == 3) {
+            ncm_set_alt(e, 1);
+        }
+    }
+    ncm_check_marker(e, 600);
+    {
+        g_autoptr(GPtrArray) rx = frames_new();
+
+        frames_add(rx, ncm_mac, 610, 100);
+        sock_send_frames(e, rx);
+        ncm_expect_rx(e, rx);
+    }
+}
+
+/* Cases: data interface and notifications */
+
+static void test_alt_reset(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) stale_rx = frames_new();
+    g_autoptr(GPtrArray) stale_tx = frames_new();
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) first = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    NtbLayout l;
+    uint8_t b[4];
+    uint32_t actual = 0, i;
+
+    /* negotiate in alt 0, then use it in alt 1 */
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0),
+                    ==, QXHCI_CC_SUCCESS);
+    stl_le_p(b, 4096);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    ncm_set_alt(e, 1);
+    e->ntb32 = true;
+    e->in_size = 4096;
+    frames_add(first, ncm_mac, 700, 200);
+    sock_send_frames(e, first);
+    ncm_expect_rx(e, first);
+
+    /* leave state behind in both directions */
+    for (i = 0; i < 3; i++) {
+        frames_add(stale_rx, bcast_mac, 710 + i, 300);
+    }
+    sock_send_frames(e, stale_rx);
+    sock_settle(e);
+    for (i = 0; i < 8; i++) {
+        frames_add(stale_tx, bcast_mac, 720 + i, 1000);
+    }
+    l = out_layout(e);
+    ntb = ntb_build(&l, stale_tx, 0);
+    g_assert_cmpuint(ntb->len, >, 2 * e->mps);
+    out_td(e, ntb->data, 2 * e->mps);       /* no terminator yet */
+    sock_expect_silence(e, 20);
+
+    /* alt 0 resets everything negotiated and drops what was queued */
+    ncm_set_alt(e, 0);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(lduw_le_p(b), ==, 0);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(ldl_le_p(b), ==, e->p.in_max);
+    ncm_set_alt(e, 1);
+
+    /* the old NTB's head is gone: a new NTB stands alone */
+    ncm_check_marker(e, 730);
+    /* the queued frames are gone and the sequence starts over */
+    frames_add(rx, ncm_mac, 740, 100);
+    frames_add(rx, bcast_mac, 741, 1514);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+    g_assert_cmpuint(e->rx_seq, ==, 1);
+    ncm_expect_no_rx(e);
+}
+
+static void test_notify_alt(NcmEnv *e, const NcmCase *c)
+{
+    uint8_t b[16];
+    uint32_t n;
+    int round;
+
+    /* nothing while the data interface is off */
+    g_assert_cmpuint(notify_read(e, b, 100 * 1000 * 1000), ==, 0);
+    for (round = 0; round < 2; round++) {
+        ncm_set_alt(e, 1);
+        n = notify_read(e, b, RX_TIMEOUT_NS);
+        expect_speed_change(b, n);
+        n = notify_read(e, b, RX_TIMEOUT_NS);
+        expect_connection(b, n, true);
+        g_assert_cmpuint(notify_read(e, b, 200 * 1000 * 1000), ==, 0);
+        ncm_set_alt(e, 0);
+        g_assert_cmpuint(notify_read(e, b, 100 * 1000 * 1000), ==, 0);
+    }
+}
+
+static void test_notify_link(NcmEnv *e, const NcmCase *c)
+{
+    QXhciTransfer *t;
+    uint8_t b[16];
+    uint32_t n;
+
+    ncm_set_alt(e, 1);
+    expect_speed_change(b, notify_read(e, b, RX_TIMEOUT_NS));
+    expect_connection(b, notify_read(e, b, RX_TIMEOUT_NS), true);
+
+    /* a notification TD waits, NAK'd, until the link goes down */
+    t = qxhci_submit(e->dev, e->ep_notify.address, NULL, 16);
+    g_assert(!qxhci_wait(t, 100 * 1000 * 1000));
+    set_link(e, false);
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    qxhci_transfer_read(t, b);
+    expect_connection(b, t->actual, false);
+    qxhci_transfer_free(t);
+    g_assert_cmpuint(notify_read(e, b, 100 * 1000 * 1000), ==, 0);
+
+    set_link(e, true);
+    n = notify_read(e, b, RX_TIMEOUT_NS);
+    expect_speed_change(b, n);
+    n = notify_read(e, b, RX_TIMEOUT_NS);
+    expect_connection(b, n, true);
+    g_assert_cmpuint(notify_read(e, b, 100 * 1000 * 1000), ==, 0);
+
+    /* and the data path still works */
+    ncm_check_marker(e, 800);
+}
+
+/*
+ * The filter at power-on: usb-ncm-dl passes only directed and broadcast
+ * frames until the host sets one, usb-ncm all multicast as well.
+ */
+static void test_power_on_filter(NcmEnv *e, const NcmCase *c)
+{
+    static const uint8_t mcast[6] = { 0x33, 0x33, 0, 0, 0, 1 };
+    bool dl = !strcmp(c->model, "usb-ncm-dl");
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) want = frames_new();
+
+    ncm_set_alt(e, 1);
+    ncm_mark(e);
+    frames_add(rx, mcast, 40000, 86);
+    frames_add(rx, bcast_mac, 40001, 60);
+    sock_send_frames(e, rx);
+    frames_add(want, dl ? bcast_mac : mcast, dl ? 40001 : 40000,
+               dl ? 60 : 86);
+    if (!dl) {
+        frames_add(want, bcast_mac, 40001, 60);
+    }
+    ncm_expect_rx(e, want);
+    ncm_assert_deltas(e, { "rx_filtered", dl ? 1 : 0 });
+
+    /* once the host asks for all multicast, it comes */
+    g_assert_cmpint(class_out(e, REQ_SET_ETHERNET_PACKET_FILTER, 0x0e, NULL,
+                              0), ==, QXHCI_CC_SUCCESS);
+    g_ptr_array_set_size(rx, 0);
+    frames_add(rx, mcast, 40002, 86);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+}
+
+/* GET_STATUS of the control interface (USB 3: function remote wake) */
+static uint16_t intf_status(NcmEnv *e)
+{
+    uint8_t b[2] = { 0xff, 0xff };
+    uint32_t actual = 0;
+
+    g_assert_cmpint(qxhci_control(e->dev, 0x81, USB_REQ_GET_STATUS, 0,
+                                  IF_CONTROL, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 2);
+    return lduw_le_p(b);
+}
+
+/* SET_FEATURE(FUNCTION_SUSPEND) with @options (0x01 LP, 0x02 RW) */
+static int func_suspend(NcmEnv *e, uint8_t options)
+{
+    return qxhci_control(e->dev, 0x01, USB_REQ_SET_FEATURE, 0,
+                         options << 8 | IF_CONTROL, NULL, 0, NULL);
+}
+
+/*
+ * Suspend the port (U3), send a frame from the netdev and give the device
+ * 300 ms of virtual time to resume the port; returns the link state then.
+ */
+static int suspend_and_send(NcmEnv *e, uint32_t tag)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    int64_t t0;
+    int pls;
+
+    qxhci_port_set_link_state(e->xhci, e->port, QXHCI_PLS_U3);
+    g_assert_cmpint(qxhci_port_link_state(e->xhci, e->port), ==,
+                    QXHCI_PLS_U3);
+    qxhci_take_port_events(e->xhci, e->port);
+    frames_add(rx, ncm_mac, tag, 100);
+    sock_send_frames(e, rx);
+    t0 = clock_ns(e);
+    do {
+        qxhci_step(e->xhci);
+        pls = qxhci_port_link_state(e->xhci, e->port);
+    } while (pls == QXHCI_PLS_U3 && clock_ns(e) - t0 < 300 * MS);
+    return pls;
+}
+
+/* Back to U0 after @pls; the frame sent while suspended comes in then */
+static void resume_and_receive(NcmEnv *e, uint32_t tag, int pls)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+
+    if (pls == QXHCI_PLS_RESUME) {
+        /* the device woke the port: a port status change came with it */
+        g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
+    }
+    qxhci_port_set_link_state(e->xhci, e->port, QXHCI_PLS_U0);
+    g_assert_cmpint(qxhci_port_link_state(e->xhci, e->port), ==,
+                    QXHCI_PLS_U0);
+    frames_add(rx, ncm_mac, tag, 100);
+    ncm_expect_rx(e, rx);
+}
+
+/*
+ * Remote wakeup at super speed (USB 3.2 9.4.5, 9.4.9): the control
+ * interface reports function remote wake capable in GET_STATUS; the host
+ * enables it with SET_FEATURE(FUNCTION_SUSPEND, RW | LP), as Linux's
+ * usb_enable_remote_wakeup() does at super speed (it never sends
+ * DEVICE_REMOTE_WAKEUP there), and suspends the port; then a frame from
+ * the netdev must resume the port.  Disabled again (options 0), the frame
+ * waits for the host.  With remote-wakeup=off (case data false): not
+ * capable, the request to enable stalls, no frame wakes the port.
+ */
+static void test_function_remote_wake(NcmEnv *e, const NcmCase *c)
+{
+    bool rw = *(const bool *)c->data;
+    int pls;
+
+    ncm_set_alt(e, 1);
+    g_assert_cmphex(intf_status(e), ==, rw ? 0x01 : 0x00);
+    g_assert_cmpint(func_suspend(e, 0x03), ==,
+                    rw ? QXHCI_CC_SUCCESS : QXHCI_CC_STALL);
+    g_assert_cmphex(intf_status(e), ==, rw ? 0x03 : 0x00);
+    pls = suspend_and_send(e, 43000);
+    g_assert_cmpint(pls, ==, rw ? QXHCI_PLS_RESUME : QXHCI_PLS_U3);
+    resume_and_receive(e, 43000, pls);
+
+    /* function remote wake disabled: the frame waits for the host */
+    g_assert_cmpint(func_suspend(e, 0x00), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmphex(intf_status(e), ==, rw ? 0x01 : 0x00);
+    pls = suspend_and_send(e, 43001);
+    g_assert_cmpint(pls, ==, QXHCI_PLS_U3);
+    resume_and_receive(e, 43001, pls);
+    ncm_check_marker(e, 43100);
+}
+
+/* SET_CONFIGURATION(0) turns the data interface off with the rest. */
+static void test_set_configuration_0(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    uint8_t byte = 0;
+
+    ncm_set_alt(e, 1);
+    ncm_set_configuration(e, 0);
+    ncm_mark(e);
+    frames_add(rx, ncm_mac, 34000, 500);
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    g_assert_cmpint(qxhci_transfer_sync(e->dev, e->ep_out.address, &byte, 1,
+                                        NULL, RX_TIMEOUT_NS),
+                    ==, QXHCI_CC_STALL);
+    ncm_assert_deltas(e, { "rx_inactive_drops", 1 });
+    g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_out.address), ==,
+                    QXHCI_CC_SUCCESS);
+    ncm_set_configuration(e, 1);
+    g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE,
+                                  1, IF_DATA, NULL, 0, NULL),
+                    ==, QXHCI_CC_SUCCESS);
+    e->rx_seq = 0;
+    queue_check_traffic(e, 34100);
+}
+
+void ncm_add_control_cases(bool ss)
+{
+    static const char *const models[] = { NCM_DL, NCM_GENERIC };
+    unsigned m;
+
+    ncm_add_case(ss, NCM_DL, "ntb-parameters/default",
+                 test_ntb_parameters_default, NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "ntb-parameters/custom",
+                 test_ntb_parameters_custom, NULL, CUSTOM_PROPS);
+    ncm_add_case(ss, NCM_DL, "ntb-input-size", test_ntb_input_size, NULL,
+                 NULL);
+    ncm_add_case(ss, NCM_DL, "ntb-format", test_ntb_format, NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "unsupported-request-stalls",
+                 test_unsupported_request, NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "alt-setting/resets-data-state", test_alt_reset,
+                 NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "notify/after-alt-setting", test_notify_alt,
+                 NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "notify/set-link", test_notify_link, NULL,
+                 NULL);
+    if (ss) {
+        static const bool rw_on = true, rw_off = false;
+
+        ncm_add_case(ss, NCM_DL, "remote-wake/function-suspend",
+                     test_function_remote_wake, &rw_on, NULL);
+        ncm_add_case(ss, NCM_DL, "remote-wake/off", test_function_remote_wake,
+                     &rw_off, "remote-wakeup=off");
+    }
+    ncm_add_case(ss, NCM_DL, "set-configuration-0-data-off",
+                 test_set_configuration_0, NULL, NULL);
+    for (m = 0; m < ARRAY_SIZE(models); m++) {
+        ncm_add_case(ss, models[m], "descriptors", test_descriptors, NULL,
+                     NULL);
+        ncm_add_case(ss, models[m], "power-on-filter", test_power_on_filter,
+                     NULL, NULL);
+    }
+}

@@ -1,0 +1,1050 @@
+/*
+ * QTest fixture for the USB CDC-NCM adapters usb-ncm-dl and usb-ncm
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "fixture.h"
+
+const uint8_t ncm_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+
+const uint8_t peer_mac[6] = { 0x52, 0x54, 0x00, 0xaa, 0xbb, 0xcc };
+
+const uint8_t other_mac[6] = { 0x52, 0x54, 0x00, 0x99, 0x99, 0x99 };
+
+const uint8_t bcast_mac[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+/* Frames */
+
+GByteArray *make_frame(const uint8_t *dst, uint32_t tag, size_t len)
+{
+    GByteArray *f = g_byte_array_sized_new(len);
+    uint8_t hdr[18];
+    size_t i;
+
+    g_assert(len >= 14);
+    memcpy(hdr, dst, 6);
+    memcpy(hdr + 6, peer_mac, 6);
+    stw_be_p(hdr + 12, 0x88b5);         /* local experimental ethertype */
+    stl_be_p(hdr + 14, tag);
+    g_byte_array_append(f, hdr, MIN(len, sizeof(hdr)));
+    for (i = f->len; i < len; i++) {
+        uint8_t b = tag * 7 + i;
+
+        g_byte_array_append(f, &b, 1);
+    }
+    return f;
+}
+
+GPtrArray *frames_new(void)
+{
+    return g_ptr_array_new_with_free_func((GDestroyNotify)g_byte_array_unref);
+}
+
+void frames_add(GPtrArray *a, const uint8_t *dst, uint32_t tag,
+                size_t len)
+{
+    g_ptr_array_add(a, make_frame(dst, tag, len));
+}
+
+void frames_assert_equal(GPtrArray *got, GPtrArray *want)
+{
+    unsigned i;
+
+    for (i = 0; i < MIN(got->len, want->len); i++) {
+        GByteArray *g = g_ptr_array_index(got, i);
+        GByteArray *w = g_ptr_array_index(want, i);
+
+        if (g->len != w->len || memcmp(g->data, w->data, w->len)) {
+            g_test_message("frame %u of %u differs: got %u bytes, wanted %u",
+                           i, want->len, g->len, w->len);
+        }
+        g_assert_cmpmem(g->data, g->len, w->data, w->len);
+    }
+    g_assert_cmpuint(got->len, ==, want->len);
+}
+
+/* The socket side of the netdev */
+
+void sock_write_all(NcmEnv *e, const uint8_t *buf, size_t len)
+{
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    size_t off = 0;
+
+    while (off < len) {
+        ssize_t n = send(e->sock, buf + off, len - off, MSG_DONTWAIT);
+
+        if (n > 0) {
+            off += n;
+            continue;
+        }
+        g_assert(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+        g_assert(g_get_monotonic_time() < deadline);
+        /* let QEMU's main loop read from its end */
+        qxhci_step(e->xhci);
+    }
+}
+
+void sock_send_frames(NcmEnv *e, GPtrArray *frames)
+{
+    g_autoptr(GByteArray) buf = g_byte_array_new();
+    unsigned i;
+
+    for (i = 0; i < frames->len; i++) {
+        GByteArray *f = g_ptr_array_index(frames, i);
+        uint8_t len[4];
+
+        stl_be_p(len, f->len);
+        g_byte_array_append(buf, len, 4);
+        g_byte_array_append(buf, f->data, f->len);
+    }
+    sock_write_all(e, buf->data, buf->len);
+}
+
+/* Bytes written to the socket that QEMU has not read yet, or -1. */
+int sock_unread(NcmEnv *e)
+{
+#ifdef TIOCOUTQ
+    int n;
+
+    /* SIOCOUTQ on Linux: bytes the peer has not read */
+    if (ioctl(e->sock, TIOCOUTQ, &n) == 0) {
+        return n;
+    }
+#endif
+    return -1;
+}
+
+/* Let QEMU take in what the test wrote, as far as it is willing to. */
+void sock_settle(NcmEnv *e)
+{
+    int last = -2, same = 0, i;
+
+    for (i = 0; i < 2000 && same < 20; i++) {
+        int n = sock_unread(e);
+
+        if (n == 0) {
+            break;
+        }
+        same = n == last ? same + 1 : 0;
+        last = n;
+        qxhci_step(e->xhci);
+    }
+    /* and give the device's bottom halves a few more iterations */
+    for (i = 0; i < 5; i++) {
+        qxhci_step(e->xhci);
+    }
+}
+
+bool sock_read_exact(NcmEnv *e, uint8_t *buf, size_t len,
+                     int timeout_ms, bool started)
+{
+    gint64 deadline = g_get_monotonic_time() +
+                      (gint64)timeout_ms * G_TIME_SPAN_MILLISECOND;
+    size_t off = 0;
+
+    while (off < len) {
+        struct pollfd pfd = { .fd = e->sock, .events = POLLIN };
+        gint64 left = MAX(deadline - g_get_monotonic_time(), 0);
+        ssize_t n;
+
+        if (poll(&pfd, 1, left / 1000) <= 0) {
+            if (left > 0) {
+                continue;
+            }
+            g_assert(!started && off == 0);
+            return false;
+        }
+        n = recv(e->sock, buf + off, len - off, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            continue;
+        }
+        g_assert_cmpint(n, >, 0);
+        off += n;
+    }
+    return true;
+}
+
+/*
+ * Next frame QEMU sent, or NULL if none came within @timeout_ms.  The
+ * RARP frames QEMU announces a NIC with after a migration are not the
+ * device's: they are skipped.
+ */
+GByteArray *sock_recv_frame(NcmEnv *e, int timeout_ms)
+{
+    uint8_t hdr[4];
+    GByteArray *f;
+    uint32_t len;
+
+    for (;;) {
+        if (!sock_read_exact(e, hdr, 4, timeout_ms, false)) {
+            return NULL;
+        }
+        len = ldl_be_p(hdr);
+        g_assert_cmpuint(len, <=, 65536);
+        f = g_byte_array_sized_new(len);
+        g_byte_array_set_size(f, len);
+        sock_read_exact(e, f->data, len, SOCK_TIMEOUT_MS, true);
+        if (len < 14 || lduw_be_p(f->data + 12) != 0x8035) {
+            return f;
+        }
+        g_byte_array_unref(f);
+    }
+}
+
+void sock_expect_frames(NcmEnv *e, GPtrArray *want)
+{
+    g_autoptr(GPtrArray) got = frames_new();
+    unsigned i;
+
+    for (i = 0; i < want->len; i++) {
+        GByteArray *f = sock_recv_frame(e, SOCK_TIMEOUT_MS);
+
+        if (!f) {
+            g_test_message("only %u of %u frames reached the socket",
+                           i, want->len);
+            break;
+        }
+        g_ptr_array_add(got, f);
+    }
+    frames_assert_equal(got, want);
+}
+
+void sock_expect_silence(NcmEnv *e, int timeout_ms)
+{
+    g_autoptr(GByteArray) f = sock_recv_frame(e, timeout_ms);
+    uint32_t unexpected_frame_bytes = f ? f->len : 0;
+
+    if (f) {
+        g_test_message("unexpected %u-byte frame on the socket", f->len);
+    }
+    g_assert_cmpuint(unexpected_frame_bytes, ==, 0);
+}
+
+NtbLayout out_layout(NcmEnv *e)
+{
+    NtbLayout l = {
+        .ntb32 = e->ntb32,
+        .ndp_alignment = e->p.out_alignment,
+        .divisor = e->p.out_divisor,
+        .remainder = e->p.out_remainder,
+    };
+    return l;
+}
+
+uint32_t align_up(uint32_t v, uint32_t a)
+{
+    return a > 1 ? ROUND_UP(v, a) : v;
+}
+
+void put_field(uint8_t *p, bool ntb32, uint32_t v)
+{
+    if (ntb32) {
+        stl_le_p(p, v);
+    } else {
+        stw_le_p(p, v);
+    }
+}
+
+/*
+ * NTH, then one NDP, then the datagrams placed at offsets with
+ * offset % divisor == remainder.  Returns the NTB; wBlockLength is its
+ * length.
+ */
+GByteArray *ntb_build(const NtbLayout *l, GPtrArray *frames,
+                      uint16_t seq)
+{
+    GByteArray *ntb = g_byte_array_new();
+    unsigned fs = l->ntb32 ? 4 : 2;
+    uint32_t nth_len = l->ntb32 ? 16 : 12;
+    uint32_t ndp_hdr = l->ntb32 ? 16 : 8;
+    uint32_t ndp_min = l->ntb32 ? 32 : 16;
+    uint32_t n = frames->len;
+    uint32_t ndp = align_up(nth_len, MAX(l->ndp_alignment, 4));
+    uint32_t ndp_len = MAX(ndp_hdr + (n + 1) * 2 * fs, ndp_min);
+    uint32_t pos = ndp + ndp_len, div = MAX(l->divisor, 1);
+    uint8_t *entry;
+    unsigned i;
+
+    g_byte_array_set_size(ntb, pos);
+    memset(ntb->data, 0, pos);
+    for (i = 0; i < n; i++) {
+        GByteArray *f = g_ptr_array_index(frames, i);
+        uint32_t off = pos + ((l->remainder % div) + div - pos % div) % div;
+
+        g_byte_array_set_size(ntb, off);
+        memset(ntb->data + pos, 0, off - pos);
+        g_byte_array_append(ntb, f->data, f->len);
+        entry = ntb->data + ndp + ndp_hdr + i * 2 * fs;
+        put_field(entry, l->ntb32, off);
+        put_field(entry + fs, l->ntb32, f->len);
+        pos = off + f->len;
+    }
+    memcpy(ntb->data, l->ntb32 ? "ncmh" : "NCMH", 4);
+    stw_le_p(ntb->data + 4, nth_len);
+    stw_le_p(ntb->data + 6, seq);
+    put_field(ntb->data + 8, l->ntb32, ntb->len);
+    put_field(ntb->data + (l->ntb32 ? 12 : 10), l->ntb32, ndp);
+    memcpy(ntb->data + ndp, l->ntb32 ? "ncm0" : "NCM0", 4);
+    stw_le_p(ntb->data + ndp + 4, ndp_len);
+    return ntb;
+}
+
+/* Zero-pad @ntb to @len bytes inside the block (NTB16 64 KiB: length 0). */
+void ntb_pad_to(GByteArray *ntb, bool ntb32, uint32_t len)
+{
+    uint32_t old = ntb->len;
+
+    g_assert_cmpuint(len, >=, old);
+    g_byte_array_set_size(ntb, len);
+    memset(ntb->data + old, 0, len - old);
+    put_field(ntb->data + 8, ntb32, !ntb32 && len > 0xffff ? 0 : len);
+}
+
+/* As many @frame_len-byte frames as fit an NTB of exactly @len bytes. */
+GByteArray *ntb_build_filled(NcmEnv *e, uint32_t len,
+                             uint32_t frame_len, uint32_t tag,
+                             GPtrArray *frames)
+{
+    NtbLayout l = out_layout(e);
+    GByteArray *ntb = NULL;
+
+    for (;;) {
+        GByteArray *next;
+
+        frames_add(frames, bcast_mac, tag + frames->len, frame_len);
+        next = ntb_build(&l, frames, 0);
+        if (next->len > len) {
+            g_byte_array_unref(next);
+            g_ptr_array_remove_index(frames, frames->len - 1);
+            break;
+        }
+        if (ntb) {
+            g_byte_array_unref(ntb);
+        }
+        ntb = next;
+    }
+    g_assert(ntb && frames->len > 0);
+    ntb_pad_to(ntb, l.ntb32, len);
+    return ntb;
+}
+
+/* Device */
+
+char *firmware_args(void)
+{
+    const char *dirs = g_getenv("USB_NCM_QTEST_FIRMWARE");
+    g_auto(GStrv) v = g_strsplit(dirs ? dirs :
+                                 "/usr/share/seabios:/usr/share/qemu",
+                                 ":", -1);
+    GString *s = g_string_new("");
+    int i;
+
+    for (i = 0; v[i]; i++) {
+        if (*v[i] && g_file_test(v[i], G_FILE_TEST_IS_DIR)) {
+            g_string_append_printf(s, " -L %s", v[i]);
+        }
+    }
+    return g_string_free(s, false);
+}
+
+int class_in(NcmEnv *e, uint8_t req, uint16_t value, void *buf,
+             uint16_t len, uint32_t *actual)
+{
+    return qxhci_control(e->dev, 0xa1, req, value, IF_CONTROL, buf, len,
+                         actual);
+}
+
+int class_out(NcmEnv *e, uint8_t req, uint16_t value,
+              const void *buf, uint16_t len)
+{
+    return qxhci_control(e->dev, 0x21, req, value, IF_CONTROL, (void *)buf,
+                         len, NULL);
+}
+
+void read_ntb_parameters(NcmEnv *e, NtbParams *p, uint8_t *raw)
+{
+    uint8_t b[28];
+    uint32_t actual = 0;
+
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_PARAMETERS, 0, b, sizeof(b),
+                             &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 28);
+    g_assert_cmpuint(lduw_le_p(b), ==, 28);
+    p->formats = lduw_le_p(b + 2);
+    p->in_max = ldl_le_p(b + 4);
+    p->in_divisor = lduw_le_p(b + 8);
+    p->in_remainder = lduw_le_p(b + 10);
+    p->in_alignment = lduw_le_p(b + 12);
+    p->out_max = ldl_le_p(b + 16);
+    p->out_divisor = lduw_le_p(b + 20);
+    p->out_remainder = lduw_le_p(b + 22);
+    p->out_alignment = lduw_le_p(b + 24);
+    p->out_max_datagrams = lduw_le_p(b + 26);
+    if (raw) {
+        memcpy(raw, b, sizeof(b));
+    }
+}
+
+/* Enumerate like a host driver: descriptors, endpoints, configuration. */
+void ncm_enumerate(NcmEnv *e)
+{
+    QXhciEndpoint eps[4];
+    uint32_t actual = 0;
+    int n;
+
+    e->dev = qxhci_device_enumerate(e->xhci, e->port);
+    g_assert(e->dev);
+    g_assert_cmpint(e->dev->speed, ==, e->c->super ? QXHCI_SPEED_SUPER :
+                    QXHCI_SPEED_HIGH);
+
+    g_assert_cmpint(qxhci_get_descriptor(e->dev, 2, 0, 0, e->config, 9,
+                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 9);
+    e->config_len = lduw_le_p(e->config + 2);
+    g_assert_cmpuint(e->config_len, <=, sizeof(e->config));
+    g_assert_cmpint(qxhci_get_descriptor(e->dev, 2, 0, 0, e->config,
+                                         e->config_len, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, e->config_len);
+
+    n = qxhci_config_find_endpoints(e->config, e->config_len, IF_CONTROL, 0,
+                                    eps, ARRAY_SIZE(eps));
+    g_assert_cmpint(n, ==, 1);
+    e->ep_notify = eps[0];
+    g_assert_cmpint(qxhci_config_find_endpoints(e->config, e->config_len,
+                                                IF_DATA, 0, eps,
+                                                ARRAY_SIZE(eps)), ==, 0);
+    n = qxhci_config_find_endpoints(e->config, e->config_len, IF_DATA, 1,
+                                    eps, ARRAY_SIZE(eps));
+    g_assert_cmpint(n, ==, 2);
+    e->ep_in = (eps[0].address & 0x80) ? eps[0] : eps[1];
+    e->ep_out = (eps[0].address & 0x80) ? eps[1] : eps[0];
+    g_assert(e->ep_in.address & 0x80);
+    g_assert(!(e->ep_out.address & 0x80));
+    e->mps = e->ep_out.max_packet & 0x7ff;
+
+    g_assert_cmpint(qxhci_configure_endpoints(e->dev, &e->ep_notify, 1,
+                                              NULL, 0),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, USB_REQ_SET_CONFIGURATION,
+                                  1, 0, NULL, 0, NULL),
+                    ==, QXHCI_CC_SUCCESS);
+    read_ntb_parameters(e, &e->p, NULL);
+    e->ntb32 = false;
+    e->in_size = e->p.in_max;
+    e->rx_seq = 0;
+}
+
+void ncm_set_alt(NcmEnv *e, int alt)
+{
+    uint8_t drop[2] = { e->ep_in.address, e->ep_out.address };
+    QXhciEndpoint add[2] = { e->ep_in, e->ep_out };
+
+    if (alt) {
+        g_assert_cmpint(qxhci_configure_endpoints(e->dev, add, 2, NULL, 0),
+                        ==, QXHCI_CC_SUCCESS);
+    }
+    g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE, alt,
+                                  IF_DATA, NULL, 0, NULL),
+                    ==, QXHCI_CC_SUCCESS);
+    if (!alt) {
+        g_assert_cmpint(qxhci_configure_endpoints(e->dev, NULL, 0, drop, 2),
+                        ==, QXHCI_CC_SUCCESS);
+        /* NCM 1.0 7.2: back to the defaults */
+        e->ntb32 = false;
+        e->in_size = e->p.in_max;
+    }
+    e->rx_seq = 0;
+}
+
+NcmEnv *ncm_start(const NcmCase *c)
+{
+    NcmEnv *e = g_new0(NcmEnv, 1);
+    g_autofree char *fw = firmware_args();
+    QXhciOptions opts = {
+        /* small rings, so that every case wraps them */
+        .cmd_ring_trbs = 8,
+        .event_ring_trbs = 32,
+        .xfer_ring_trbs = 16,
+        .max_slots = 8,
+    };
+    int sv[2];
+
+    e->c = c;
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    e->qs = qtest_pc_boot("-nodefaults%s -netdev socket,id=n0,fd=%d "
+                          "-device qemu-xhci,id=xhci,addr=04.0%s "
+                          "-device %s,id=ncm0,bus=xhci.0,netdev=n0,"
+                          "mac=" NCM_MAC_STR "%s%s",
+                          fw, sv[1], c->super ? "" : ",p3=0", c->model,
+                          c->props ? "," : "", c->props ? c->props : "");
+    close(sv[1]);
+    e->sock = sv[0];
+    e->qts = e->qs->qts;
+    e->pdev = qpci_device_find(e->qs->pcibus, XHCI_DEVFN);
+    g_assert(e->pdev);
+    e->xhci = qxhci_new(e->qts, e->pdev, &e->qs->alloc, &opts);
+    e->port = qxhci_find_connected_port(e->xhci);
+    g_assert_cmpint(e->port, >, 0);
+    ncm_enumerate(e);
+    return e;
+}
+
+void ncm_stop(NcmEnv *e)
+{
+    qxhci_free(e->xhci);
+    g_free(e->pdev);
+    close(e->sock);
+    qtest_shutdown(e->qs);
+    qobject_unref(e->mark);
+    g_free(e);
+}
+
+void assert_alive(NcmEnv *e)
+{
+    QDict *rsp = qtest_qmp(e->qts, "{'execute': 'query-status'}");
+
+    g_assert(qdict_haskey(rsp, "return"));
+    qobject_unref(rsp);
+}
+
+/* Data path helpers */
+
+void out_td(NcmEnv *e, const uint8_t *data, uint32_t len)
+{
+    uint32_t actual = 0;
+    int cc;
+
+    cc = qxhci_transfer_sync(e->dev, e->ep_out.address, (void *)data, len,
+                             &actual, RX_TIMEOUT_NS);
+    g_assert_cmpint(cc, ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, len);
+}
+
+/* One OUT transfer, ended by a ZLP when it is an exact multiple. */
+void ncm_send(NcmEnv *e, const uint8_t *data, uint32_t len)
+{
+    out_td(e, data, len);
+    if (len && len % e->mps == 0) {
+        out_td(e, NULL, 0);
+    }
+}
+
+void ncm_send_frames(NcmEnv *e, GPtrArray *frames)
+{
+    NtbLayout l = out_layout(e);
+    g_autoptr(GByteArray) ntb = ntb_build(&l, frames, 0);
+
+    ncm_send(e, ntb->data, ntb->len);
+}
+
+/* A valid NTB after whatever came before must come out alone and whole */
+void ncm_check_marker(NcmEnv *e, uint32_t tag)
+{
+    g_autoptr(GPtrArray) marker = frames_new();
+
+    frames_add(marker, bcast_mac, tag, 60);
+    frames_add(marker, peer_mac, tag + 1, 1000);
+    frames_add(marker, other_mac, tag + 2, 1514);
+    ncm_send_frames(e, marker);
+    sock_expect_frames(e, marker);
+    sock_expect_silence(e, 20);
+}
+
+uint32_t get_field(const uint8_t *p, bool ntb32)
+{
+    return ntb32 ? ldl_le_p(p) : lduw_le_p(p);
+}
+
+/* Check one IN NTB strictly and append its datagrams to @out. */
+void ntb_parse_in(NcmEnv *e, const uint8_t *b, uint32_t len,
+                  uint32_t max_len, GPtrArray *out)
+{
+    bool n32 = e->ntb32;
+    unsigned fs = n32 ? 4 : 2;
+    uint32_t nth_len = n32 ? 16 : 12, ndp_hdr = n32 ? 16 : 8;
+    uint32_t ndp_min = n32 ? 32 : 16;
+    uint32_t block, ndp, ndp_len, entry;
+    unsigned count = 0;
+    bool terminated = false;
+
+    g_assert_cmpuint(len, <=, max_len);
+    g_assert_cmpuint(len, >=, nth_len + ndp_min);
+    g_assert_cmpmem(b, 4, n32 ? "ncmh" : "NCMH", 4);
+    g_assert_cmpuint(lduw_le_p(b + 4), ==, nth_len);
+    g_assert_cmpuint(lduw_le_p(b + 6), ==, e->rx_seq);
+    e->rx_seq++;
+    block = get_field(b + 8, n32);
+    if (!n32 && block == 0) {
+        block = len;            /* a 64 KiB NTB16 */
+    }
+    g_assert_cmpuint(block, ==, len);
+    ndp = get_field(b + (n32 ? 12 : 10), n32);
+    g_assert_cmpuint(ndp % e->p.in_alignment, ==, 0);
+    g_assert_cmpuint(ndp, >=, nth_len);
+    g_assert_cmpuint(ndp + ndp_hdr, <=, block);
+    g_assert_cmpmem(b + ndp, 4, n32 ? "ncm0" : "NCM0", 4);
+    ndp_len = lduw_le_p(b + ndp + 4);
+    g_assert_cmpuint(ndp_len, >=, ndp_min);
+    g_assert_cmpuint((ndp_len - ndp_hdr) % (2 * fs), ==, 0);
+    g_assert_cmpuint(ndp + ndp_len, <=, block);
+    g_assert_cmpuint(get_field(b + ndp + (n32 ? 8 : 6), n32), ==, 0);
+
+    for (entry = ndp + ndp_hdr; entry < ndp + ndp_len; entry += 2 * fs) {
+        uint32_t off = get_field(b + entry, n32);
+        uint32_t dlen = get_field(b + entry + fs, n32);
+        GByteArray *f;
+
+        if (!off || !dlen) {
+            terminated = true;
+            break;
+        }
+        g_assert_cmpuint(off % e->p.in_divisor, ==, e->p.in_remainder);
+        g_assert_cmpuint(off, >=, nth_len);
+        g_assert_cmpuint(dlen, >=, 14);
+        g_assert_cmpuint(dlen, <=, block - off);
+        g_assert(off + dlen <= ndp || off >= ndp + ndp_len);
+        f = g_byte_array_sized_new(dlen);
+        g_byte_array_append(f, b + off, dlen);
+        g_ptr_array_add(out, f);
+        count++;
+    }
+    g_assert(terminated);
+    g_assert_cmpuint(count, >, 0);
+    e->rx_ntbs++;
+    e->rx_bytes += len;
+}
+
+/*
+ * Poll bulk IN with @td_len-byte TDs until @n datagrams came; every NTB
+ * must fit @max_ntb bytes.
+ */
+GPtrArray *ncm_receive(NcmEnv *e, unsigned n, uint32_t td_len,
+                       uint32_t max_ntb)
+{
+    GPtrArray *got = frames_new();
+    g_autofree uint8_t *buf = g_malloc(td_len);
+
+    while (got->len < n) {
+        QXhciTransfer *t = qxhci_submit(e->dev, e->ep_in.address, NULL,
+                                        td_len);
+
+        if (!qxhci_wait(t, RX_TIMEOUT_NS)) {
+            g_test_message("bulk IN: only %u of %u frames arrived",
+                           got->len, n);
+            qxhci_transfer_free(t);
+            g_assert_not_reached();
+        }
+        g_assert(t->cc == QXHCI_CC_SUCCESS ||
+                 t->cc == QXHCI_CC_SHORT_PACKET);
+        qxhci_transfer_read(t, buf);
+        ntb_parse_in(e, buf, t->actual, max_ntb, got);
+        qxhci_transfer_free(t);
+    }
+    return got;
+}
+
+void ncm_expect_rx(NcmEnv *e, GPtrArray *want)
+{
+    g_autoptr(GPtrArray) got = ncm_receive(e, want->len, e->p.in_max,
+                                           e->in_size);
+
+    frames_assert_equal(got, want);
+}
+
+/* Bulk IN must stay NAK'd: nothing queued for the host. */
+void ncm_expect_no_rx(NcmEnv *e)
+{
+    uint8_t buf[64];
+
+    g_assert_cmpint(qxhci_transfer_sync(e->dev, e->ep_in.address, buf,
+                                        sizeof(buf), NULL,
+                                        50 * 1000 * 1000),
+                    ==, QXHCI_CC_TIMEOUT);
+}
+
+/* One notification, or 0 bytes when none came within @timeout_ns. */
+uint32_t notify_read(NcmEnv *e, uint8_t *buf, int64_t timeout_ns)
+{
+    uint32_t actual = 0;
+    int cc;
+
+    cc = qxhci_transfer_sync(e->dev, e->ep_notify.address, buf, 16,
+                             &actual, timeout_ns);
+    if (cc == QXHCI_CC_TIMEOUT) {
+        return 0;
+    }
+    g_assert(cc == QXHCI_CC_SUCCESS || cc == QXHCI_CC_SHORT_PACKET);
+    return actual;
+}
+
+void expect_speed_change(const uint8_t *b, uint32_t len)
+{
+    static const uint8_t want[16] = {
+        0xa1, 0x2a, 0x00, 0x00, IF_CONTROL, 0x00, 0x08, 0x00,
+        0x00, 0xca, 0x9a, 0x3b, 0x00, 0xca, 0x9a, 0x3b,   /* 1 Gbit/s */
+    };
+
+    g_assert_cmpmem(b, len, want, sizeof(want));
+}
+
+void expect_connection(const uint8_t *b, uint32_t len, bool up)
+{
+    const uint8_t want[8] = {
+        0xa1, 0x00, up, 0x00, IF_CONTROL, 0x00, 0x00, 0x00,
+    };
+
+    g_assert_cmpmem(b, len, want, sizeof(want));
+}
+
+void set_link(NcmEnv *e, bool up)
+{
+    qtest_qmp_assert_success(e->qts, "{'execute': 'set_link', 'arguments':"
+                             " {'name': 'ncm0', 'up': %i}}", up);
+}
+
+QDict *qom_get(NcmEnv *e, const char *prop)
+{
+    QDict *rsp = qtest_qmp(e->qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': %s, 'property': %s}}",
+                           NCM_QOM_PATH, prop);
+
+    if (!qdict_haskey(rsp, "return")) {
+        g_test_message("qom-get %s failed", prop);
+    }
+    g_assert(qdict_haskey(rsp, "return"));
+    return rsp;
+}
+
+int64_t qom_get_int(NcmEnv *e, const char *prop)
+{
+    QDict *rsp = qom_get(e, prop);
+    int64_t v = qdict_get_int(rsp, "return");
+
+    qobject_unref(rsp);
+    return v;
+}
+
+char *qom_get_str(NcmEnv *e, const char *prop)
+{
+    QDict *rsp = qom_get(e, prop);
+    char *v = g_strdup(qdict_get_str(rsp, "return"));
+
+    qobject_unref(rsp);
+    return v;
+}
+
+/* Every counter of the "x-stats" property */
+QDict *ncm_stats(NcmEnv *e)
+{
+    QDict *rsp = qom_get(e, "x-stats");
+    QDict *stats = qdict_get_qdict(rsp, "return");
+
+    g_assert(stats);
+    qobject_ref(stats);
+    qobject_unref(rsp);
+    return stats;
+}
+
+/* How much counter @name grew from @before to @after */
+uint64_t stat_delta(QDict *before, QDict *after, const char *name)
+{
+    if (!qdict_haskey(after, name)) {
+        g_test_message("stats has no counter %s", name);
+    }
+    g_assert(qdict_haskey(before, name) && qdict_haskey(after, name));
+    return qdict_get_int(after, name) - qdict_get_int(before, name);
+}
+
+void assert_stat_delta(QDict *before, QDict *after, const char *name,
+                       uint64_t want)
+{
+    uint64_t got = stat_delta(before, after, name);
+
+    if (got != want) {
+        g_test_message("stats %s grew by %" PRIu64 ", expected %" PRIu64,
+                       name, got, want);
+    }
+    g_assert_cmpuint(got, ==, want);
+}
+
+/*
+ * out_parse_errors: class @name and "total" grew by @n, every other class
+ * stayed put.  @name NULL: nothing grew.
+ */
+void assert_parse_errors(QDict *before, QDict *after,
+                         const char *name, uint64_t n)
+{
+    QDict *b = qdict_get_qdict(before, "out_parse_errors");
+    QDict *a = qdict_get_qdict(after, "out_parse_errors");
+    const QDictEntry *ent;
+
+    g_assert(a && b);
+    g_assert(qdict_haskey(a, "total"));
+    if (name && !qdict_haskey(a, name)) {
+        g_test_message("out_parse_errors has no class %s", name);
+    }
+    g_assert(!name || qdict_haskey(a, name));
+    for (ent = qdict_first(a); ent; ent = qdict_next(a, ent)) {
+        const char *key = qdict_entry_key(ent);
+        bool grows = name && (!strcmp(key, name) || !strcmp(key, "total"));
+        uint64_t got;
+
+        g_assert(qdict_haskey(b, key));
+        got = qdict_get_int(a, key) - qdict_get_int(b, key);
+        if (got != (grows ? n : 0)) {
+            g_test_message("out_parse_errors.%s grew by %" PRIu64
+                           ", expected %" PRIu64, key, got, grows ? n : 0);
+        }
+        g_assert_cmpuint(got, ==, grows ? n : 0);
+    }
+}
+
+/*
+ * A mark and deltas against it: most cases take x-stats once before the
+ * traffic they check and assert how far some counters grew after it.
+ */
+void ncm_mark(NcmEnv *e)
+{
+    qobject_unref(e->mark);
+    e->mark = ncm_stats(e);
+}
+
+void ncm_assert_deltas_n(NcmEnv *e, const NcmDelta *want, size_t n)
+{
+    g_autoptr(QDict) now = ncm_stats(e);
+    size_t i;
+
+    g_assert(e->mark);
+    for (i = 0; i < n; i++) {
+        assert_stat_delta(e->mark, now, want[i].name, want[i].delta);
+    }
+}
+
+void ncm_assert_parse_errors(NcmEnv *e, const char *name, uint64_t n)
+{
+    g_autoptr(QDict) now = ncm_stats(e);
+
+    g_assert(e->mark);
+    assert_parse_errors(e->mark, now, name, n);
+}
+
+void fault_set(NcmEnv *e, const char *prop, uint32_t value)
+{
+    qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', 'arguments': "
+                             "{'path': %s, 'property': %s, 'value': %u}}",
+                             NCM_QOM_PATH, prop, value);
+}
+
+void fault_corrupt(NcmEnv *e, const char *how)
+{
+    qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', 'arguments': "
+                             "{'path': %s, 'property': 'x-fault-corrupt-in', "
+                             "'value': %s}}", NCM_QOM_PATH, how);
+}
+
+/* Virtual time in ns (clock_step refuses a step of 0, so step by 1 ns) */
+int64_t clock_ns(NcmEnv *e)
+{
+    return qtest_clock_step(e->qts, 1);
+}
+
+/* Cases: descriptors and class requests */
+
+const uint8_t *find_cs_desc(NcmEnv *e, uint8_t subtype)
+{
+    uint32_t pos = 0;
+
+    while (pos + 3 <= e->config_len && e->config[pos] >= 2) {
+        if (e->config[pos + 1] == 0x24 && e->config[pos + 2] == subtype) {
+            return e->config + pos;
+        }
+        pos += e->config[pos];
+    }
+    return NULL;
+}
+
+char *get_string(NcmEnv *e, uint8_t index)
+{
+    uint8_t b[255];
+    uint32_t actual = 0;
+    GString *s = g_string_new("");
+    uint32_t i;
+
+    g_assert_cmpint(qxhci_get_descriptor(e->dev, 3, index, 0x0409, b,
+                                         sizeof(b), &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, >=, 2);
+    g_assert_cmpuint(b[0], ==, actual);
+    g_assert_cmpuint(b[1], ==, 3);
+    for (i = 2; i + 1 < actual; i += 2) {
+        g_assert_cmpuint(b[i + 1], ==, 0);
+        g_string_append_c(s, b[i]);
+    }
+    return g_string_free(s, false);
+}
+
+/* Parse what a completed IN TD holds (no NTB when it came back empty). */
+void in_td_parse(NcmEnv *e, QXhciTransfer *t, uint32_t max_ntb,
+                 GPtrArray *got)
+{
+    g_autofree uint8_t *buf = g_malloc(MAX(t->length, 1));
+
+    g_assert(t->done);
+    g_assert(t->cc == QXHCI_CC_SUCCESS || t->cc == QXHCI_CC_SHORT_PACKET);
+    if (t->actual) {
+        qxhci_transfer_read(t, buf);
+        ntb_parse_in(e, buf, t->actual, max_ntb, got);
+    }
+}
+
+/*
+ * The IN NTB the device builds from @frames: NTH, the datagrams at
+ * wNdpInDivisor/wNdpInPayloadRemainder offsets, then the NDP.
+ */
+GByteArray *in_ntb_expected(NcmEnv *e, GPtrArray *frames,
+                            uint16_t seq)
+{
+    bool n32 = e->ntb32;
+    unsigned fs = n32 ? 4 : 2;
+    uint32_t nth_len = n32 ? 16 : 12, ndp_hdr = n32 ? 16 : 8;
+    uint32_t ndp_min = n32 ? 32 : 16;
+    uint32_t div = e->p.in_divisor, n = frames->len;
+    uint32_t pos = nth_len, ndp, ndp_len, total, i;
+    g_autofree uint32_t *offs = g_new(uint32_t, n);
+    GByteArray *ntb = g_byte_array_new();
+
+    g_byte_array_set_size(ntb, nth_len);
+    for (i = 0; i < n; i++) {
+        GByteArray *f = g_ptr_array_index(frames, i);
+
+        offs[i] = pos + ((e->p.in_remainder % div) + div - pos % div) % div;
+        g_byte_array_set_size(ntb, offs[i]);
+        memset(ntb->data + pos, 0, offs[i] - pos);
+        g_byte_array_append(ntb, f->data, f->len);
+        pos = offs[i] + f->len;
+    }
+    ndp = align_up(pos, MAX(e->p.in_alignment, 4));
+    ndp_len = MAX(ndp_hdr + (n + 1) * 2 * fs, ndp_min);
+    total = ndp + ndp_len;
+    g_byte_array_set_size(ntb, total);
+    memset(ntb->data + pos, 0, total - pos);
+    memcpy(ntb->data + ndp, n32 ? "ncm0" : "NCM0", 4);
+    stw_le_p(ntb->data + ndp + 4, ndp_len);
+    for (i = 0; i < n; i++) {
+        GByteArray *f = g_ptr_array_index(frames, i);
+        uint8_t *entry = ntb->data + ndp + ndp_hdr + i * 2 * fs;
+
+        put_field(entry, n32, offs[i]);
+        put_field(entry + fs, n32, f->len);
+    }
+    memset(ntb->data, 0, nth_len);
+    memcpy(ntb->data, n32 ? "ncmh" : "NCMH", 4);
+    stw_le_p(ntb->data + 4, nth_len);
+    stw_le_p(ntb->data + 6, seq);
+    put_field(ntb->data + 8, n32, !n32 && total > 0xffff ? 0 : total);
+    put_field(ntb->data + (n32 ? 12 : 10), n32, ndp);
+    return ntb;
+}
+
+void ncm_set_configuration(NcmEnv *e, int value)
+{
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, USB_REQ_SET_CONFIGURATION,
+                                  value, 0, NULL, 0, NULL),
+                    ==, QXHCI_CC_SUCCESS);
+}
+
+/* The adapter again, as a host finds it after a reset or a replug */
+void ncm_reenumerate(NcmEnv *e)
+{
+    if (e->dev) {
+        qxhci_device_free(e->dev);
+    }
+    e->dev = NULL;
+    e->port = qxhci_find_connected_port(e->xhci);
+    g_assert_cmpint(e->port, >, 0);
+    ncm_enumerate(e);
+}
+
+/* Both directions work: an OUT NTB and an IN NTB through queued TDs. */
+/*
+ * Two IN TDs wait: @first's frames go into the first as one NTB, the
+ * second waits on until @second's come (in an NTB of at most @max2).
+ */
+void in_fill_in_turn(NcmEnv *e, QXhciTransfer **t, GPtrArray *first,
+                     GPtrArray *second, uint32_t max2)
+{
+    g_autoptr(GPtrArray) got = frames_new();
+    unsigned i;
+
+    sock_send_frames(e, first);
+    g_assert(qxhci_wait(t[0], RX_TIMEOUT_NS));
+    in_td_parse(e, t[0], e->in_size, got);
+    frames_assert_equal(got, first);
+    for (i = 0; i < 10; i++) {
+        qxhci_step(e->xhci);
+    }
+    g_assert(!t[1]->done);
+    g_ptr_array_set_size(got, 0);
+    sock_send_frames(e, second);
+    g_assert(qxhci_wait(t[1], RX_TIMEOUT_NS));
+    in_td_parse(e, t[1], max2, got);
+    frames_assert_equal(got, second);
+}
+
+void queue_check_traffic(NcmEnv *e, uint32_t tag)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) rx2 = frames_new();
+    QXhciTransfer *t[2];
+    unsigned i;
+
+    ncm_check_marker(e, tag);
+    /* two IN TDs at once: the first takes the NTB, the second waits */
+    qxhci_hold_doorbells(e->dev, true);
+    for (i = 0; i < 2; i++) {
+        t[i] = qxhci_submit(e->dev, e->ep_in.address, NULL, e->p.in_max);
+    }
+    qxhci_hold_doorbells(e->dev, false);
+    qxhci_ring_doorbell(e->dev, e->ep_in.address);
+    frames_add(rx, ncm_mac, tag + 10, 700);
+    frames_add(rx2, bcast_mac, tag + 11, 1514);
+    in_fill_in_turn(e, t, rx, rx2, e->in_size);
+    qxhci_transfer_free(t[0]);
+    qxhci_transfer_free(t[1]);
+}
+
+/* Cases */
+
+static void run_case(const void *data)
+{
+    const NcmCase *c = data;
+    NcmEnv *e = ncm_start(c);
+
+    c->fn(e, c);
+    sock_expect_silence(e, 0);
+    assert_alive(e);
+    ncm_stop(e);
+}
+
+void ncm_add_case(bool super, const char *model, const char *name,
+                  void (*fn)(NcmEnv *e, const NcmCase *c), const void *data,
+                  const char *props)
+{
+    NcmCase *c = g_new0(NcmCase, 1);
+    bool generic = strcmp(model, NCM_DL);
+    g_autofree char *path = NULL;
+
+    c->super = super;
+    c->model = model;
+    c->props = props;
+    c->data = data;
+    c->fn = fn;
+    path = g_strdup_printf("/usb-ncm-dl/%s/%s%s%s", super ? "super" : "high",
+                           generic ? model : "", generic ? "/" : "", name);
+    qtest_add_data_func(path, c, run_case);
+}

@@ -1,0 +1,867 @@
+/*
+ * QTest fixture for the USB CDC-NCM adapters usb-ncm-dl and usb-ncm: lifecycle
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "fixture.h"
+
+/* Cases: surprise removal and reset */
+
+static void test_device_del(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    QXhciTransfer *in, *notify;
+    NtbLayout l;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    ncm_check_marker(e, 4000);
+    /* traffic in flight: IN NTBs queued, an OUT NTB half sent, TDs wait */
+    for (i = 0; i < 100; i++) {
+        frames_add(rx, ncm_mac, 4100 + i, 1000);
+    }
+    sock_send_frames(e, rx);
+    for (i = 0; i < 10; i++) {
+        frames_add(tx, bcast_mac, 4500 + i, 1000);
+    }
+    l = out_layout(e);
+    ntb = ntb_build(&l, tx, 0);
+    out_td(e, ntb->data, 2 * e->mps);
+    notify = qxhci_submit(e->dev, e->ep_notify.address, NULL, 16);
+    in = qxhci_submit(e->dev, e->ep_in.address, NULL, 2048);
+    qxhci_step(e->xhci);
+
+    qtest_qmp_device_del(e->qts, "ncm0");
+    g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
+    g_assert(!(qxhci_portsc(e->xhci, e->port) & 1));
+    g_assert(e->dev->gone);
+    qxhci_wait(in, 10 * 1000 * 1000);
+    qxhci_wait(notify, 10 * 1000 * 1000);
+    g_assert(in->done && notify->done);
+    qxhci_transfer_free(in);
+    qxhci_transfer_free(notify);
+    qxhci_device_free(e->dev);
+    e->dev = NULL;
+
+    /* frames for nobody, then a new adapter on the same netdev */
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    assert_alive(e);
+    qtest_qmp_device_add(e->qts, c->model, "ncm1",
+                         "{'bus': 'xhci.0', 'netdev': 'n0', "
+                         "'mac': '" NCM_MAC_STR "'}");
+    e->port = qxhci_find_connected_port(e->xhci);
+    g_assert_cmpint(e->port, >, 0);
+    ncm_enumerate(e);
+    ncm_set_alt(e, 1);
+    ncm_check_marker(e, 4600);
+    g_ptr_array_set_size(rx, 0);
+    frames_add(rx, ncm_mac, 4700, 500);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+}
+
+static void test_port_reset(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    NtbLayout l;
+    uint8_t b[4];
+    uint32_t actual = 0;
+    unsigned i;
+
+    stl_le_p(b, 4096);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    ncm_set_alt(e, 1);
+    for (i = 0; i < 10; i++) {
+        frames_add(tx, bcast_mac, 5000 + i, 1000);
+    }
+    l = out_layout(e);
+    ntb = ntb_build(&l, tx, 0);
+    /* half an NTB, then the port resets */
+    out_td(e, ntb->data, 2 * e->mps);
+    g_assert_cmpint(qxhci_port_reset(e->xhci, e->port), ==,
+                    c->super ? QXHCI_SPEED_SUPER : QXHCI_SPEED_HIGH);
+    qxhci_device_free(e->dev);
+    e->dev = NULL;
+    ncm_enumerate(e);
+
+    /* back to power-on defaults */
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(ldl_le_p(b), ==, e->p.in_max);
+    ncm_set_alt(e, 1);
+    /* the rest of the interrupted NTB is just a malformed transfer */
+    ncm_send(e, ntb->data + 2 * e->mps, ntb->len - 2 * e->mps);
+    sock_expect_silence(e, 20);
+    ncm_check_marker(e, 5100);
+    frames_add(rx, ncm_mac, 5200, 1514);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+}
+
+/* The driver's rings go round many times; transfers stay correct. */
+static void test_ring_wrap(NcmEnv *e, const NcmCase *c)
+{
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    for (i = 0; i < 40; i++) {
+        g_autoptr(GPtrArray) f = frames_new();
+
+        frames_add(f, bcast_mac, 6000 + i, 60 + i * 37);
+        ncm_send_frames(e, f);
+        sock_expect_frames(e, f);
+        sock_send_frames(e, f);
+        ncm_expect_rx(e, f);
+        if (i % 4 == 0) {
+            g_assert_cmpint(qxhci_cmd_noop(e->xhci), ==, QXHCI_CC_SUCCESS);
+        }
+    }
+    g_assert_cmpuint(qxhci_event_ring_wraps(e->xhci), >, 0);
+    g_assert_cmpuint(qxhci_cmd_ring_wraps(e->xhci), >, 0);
+}
+
+/*
+ * Several TDs per endpoint.  A guest queues as many as it likes (Linux's
+ * usbnet keeps several bulk IN URBs in flight), and resets, alternate
+ * settings, configurations, Stop Endpoint, unplugging and the busy fault
+ * may meet them at any point.  Whatever happens, QEMU lives, every TD
+ * completes or is cancelled, every OUT TD the device completed reached
+ * the netdev exactly once, and the device goes on working.
+ */
+
+typedef enum QueueEvent {
+    QEV_NONE,
+    QEV_SET_INTERFACE_0,
+    QEV_SET_INTERFACE_1,
+    QEV_SET_CONFIGURATION_0,
+    QEV_SET_CONFIGURATION_1,
+    QEV_PORT_RESET,
+    QEV_STOP_ENDPOINT,
+    QEV_DEVICE_DEL,
+    QEV_FAULT_BUSY,
+    QEV__MAX,
+} QueueEvent;
+
+static const char *const queue_event_names[QEV__MAX] = {
+    [QEV_NONE] = "none",
+    [QEV_SET_INTERFACE_0] = "set-interface-0",
+    [QEV_SET_INTERFACE_1] = "set-interface-1",
+    [QEV_SET_CONFIGURATION_0] = "set-configuration-0",
+    [QEV_SET_CONFIGURATION_1] = "set-configuration-1",
+    [QEV_PORT_RESET] = "port-reset",
+    [QEV_STOP_ENDPOINT] = "stop-endpoint",
+    [QEV_DEVICE_DEL] = "device-del",
+    [QEV_FAULT_BUSY] = "x-fault-busy-ms",
+};
+
+/* Bulk IN TD sizes, in queue order: big, then small and odd ones */
+static const uint32_t queue_in_sizes[] = { 65536, 512, 16384, 1 };
+static const unsigned queue_in_counts[] = { 0, 1, 2, 4 };
+static const unsigned queue_out_counts[] = { 0, 1, 2 };
+
+typedef struct QueueCase {
+    QueueEvent event;
+} QueueCase;
+
+/* One event met by @n_in IN and @n_out OUT TDs queued at once. */
+static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
+                        unsigned n_out, uint32_t tag)
+{
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) sent = frames_new();
+    g_autoptr(GPtrArray) busy_rx = frames_new();
+    QXhciTransfer *in[ARRAY_SIZE(queue_in_sizes)];
+    QXhciTransfer *out[4];
+    NtbLayout l = out_layout(e);
+    unsigned i, out_done = 0;
+    bool gone = false;
+
+    g_test_message("event %s with %u IN and %u OUT TDs queued",
+                   queue_event_names[ev], n_in, n_out);
+    qxhci_hold_doorbells(e->dev, true);
+    for (i = 0; i < n_out; i++) {
+        g_autoptr(GPtrArray) one = frames_new();
+        g_autoptr(GByteArray) ntb = NULL;
+
+        frames_add(one, bcast_mac, tag + i, 301 + i * 64);
+        frames_add(tx, bcast_mac, tag + i, 301 + i * 64);
+        ntb = ntb_build(&l, one, i);
+        g_assert_cmpuint(ntb->len % e->mps, !=, 0);
+        out[i] = qxhci_submit(e->dev, e->ep_out.address, ntb->data,
+                              ntb->len);
+    }
+    for (i = 0; i < n_in; i++) {
+        in[i] = qxhci_submit(e->dev, e->ep_in.address, NULL,
+                             queue_in_sizes[i]);
+    }
+    qxhci_hold_doorbells(e->dev, false);
+    if (ev == QEV_FAULT_BUSY) {
+        fault_set(e, "x-fault-busy-ms", 1000000);
+    }
+    if (n_in) {
+        qxhci_ring_doorbell(e->dev, e->ep_in.address);
+    }
+    if (n_out) {
+        qxhci_ring_doorbell(e->dev, e->ep_out.address);
+    }
+
+    switch (ev) {
+    case QEV_NONE:
+        break;
+    case QEV_SET_INTERFACE_0:
+        ncm_set_alt(e, 0);
+        break;
+    case QEV_SET_INTERFACE_1:
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE,
+                                      1, IF_DATA, NULL, 0, NULL),
+                        ==, QXHCI_CC_SUCCESS);
+        break;
+    case QEV_SET_CONFIGURATION_0:
+    case QEV_SET_CONFIGURATION_1:
+        ncm_set_configuration(e, ev == QEV_SET_CONFIGURATION_1);
+        break;
+    case QEV_PORT_RESET:
+        g_assert_cmpint(qxhci_port_reset(e->xhci, e->port), ==,
+                        e->c->super ? QXHCI_SPEED_SUPER : QXHCI_SPEED_HIGH);
+        break;
+    case QEV_STOP_ENDPOINT:
+        g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_in.address),
+                        ==, QXHCI_CC_SUCCESS);
+        g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_out.address),
+                        ==, QXHCI_CC_SUCCESS);
+        break;
+    case QEV_DEVICE_DEL:
+        qtest_qmp_device_del(e->qts, "ncm0");
+        g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
+        g_assert(e->dev->gone);
+        gone = true;
+        break;
+    case QEV_FAULT_BUSY:
+        if (n_in) {
+            frames_add(busy_rx, ncm_mac, tag + 50, 900);
+            sock_send_frames(e, busy_rx);
+            sock_settle(e);
+        }
+        fault_set(e, "x-fault-busy-ms", 0);
+        break;
+    default:
+        g_assert_not_reached();
+    }
+    assert_alive(e);
+
+    /* every TD: completed now, or waiting in a way Stop Endpoint ends */
+    for (i = 0; i < 10; i++) {
+        qxhci_step(e->xhci);
+    }
+    for (i = 0; i < n_out; i++) {
+        if (out[i]->done && out[i]->cc == QXHCI_CC_SUCCESS) {
+            g_assert_cmpuint(out_done, ==, i);      /* in order */
+            out_done++;
+        }
+    }
+    if (!gone && (ev == QEV_NONE || ev == QEV_FAULT_BUSY)) {
+        /* nothing took the OUT TDs away: all of them complete */
+        for (i = 0; i < n_out; i++) {
+            g_assert(qxhci_wait(out[i], RX_TIMEOUT_NS));
+            g_assert_cmpint(out[i]->cc, ==, QXHCI_CC_SUCCESS);
+        }
+        out_done = n_out;
+    }
+    if (ev == QEV_SET_INTERFACE_0 || ev == QEV_SET_INTERFACE_1 ||
+        ev == QEV_SET_CONFIGURATION_0 || ev == QEV_SET_CONFIGURATION_1 ||
+        ev == QEV_PORT_RESET) {
+        /* handed back: IN TDs empty, OUT TDs read first */
+        for (i = 0; i < n_in; i++) {
+            g_assert(in[i]->done);
+            g_assert_cmpuint(in[i]->actual, ==, 0);
+        }
+        g_assert_cmpuint(out_done, ==, n_out);
+    }
+    if (ev == QEV_FAULT_BUSY && n_in) {
+        /* the frame that came while busy went into the first IN TD */
+        g_autoptr(GPtrArray) got = frames_new();
+
+        g_assert(qxhci_wait(in[0], RX_TIMEOUT_NS));
+        in_td_parse(e, in[0], e->in_size, got);
+        frames_assert_equal(got, busy_rx);
+    }
+    for (i = 0; i < n_out; i++) {
+        GByteArray *f = g_ptr_array_index(tx, i);
+
+        if (i >= out_done) {
+            break;
+        }
+        g_ptr_array_add(sent, g_byte_array_ref(f));
+    }
+    sock_expect_frames(e, sent);
+    sock_expect_silence(e, 20);
+
+    if (gone || ev == QEV_PORT_RESET) {
+        /* the slot goes; its TDs with it */
+        qxhci_device_free(e->dev);
+        e->dev = NULL;
+    }
+    /* what is still queued is cancelled with Stop Endpoint */
+    for (i = 0; i < n_in; i++) {
+        qxhci_transfer_free(in[i]);
+    }
+    for (i = 0; i < n_out; i++) {
+        qxhci_transfer_free(out[i]);
+    }
+    assert_alive(e);
+
+    /* back to a working data interface */
+    switch (ev) {
+    case QEV_DEVICE_DEL:
+        qtest_qmp_device_add(e->qts, e->c->model, "ncm0",
+                             "{'bus': 'xhci.0', 'netdev': 'n0', "
+                             "'mac': '" NCM_MAC_STR "'}");
+        ncm_reenumerate(e);
+        ncm_set_alt(e, 1);
+        break;
+    case QEV_PORT_RESET:
+        ncm_reenumerate(e);
+        ncm_set_alt(e, 1);
+        break;
+    case QEV_SET_INTERFACE_0:
+        ncm_set_alt(e, 1);
+        break;
+    case QEV_SET_CONFIGURATION_0:
+    case QEV_SET_CONFIGURATION_1:
+        /* the endpoints' xHCI contexts stay; the device starts afresh */
+        ncm_set_configuration(e, 1);
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE,
+                                      1, IF_DATA, NULL, 0, NULL),
+                        ==, QXHCI_CC_SUCCESS);
+        e->rx_seq = 0;
+        break;
+    default:
+        break;
+    }
+    queue_check_traffic(e, tag + 100);
+}
+
+static void test_queue(NcmEnv *e, const NcmCase *c)
+{
+    const QueueCase *q = c->data;
+    unsigned i, j, n = 0;
+
+    ncm_set_alt(e, 1);
+    ncm_mark(e);
+    for (i = 0; i < ARRAY_SIZE(queue_in_counts); i++) {
+        for (j = 0; j < ARRAY_SIZE(queue_out_counts); j++) {
+            queue_round(e, q->event, queue_in_counts[i],
+                        queue_out_counts[j], 20000 + n++ * 200);
+        }
+    }
+    if (q->event != QEV_DEVICE_DEL) {
+        ncm_assert_deltas(e, { "bad_requests", 0 },
+                          { "out_overflow_bytes", 0 });
+    }
+}
+
+/* The three sequences that aborted QEMU, as a usbfs program sent them */
+typedef enum QueueAbort {
+    ABORT_SMALL_TD_BEHIND_PARKED,   /* 64 KiB parked, 512 queued, a frame */
+    ABORT_SET_INTERFACE,            /* two 64 KiB queued, SET_INTERFACE 0 */
+    ABORT_SET_CONFIGURATION,        /* two 64 KiB queued, SET_CONFIG 1 */
+} QueueAbort;
+
+static void test_queue_abort(NcmEnv *e, const NcmCase *c)
+{
+    const QueueAbort *how = c->data;
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    QXhciTransfer *t[2];
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    qxhci_hold_doorbells(e->dev, true);
+    t[0] = qxhci_submit(e->dev, e->ep_in.address, NULL, 65536);
+    t[1] = qxhci_submit(e->dev, e->ep_in.address, NULL,
+                        *how == ABORT_SMALL_TD_BEHIND_PARKED ? 512 : 65536);
+    qxhci_hold_doorbells(e->dev, false);
+    qxhci_ring_doorbell(e->dev, e->ep_in.address);
+    for (i = 0; i < 5; i++) {
+        qxhci_step(e->xhci);
+    }
+    switch (*how) {
+    case ABORT_SMALL_TD_BEHIND_PARKED:
+        /* an ARP request; the small TD waits for the next NTB */
+        frames_add(rx, bcast_mac, 30000, 60);
+        frames_add(got, ncm_mac, 30001, 98);
+        in_fill_in_turn(e, t, rx, got, 512);
+        break;
+    case ABORT_SET_INTERFACE:
+        ncm_set_alt(e, 0);
+        g_assert(t[0]->done && t[1]->done);
+        g_assert_cmpuint(t[0]->actual + t[1]->actual, ==, 0);
+        ncm_set_alt(e, 1);
+        break;
+    case ABORT_SET_CONFIGURATION:
+        ncm_set_configuration(e, 1);
+        g_assert(t[0]->done && t[1]->done);
+        g_assert_cmpuint(t[0]->actual + t[1]->actual, ==, 0);
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE,
+                                      1, IF_DATA, NULL, 0, NULL),
+                        ==, QXHCI_CC_SUCCESS);
+        e->rx_seq = 0;
+        break;
+    }
+    qxhci_transfer_free(t[0]);
+    qxhci_transfer_free(t[1]);
+    assert_alive(e);
+    queue_check_traffic(e, 30100);
+}
+
+/*
+ * x-park-packets=off: the OHCI way, every empty bulk IN NAKs and OUT is
+ * read at once; data still flows both ways through queued TDs.
+ */
+static void test_nak_mode(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    queue_check_traffic(e, 35000);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "in_parked", 0);
+    g_assert_cmpuint(stat_delta(before, after, "in_naks"), >, 0);
+    assert_stat_delta(before, after, "out_deferred_packets", 0);
+}
+
+
+/*
+ * Migration.  The machine goes to a file and comes back in a new QEMU
+ * (as virtio-net-failover-test does); the xHCI driver follows it there
+ * with its rings and pending TDs.
+ */
+
+typedef enum MigCase {
+    MIG_MID_TRANSFER,       /* same device: state and data carry over */
+    MIG_REFUSE_INPUT_SIZE,  /* destination's ntb-in-max-size too small */
+    MIG_REFUSE_OUT_BUFFER,  /* destination's OUT buffer too small */
+} MigCase;
+
+static QDict *migrate_status(QTestState *qts)
+{
+    QDict *rsp = qtest_qmp(qts, "{'execute': 'query-migrate'}");
+    QDict *ret = qdict_get_qdict(rsp, "return");
+
+    g_assert(ret);
+    qobject_ref(ret);
+    qobject_unref(rsp);
+    return ret;
+}
+
+/* Poll query-migrate on @qts until it says completed or failed. */
+static bool migrate_wait(QTestState *qts)
+{
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+
+    for (;;) {
+        g_autoptr(QDict) st = migrate_status(qts);
+        const char *status = qdict_get_try_str(st, "status");
+
+        if (status && !strcmp(status, "completed")) {
+            return true;
+        }
+        if (status && !strcmp(status, "failed")) {
+            g_test_message("migration failed: %s",
+                           qdict_get_try_str(st, "error-desc") ?: "?");
+            return false;
+        }
+        g_assert(g_get_monotonic_time() < deadline);
+        g_usleep(10 * 1000);
+    }
+}
+
+/*
+ * Save the machine to @file and stop the source; start a destination
+ * with @props for the adapter and load it there.  Returns the
+ * destination, or NULL (and it is gone) when it refused the state.
+ */
+static QTestState *migrate_via_file(NcmEnv *e, const char *file,
+                                    const char *props, int *sock)
+{
+    g_autofree char *fw = firmware_args();
+    g_autofree char *uri = g_strdup_printf("exec:cat > %s", file);
+    g_autofree char *in = g_strdup_printf("exec:cat %s", file);
+    QTestState *dst;
+    int sv[2];
+    bool ok;
+
+    qtest_qmp_assert_success(e->qts, "{'execute': 'migrate', 'arguments': "
+                             "{'uri': %s}}", uri);
+    g_assert(migrate_wait(e->qts));
+
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    dst = qtest_initf("-nodefaults%s -netdev socket,id=n0,fd=%d "
+                      "-device qemu-xhci,id=xhci,addr=04.0%s "
+                      "-device %s,id=ncm0,bus=xhci.0,netdev=n0,"
+                      "mac=" NCM_MAC_STR "%s%s -incoming defer",
+                      fw, sv[1], e->c->super ? "" : ",p3=0", e->c->model,
+                      props ? "," : "", props ? props : "");
+    close(sv[1]);
+    qtest_qmp_assert_success(dst, "{'execute': 'migrate-incoming', "
+                             "'arguments': {'uri': %s, "
+                             "'exit-on-error': false}}", in);
+    ok = migrate_wait(dst);
+    if (!ok) {
+        close(sv[0]);
+        qtest_quit(dst);
+        return NULL;
+    }
+    *sock = sv[0];
+    return dst;
+}
+
+/* The test goes on with the destination: QEMU, netdev socket, driver. */
+static void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock)
+{
+    qtest_quit(e->qts);
+    close(e->sock);
+    e->sock = sock;
+    e->qts = dst;
+    e->qs->qts = dst;
+    qpci_free_pc(e->qs->pcibus);
+    e->qs->pcibus = qpci_new_pc(dst, &e->qs->alloc);
+    g_free(e->pdev);
+    e->pdev = qpci_device_find(e->qs->pcibus, XHCI_DEVFN);
+    g_assert(e->pdev);
+    qxhci_migrated(e->xhci, dst, e->pdev);
+}
+
+static void test_migrate(NcmEnv *e, const NcmCase *c)
+{
+    const MigCase *m = c->data;
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    g_autofree char *file = g_strdup_printf("%s/usb-ncm-mig-%d",
+                                            g_get_tmp_dir(), getpid());
+    const char *dst_props = NULL;
+    QXhciTransfer *in[2];
+    QTestState *dst;
+    NtbLayout l;
+    uint8_t b[4];
+    uint32_t actual = 0, half;
+    int sock = -1;
+    unsigned i;
+
+    /* negotiated state that differs from the defaults */
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0), ==,
+                    QXHCI_CC_SUCCESS);
+    e->ntb32 = true;
+    stl_le_p(b, 16384);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
+                    QXHCI_CC_SUCCESS);
+    e->in_size = 16384;
+    ncm_set_alt(e, 1);
+    e->ntb32 = true;
+    e->in_size = 16384;
+    frames_add(rx, ncm_mac, 36000, 300);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+    g_ptr_array_set_size(rx, 0);
+
+    /* an OUT transfer half way: two full packets, no end yet */
+    for (i = 0; i < 3; i++) {
+        frames_add(tx, bcast_mac, 36100 + i, 600 + i * 100);
+    }
+    l = out_layout(e);
+    ntb = ntb_build(&l, tx, 1);
+    half = 2 * e->mps;
+    g_assert_cmpuint(ntb->len, >, half);
+    if (*m == MIG_REFUSE_OUT_BUFFER) {
+        /* more than a zlp=auto device's 64 KiB buffer holds */
+        g_autofree uint8_t *zeros = g_malloc0(32768);
+
+        for (i = 0; i < 3; i++) {
+            out_td(e, zeros, 32768);
+        }
+        dst_props = "zlp=auto";
+    } else {
+        out_td(e, ntb->data, half);
+    }
+
+    /*
+     * An IN NTB under construction in the host's waiting TD (built in
+     * place), held there by the busy fault.
+     */
+    qxhci_hold_doorbells(e->dev, true);
+    for (i = 0; i < 2; i++) {
+        in[i] = qxhci_submit(e->dev, e->ep_in.address, NULL, 16384);
+    }
+    qxhci_hold_doorbells(e->dev, false);
+    qxhci_ring_doorbell(e->dev, e->ep_in.address);
+    for (i = 0; i < 5; i++) {
+        qxhci_step(e->xhci);
+    }
+    fault_set(e, "x-fault-busy-ms", 300);
+    for (i = 0; i < 3; i++) {
+        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 36200 + i,
+                   *m == MIG_REFUSE_INPUT_SIZE ? 1514 : 200 + i * 300);
+    }
+    if (*m == MIG_REFUSE_INPUT_SIZE) {
+        dst_props = "ntb-in-max-size=4096";
+    }
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    g_assert(!in[0]->done);
+    ncm_mark(e);
+
+    dst = migrate_via_file(e, file, dst_props, &sock);
+    unlink(file);
+    if (*m != MIG_MID_TRANSFER) {
+        /* refused, and said so; the source is stopped but alive */
+        g_assert(!dst);
+        assert_alive(e);
+        qxhci_transfer_free(in[0]);
+        qxhci_transfer_free(in[1]);
+        qtest_qmp_assert_success(e->qts, "{'execute': 'cont'}");
+        return;
+    }
+    g_assert(dst);
+    ncm_follow_migration(e, dst, sock);
+
+    /* the NTB under construction arrives whole, in sequence, as NTB32 */
+    g_assert(qxhci_wait(in[0], RX_TIMEOUT_NS));
+    in_td_parse(e, in[0], 16384, got);
+    frames_assert_equal(got, rx);
+    qxhci_transfer_free(in[0]);
+    /* the second TD waits on */
+    for (i = 0; i < 5; i++) {
+        qxhci_step(e->xhci);
+    }
+    g_assert(!in[1]->done);
+    qxhci_transfer_free(in[1]);
+
+    /* the OUT transfer goes on where it was */
+    ncm_send(e, ntb->data + half, ntb->len - half);
+    sock_expect_frames(e, tx);
+
+    /* what was negotiated is still in force */
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(ldl_le_p(b), ==, 16384);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(lduw_le_p(b), ==, 1);
+    /* saving took them out of the source's TD; the destination sent them */
+    ncm_assert_deltas(e, { "in_rescued_datagrams", rx->len }, { "in_ntbs", 1 },
+                      { "out_datagrams", tx->len },
+                      { "in_flushed_datagrams", 0 });
+    queue_check_traffic(e, 36300);
+}
+
+/*
+ * savevm / loadvm (snapshot-save / snapshot-load) on a qcow2 image made
+ * through QMP: the adapter's state comes back as it was saved.
+ */
+static bool qmp_job_wait(QTestState *qts, const char *id)
+{
+    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+
+    for (;;) {
+        QDict *rsp = qtest_qmp(qts, "{'execute': 'query-jobs'}");
+        QList *jobs = qdict_get_qlist(rsp, "return");
+        const QListEntry *entry;
+        bool done = false, ok = true;
+
+        QLIST_FOREACH_ENTRY(jobs, entry) {
+            QDict *j = qobject_to(QDict, qlist_entry_obj(entry));
+
+            if (!strcmp(qdict_get_str(j, "id"), id) &&
+                !strcmp(qdict_get_str(j, "status"), "concluded")) {
+                done = true;
+                if (qdict_haskey(j, "error")) {
+                    g_test_message("job %s: %s", id,
+                                   qdict_get_str(j, "error"));
+                    ok = false;
+                }
+            }
+        }
+        qobject_unref(rsp);
+        if (done) {
+            qtest_qmp_assert_success(qts, "{'execute': 'job-dismiss', "
+                                     "'arguments': {'id': %s}}", id);
+            return ok;
+        }
+        g_assert(g_get_monotonic_time() < deadline);
+        g_usleep(10 * 1000);
+    }
+}
+
+static void test_savevm(NcmEnv *e, const NcmCase *c)
+{
+    g_autofree char *img = g_strdup_printf("%s/usb-ncm-snap-%d.qcow2",
+                                           g_get_tmp_dir(), getpid());
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(QDict) saved = NULL;
+    g_autoptr(QDict) now = NULL;
+    QDict *rsp;
+    uint8_t b[4];
+    uint32_t actual = 0;
+
+    rsp = qtest_qmp(e->qts, "{'execute': 'blockdev-create', 'arguments': "
+                    "{'job-id': 'c0', 'options': {'driver': 'file', "
+                    "'filename': %s, 'size': 0}}}", img);
+    if (!qdict_haskey(rsp, "return")) {
+        qobject_unref(rsp);
+        g_test_skip("this QEMU cannot create image files");
+        return;
+    }
+    qobject_unref(rsp);
+    g_assert(qmp_job_wait(e->qts, "c0"));
+    qtest_qmp_assert_success(e->qts, "{'execute': 'blockdev-add', "
+                             "'arguments': {'driver': 'file', "
+                             "'node-name': 'f0', 'filename': %s}}", img);
+    rsp = qtest_qmp(e->qts, "{'execute': 'blockdev-create', 'arguments': "
+                    "{'job-id': 'c1', 'options': {'driver': 'qcow2', "
+                    "'file': 'f0', 'size': 1048576}}}");
+    if (!qdict_haskey(rsp, "return")) {
+        qobject_unref(rsp);
+        unlink(img);
+        g_test_skip("this QEMU has no qcow2");
+        return;
+    }
+    qobject_unref(rsp);
+    g_assert(qmp_job_wait(e->qts, "c1"));
+    qtest_qmp_assert_success(e->qts, "{'execute': 'blockdev-add', "
+                             "'arguments': {'driver': 'qcow2', "
+                             "'node-name': 'disk0', 'file': 'f0'}}");
+
+    stl_le_p(b, 8192);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
+                    QXHCI_CC_SUCCESS);
+    e->in_size = 8192;
+    ncm_set_alt(e, 1);
+    e->in_size = 8192;
+    frames_add(rx, ncm_mac, 37000, 500);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+    fault_set(e, "x-fault-drop-in-every", 7);
+    saved = ncm_stats(e);
+
+    qtest_qmp_assert_success(e->qts, "{'execute': 'snapshot-save', "
+                             "'arguments': {'job-id': 's0', 'tag': 'ncm', "
+                             "'vmstate': 'disk0', 'devices': ['disk0']}}");
+    g_assert(qmp_job_wait(e->qts, "s0"));
+
+    /* change what the snapshot holds, without touching the rings */
+    fault_set(e, "x-fault-drop-in-every", 0);
+    set_link(e, false);
+    set_link(e, true);
+
+    qtest_qmp_assert_success(e->qts, "{'execute': 'snapshot-load', "
+                             "'arguments': {'job-id': 'l0', 'tag': 'ncm', "
+                             "'vmstate': 'disk0', 'devices': ['disk0']}}");
+    g_assert(qmp_job_wait(e->qts, "l0"));
+    unlink(img);
+
+    g_assert_cmpint(qom_get_int(e, "x-fault-drop-in-every"), ==, 7);
+    now = ncm_stats(e);
+    assert_stat_delta(saved, now, "in_ntbs", 0);
+    assert_stat_delta(saved, now, "notifications", 0);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(ldl_le_p(b), ==, 8192);
+    fault_set(e, "x-fault-drop-in-every", 0);
+    /* and the data path picks up where the snapshot left it */
+    g_ptr_array_set_size(rx, 0);
+    frames_add(rx, ncm_mac, 37001, 800);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+    ncm_check_marker(e, 37100);
+}
+
+/* Several TDs per endpoint; the whole cross product only with -m slow */
+static void add_queue_cases(bool ss)
+{
+    static const QueueCase events[QEV__MAX] = {
+        [QEV_NONE] = { QEV_NONE },
+        [QEV_SET_INTERFACE_0] = { QEV_SET_INTERFACE_0 },
+        [QEV_SET_INTERFACE_1] = { QEV_SET_INTERFACE_1 },
+        [QEV_SET_CONFIGURATION_0] = { QEV_SET_CONFIGURATION_0 },
+        [QEV_SET_CONFIGURATION_1] = { QEV_SET_CONFIGURATION_1 },
+        [QEV_PORT_RESET] = { QEV_PORT_RESET },
+        [QEV_STOP_ENDPOINT] = { QEV_STOP_ENDPOINT },
+        [QEV_DEVICE_DEL] = { QEV_DEVICE_DEL },
+        [QEV_FAULT_BUSY] = { QEV_FAULT_BUSY },
+    };
+    static const QueueAbort aborts[] = {
+        ABORT_SMALL_TD_BEHIND_PARKED, ABORT_SET_INTERFACE,
+        ABORT_SET_CONFIGURATION,
+    };
+    static const char *const abort_names[] = {
+        "small-td-behind-parked-then-frame", "two-64k-then-set-interface-0",
+        "two-64k-then-set-configuration-1",
+    };
+    bool slow = g_test_slow();
+    unsigned i;
+
+    for (i = 0; i < QEV__MAX; i++) {
+        g_autofree char *name = g_strdup_printf("queue/%s",
+                                                queue_event_names[i]);
+        g_autofree char *nak = g_strdup_printf("queue/nak-mode/%s",
+                                               queue_event_names[i]);
+
+        if (ss || slow) {
+            ncm_add_case(ss, NCM_DL, name, test_queue, &events[i], NULL);
+        }
+        if (slow) {
+            ncm_add_case(ss, NCM_DL, nak, test_queue, &events[i],
+                         "x-park-packets=off");
+            ncm_add_case(ss, NCM_GENERIC, name, test_queue, &events[i],
+                         NULL);
+        }
+    }
+    for (i = 0; i < ARRAY_SIZE(aborts); i++) {
+        g_autofree char *name = g_strdup_printf("queue/%s", abort_names[i]);
+
+        ncm_add_case(ss, NCM_DL, name, test_queue_abort, &aborts[i], NULL);
+    }
+}
+
+void ncm_add_lifecycle_cases(bool ss)
+{
+    static const char *const models[] = { NCM_DL, NCM_GENERIC };
+    static const MigCase migrations[] = {
+        MIG_MID_TRANSFER, MIG_REFUSE_INPUT_SIZE, MIG_REFUSE_OUT_BUFFER,
+    };
+    static const char *const migration_names[] = {
+        "migrate/mid-transfer", "migrate/refused/input-size",
+        "migrate/refused/out-buffer",
+    };
+    unsigned m, i;
+
+    ncm_add_case(ss, NCM_DL, "xhci/ring-wrap", test_ring_wrap, NULL, NULL);
+    add_queue_cases(ss);
+    ncm_add_case(ss, NCM_DL, "nak-mode/traffic", test_nak_mode, NULL,
+                 "x-park-packets=off");
+    for (i = 0; i < ARRAY_SIZE(migrations); i++) {
+        ncm_add_case(ss, NCM_DL, migration_names[i], test_migrate,
+                     &migrations[i], NULL);
+    }
+    ncm_add_case(ss, NCM_DL, "savevm-loadvm", test_savevm, NULL, NULL);
+    for (m = 0; m < ARRAY_SIZE(models); m++) {
+        ncm_add_case(ss, models[m], "device-del", test_device_del, NULL,
+                     NULL);
+        ncm_add_case(ss, models[m], "port-reset-mid-ntb", test_port_reset,
+                     NULL, NULL);
+    }
+}

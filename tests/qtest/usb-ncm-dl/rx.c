@@ -1,0 +1,736 @@
+/*
+ * QTest fixture for the USB CDC-NCM adapters usb-ncm-dl and usb-ncm: rx
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "fixture.h"
+
+/* Cases: device to host */
+
+static void test_rx_frames(NcmEnv *e, const NcmCase *c)
+{
+    static const uint16_t sizes[] = {
+        14, 60, 61, 62, 63, 64, 65, 127, 128, 511, 512, 513, 1023, 1024,
+        1025, 1500, 1513, 1514,
+    };
+    g_autoptr(GPtrArray) inject = frames_new();
+    g_autoptr(GPtrArray) want = frames_new();
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+        const uint8_t *dst = i % 2 ? ncm_mac : bcast_mac;
+
+        frames_add(inject, dst, 2000 + i, sizes[i]);
+        frames_add(want, dst, 2000 + i, sizes[i]);
+        if (i == 4) {
+            /* filtered: another station's unicast, an oversized frame */
+            frames_add(inject, other_mac, 2100, 200);
+            frames_add(inject, ncm_mac, 2101, 1515);
+        }
+    }
+    sock_send_frames(e, inject);
+    ncm_expect_rx(e, want);
+    ncm_expect_no_rx(e);
+}
+
+static void test_rx_input_size(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = NULL;
+    uint8_t b[4];
+    unsigned i, ntbs;
+
+    stl_le_p(b, 4096);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    ncm_set_alt(e, 1);
+    for (i = 0; i < 60; i++) {
+        frames_add(rx, ncm_mac, 2200 + i, 700 + (i * 97) % 815);
+    }
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    /* IN TDs much larger than the input size: the device must stop */
+    got = ncm_receive(e, rx->len, e->p.in_max, 4096);
+    frames_assert_equal(got, rx);
+    g_assert_cmpuint(e->rx_ntbs, >=, 60 * 700 / 4096);
+
+    /* a smaller size set in alt 1 applies to the next NTBs */
+    stl_le_p(b, 2048);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    g_ptr_array_set_size(rx, 0);
+    for (i = 0; i < 20; i++) {
+        frames_add(rx, bcast_mac, 2300 + i, 600 + i * 40);
+    }
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    ntbs = e->rx_ntbs;
+    g_ptr_array_unref(got);
+    got = ncm_receive(e, rx->len, e->p.in_max, 2048);
+    frames_assert_equal(got, rx);
+    g_assert_cmpuint(e->rx_ntbs - ntbs, >=, 20 * 600 / 2048);
+}
+
+static void test_rx_backlog(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = NULL;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    for (i = 0; i < 1000; i++) {
+        frames_add(rx, i % 5 ? ncm_mac : bcast_mac, 10000 + i, 60 + i % 64);
+    }
+    /* all written while nobody polls bulk IN */
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    got = ncm_receive(e, rx->len, e->p.in_max, e->in_size);
+    frames_assert_equal(got, rx);
+    g_assert_cmpuint(e->rx_ntbs, >=, 2);
+    ncm_expect_no_rx(e);
+}
+
+/* Cases: the one-copy IN path (NTBs built in a parked host buffer) */
+
+#define RX_QUIET_NS             (50 * 1000 * 1000)
+
+/* A bulk IN TD that must stay parked: a few clock steps, no event. */
+static QXhciTransfer *in_park(NcmEnv *e, uint32_t len, uint32_t first_len)
+{
+    QXhciTransfer *t = qxhci_submit_split(e->dev, e->ep_in.address, NULL,
+                                          len, first_len);
+    unsigned i;
+
+    for (i = 0; i < 10; i++) {
+        qxhci_step(e->xhci);
+    }
+    if (t->done) {
+        g_test_message("bulk IN TD completed with nothing queued: cc %d, "
+                       "%u bytes", t->cc, t->actual);
+    }
+    g_assert(!t->done);
+    return t;
+}
+
+/* Bulk IN until a TD stays NAK'd: everything the device still holds. */
+static void in_drain(NcmEnv *e, GPtrArray *got)
+{
+    for (;;) {
+        QXhciTransfer *t = qxhci_submit(e->dev, e->ep_in.address, NULL,
+                                        e->p.in_max);
+
+        if (!qxhci_wait(t, RX_QUIET_NS)) {
+            qxhci_transfer_free(t);
+            return;
+        }
+        in_td_parse(e, t, e->in_size, got);
+        qxhci_transfer_free(t);
+    }
+}
+
+static void test_rx_direct(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    QXhciTransfer *t;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    ncm_mark(e);
+    t = in_park(e, e->p.in_max, 0);
+    for (i = 0; i < 5; i++) {
+        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11000 + i, 60 + i * 150);
+    }
+    sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    in_td_parse(e, t, e->in_size, got);
+    qxhci_transfer_free(t);
+    g_assert_cmpuint(e->rx_ntbs, ==, 1);
+    frames_assert_equal(got, rx);
+    ncm_expect_no_rx(e);
+
+    ncm_assert_deltas(e, { "in_direct_ntbs", 1 }, { "in_ntbs", 1 },
+                      { "in_datagrams", rx->len }, { "in_bytes", e->rx_bytes },
+                      { "in_flushed_datagrams", 0 });
+}
+
+static void test_rx_copy(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = NULL;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    ncm_mark(e);
+    for (i = 0; i < 5; i++) {
+        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11100 + i, 60 + i * 150);
+    }
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    got = ncm_receive(e, rx->len, e->p.in_max, e->in_size);
+    frames_assert_equal(got, rx);
+    g_assert_cmpuint(e->rx_ntbs, ==, 1);
+    ncm_expect_no_rx(e);
+
+    ncm_assert_deltas(e, { "in_direct_ntbs", 0 }, { "in_ntbs", 1 },
+                      { "in_datagrams", rx->len },
+                      { "in_flushed_datagrams", 0 });
+}
+
+static void test_rx_direct_input_size(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) rest = NULL;
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    QXhciTransfer *t;
+    uint8_t b[4];
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    t = in_park(e, 65536, 0);
+    stl_le_p(b, 4096);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    e->in_size = 4096;
+    for (i = 0; i < 20; i++) {
+        frames_add(rx, i % 3 ? ncm_mac : bcast_mac, 11200 + i,
+                   600 + i * 47);
+    }
+    sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    in_td_parse(e, t, 4096, got);
+    qxhci_transfer_free(t);
+    g_assert_cmpuint(got->len, >, 0);
+    g_assert_cmpuint(got->len, <, rx->len);
+    rest = ncm_receive(e, rx->len - got->len, 65536, 4096);
+    for (i = 0; i < rest->len; i++) {
+        g_ptr_array_add(got, g_byte_array_ref(g_ptr_array_index(rest, i)));
+    }
+    frames_assert_equal(got, rx);
+    ncm_expect_no_rx(e);
+
+    after = ncm_stats(e);
+    g_assert_cmpuint(stat_delta(before, after, "in_direct_ntbs"), >=, 1);
+    assert_stat_delta(before, after, "in_ntbs", e->rx_ntbs);
+    assert_stat_delta(before, after, "in_datagrams", rx->len);
+    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+}
+
+typedef enum CancelHow {
+    CANCEL_STOP_ENDPOINT,
+    CANCEL_ALT_0,
+    CANCEL_PORT_RESET,
+    CANCEL_CONTROL_SET_INTERFACE,   /* SET_INTERFACE on the control iface */
+} CancelHow;
+
+/* Is every frame of @got in @all, in the same order? */
+static void frames_assert_subsequence(GPtrArray *got, GPtrArray *all)
+{
+    unsigned i, j = 0;
+
+    for (i = 0; i < got->len; i++) {
+        GByteArray *g = g_ptr_array_index(got, i);
+        bool found = false;
+
+        while (j < all->len && !found) {
+            GByteArray *a = g_ptr_array_index(all, j++);
+
+            found = a->len == g->len && !memcmp(a->data, g->data, g->len);
+        }
+        if (!found) {
+            g_test_message("received frame %u of %u is not one of the "
+                           "injected frames, in order", i, got->len);
+        }
+        g_assert(found);
+    }
+}
+
+/*
+ * Take a parked bulk IN TD away the way case @c (a CancelHow) says,
+ * keep what it received in @got, let QEMU read what is left on the socket, and bring
+ * the data interface back.
+ */
+static void in_cancel_parked(NcmEnv *e, const NcmCase *c, QXhciTransfer *t,
+                             GPtrArray *got, bool busy)
+{
+    const CancelHow *how = c->data;
+
+    switch (*how) {
+    case CANCEL_STOP_ENDPOINT:
+        g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_in.address), ==,
+                        QXHCI_CC_SUCCESS);
+        break;
+    case CANCEL_ALT_0:
+        ncm_set_alt(e, 0);
+        break;
+    case CANCEL_PORT_RESET:
+        g_assert_cmpint(qxhci_port_reset(e->xhci, e->port), ==,
+                        c->super ? QXHCI_SPEED_SUPER : QXHCI_SPEED_HIGH);
+        break;
+    case CANCEL_CONTROL_SET_INTERFACE:
+        /* the data interface stays in alt 1; the core resets endpoints */
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE,
+                                      0, IF_CONTROL, NULL, 0, NULL),
+                        ==, QXHCI_CC_SUCCESS);
+        break;
+    }
+    if (busy) {
+        fault_set(e, "x-fault-busy-ms", 0);
+    }
+    qxhci_poll(e->xhci);
+    if (t->done && t->actual) {
+        in_td_parse(e, t, e->in_size, got);
+    }
+    if (*how == CANCEL_PORT_RESET) {
+        qxhci_device_free(e->dev);
+        e->dev = NULL;
+        t->dev = NULL;
+    }
+    qxhci_transfer_free(t);
+    sock_settle(e);
+    assert_alive(e);
+    if (*how == CANCEL_PORT_RESET) {
+        ncm_enumerate(e);
+    }
+    if (*how == CANCEL_ALT_0 || *how == CANCEL_PORT_RESET) {
+        ncm_set_alt(e, 1);
+    }
+}
+
+static void test_rx_parked_cancel(NcmEnv *e, const NcmCase *c)
+{
+    const CancelHow *how = c->data;
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    QDict *before, *after;
+    QXhciTransfer *t;
+    uint64_t flushed, inactive;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+
+    /* nothing written yet: the TD goes away, nothing is lost */
+    before = ncm_stats(e);
+    t = in_park(e, e->p.in_max, 0);
+    in_cancel_parked(e, c, t, got, false);
+    g_assert_cmpuint(got->len, ==, 0);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+    assert_stat_delta(before, after, "in_ntbs", 0);
+    qobject_unref(before);
+    qobject_unref(after);
+
+    /*
+     * Frames written into the parked TD, not completed (the device is
+     * busy): when the TD goes away they move to the device's own buffer
+     * and come in the next TD; a reset of the data path (alt 0, port
+     * reset) drops exactly those, and says so.
+     */
+    before = ncm_stats(e);
+    t = in_park(e, e->p.in_max, 0);
+    fault_set(e, "x-fault-busy-ms", 1000000);
+    for (i = 0; i < 4; i++) {
+        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11300 + i, 200 + i * 90);
+    }
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    g_assert(!t->done);
+    in_cancel_parked(e, c, t, got, true);
+    g_assert_cmpuint(got->len, ==, 0);
+    in_drain(e, got);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "in_rescued_datagrams", rx->len);
+    if (*how == CANCEL_ALT_0 || *how == CANCEL_PORT_RESET) {
+        g_assert_cmpuint(got->len, ==, 0);
+        assert_stat_delta(before, after, "in_flushed_datagrams", rx->len);
+        assert_stat_delta(before, after, "in_ntbs", 0);
+    } else {
+        frames_assert_equal(got, rx);
+        assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+        assert_stat_delta(before, after, "in_datagrams", rx->len);
+    }
+    g_ptr_array_set_size(got, 0);
+    qobject_unref(before);
+    qobject_unref(after);
+
+    /* frames on their way as the TD goes: each arrives or is counted */
+    g_ptr_array_set_size(rx, 0);
+    before = ncm_stats(e);
+    t = in_park(e, e->p.in_max, 0);
+    for (i = 0; i < 8; i++) {
+        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11400 + i, 200 + i * 90);
+    }
+    sock_send_frames(e, rx);
+    in_cancel_parked(e, c, t, got, false);
+    in_drain(e, got);
+    frames_assert_subsequence(got, rx);
+    after = ncm_stats(e);
+    flushed = stat_delta(before, after, "in_flushed_datagrams");
+    inactive = stat_delta(before, after, "rx_inactive_drops");
+    g_test_message("%u frames received, %" PRIu64 " flushed, %" PRIu64
+                   " dropped while inactive", got->len, flushed, inactive);
+    g_assert_cmpuint(got->len + flushed + inactive, ==, rx->len);
+    assert_stat_delta(before, after, "in_datagrams", got->len);
+    if (*how == CANCEL_STOP_ENDPOINT ||
+        *how == CANCEL_CONTROL_SET_INTERFACE) {
+        g_assert_cmpuint(inactive, ==, 0);
+    }
+    qobject_unref(before);
+    qobject_unref(after);
+
+    /* a new TD receives new frames, the one-copy way again */
+    g_ptr_array_set_size(rx, 0);
+    g_ptr_array_set_size(got, 0);
+    before = ncm_stats(e);
+    t = in_park(e, e->p.in_max, 0);
+    for (i = 0; i < 4; i++) {
+        frames_add(rx, ncm_mac, 11500 + i, 300 + i * 200);
+    }
+    sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    in_td_parse(e, t, e->in_size, got);
+    qxhci_transfer_free(t);
+    frames_assert_equal(got, rx);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "in_direct_ntbs", 1);
+    assert_stat_delta(before, after, "in_ntbs", 1);
+    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+    qobject_unref(before);
+    qobject_unref(after);
+    ncm_expect_no_rx(e);
+}
+
+static void test_rx_direct_small_first(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    QXhciTransfer *t;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    for (i = 0; i < 20; i++) {
+        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11600 + i, 800 + i * 31);
+    }
+    t = in_park(e, 65536, 4096);
+    g_assert_cmpuint(t->ntrbs, >=, 2);
+    g_assert_cmpuint(t->trb_len[0], ==, 4096);
+    sock_send_frames(e, rx);
+    while (got->len < rx->len) {
+        g_autoptr(QDict) s0 = ncm_stats(e);
+        g_autoptr(QDict) s1 = NULL;
+        unsigned ntbs = e->rx_ntbs;
+
+        if (!t) {
+            t = qxhci_submit_split(e->dev, e->ep_in.address, NULL, 65536,
+                                   4096);
+        }
+        g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+        in_td_parse(e, t, e->in_size, got);
+        g_assert_cmpuint(e->rx_ntbs, ==, ntbs + 1);
+        s1 = ncm_stats(e);
+        if (!ntbs || stat_delta(s0, s1, "in_direct_ntbs")) {
+            /* built in place: the NTB never leaves the first piece */
+            g_assert_cmpuint(t->actual, <=, 4096);
+        }
+        qxhci_transfer_free(t);
+        t = NULL;
+    }
+    frames_assert_equal(got, rx);
+    ncm_expect_no_rx(e);
+    after = ncm_stats(e);
+    g_assert_cmpuint(stat_delta(before, after, "in_direct_ntbs"), >=, 1);
+    assert_stat_delta(before, after, "in_ntbs", e->rx_ntbs);
+    assert_stat_delta(before, after, "in_datagrams", rx->len);
+    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+}
+
+/*
+ * Frames whose IN NTB (as the device builds it) is exactly @len bytes.
+ * The device takes another frame only while a largest one would still
+ * fit, so when there are several the last is a largest one.
+ */
+static GPtrArray *frames_for_ntb_len(NcmEnv *e, uint32_t len, uint32_t tag)
+{
+    GPtrArray *f = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    uint32_t n = 1, first, each = 0, i;
+    int64_t diff;
+
+    g_assert(!e->ntb32 && len % 4 == 0);
+    if (len - 12 - 16 > 1514) {
+        n = 2 + (len - 1516 - 12 - 40) / 1400;
+        each = ROUND_DOWN((len - 12 - 1516 - 8 - (n + 1) * 4) / (n - 1), 4);
+    }
+    first = n == 1 ? len - 12 - 16 : each;
+    for (;;) {
+        g_ptr_array_set_size(f, 0);
+        frames_add(f, bcast_mac, tag, first);
+        for (i = 1; i < n; i++) {
+            frames_add(f, i % 2 ? ncm_mac : bcast_mac, tag + i,
+                       i == n - 1 ? 1514 : each);
+        }
+        ntb = in_ntb_expected(e, f, 0);
+        diff = (int64_t)len - ntb->len;
+        g_clear_pointer(&ntb, g_byte_array_unref);
+        if (!diff) {
+            return f;
+        }
+        g_assert_cmpint(first + diff, >=, 60);
+        g_assert_cmpint(first + diff, <=, 1514);
+        first += diff;
+    }
+}
+
+typedef enum ZlpCase {
+    ZLP_PACKET_TDS,         /* NTB of 2 x mps over mps-sized TDs: ZLP */
+    ZLP_FILLED_TD,          /* NTB fills a 4 KiB TD exactly: ZLP */
+    ZLP_SHORT_TD,           /* NTB 2 x mps in a bigger TD: ends short */
+    ZLP_INPUT_SIZE,         /* NTB exactly the input size: no ZLP */
+} ZlpCase;
+
+/*
+ * USB 2.0 5.8.3 / NCM 1.0 3.2.2: an IN NTB that ends exactly at a packet
+ * boundary of the host's transfer, shorter than the input size, is
+ * followed by a ZLP; otherwise no zero-length transfer is sent.
+ */
+static void test_zlp(NcmEnv *e, const NcmCase *c)
+{
+    const ZlpCase *z = c->data;
+    uint32_t ntb_len = *z == ZLP_FILLED_TD || *z == ZLP_INPUT_SIZE ?
+                       4096 : 2 * e->mps;
+    uint32_t td_len = *z == ZLP_PACKET_TDS ? e->mps : 4096;
+    unsigned n_td = *z == ZLP_PACKET_TDS ? 3 : 2, i;
+    g_autoptr(GPtrArray) rx = NULL;
+    g_autoptr(GPtrArray) more = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GByteArray) ntb = g_byte_array_new();
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    QXhciTransfer *t[3];
+    bool zlp = *z == ZLP_PACKET_TDS || *z == ZLP_FILLED_TD;
+
+    if (*z == ZLP_INPUT_SIZE) {
+        uint8_t b[4];
+
+        stl_le_p(b, 4096);
+        g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                        ==, QXHCI_CC_SUCCESS);
+        e->in_size = 4096;
+    }
+    ncm_set_alt(e, 1);
+    rx = frames_for_ntb_len(e, ntb_len, 31000);
+    before = ncm_stats(e);
+    qxhci_hold_doorbells(e->dev, true);
+    for (i = 0; i < n_td; i++) {
+        t[i] = qxhci_submit(e->dev, e->ep_in.address, NULL, td_len);
+    }
+    qxhci_hold_doorbells(e->dev, false);
+    qxhci_ring_doorbell(e->dev, e->ep_in.address);
+    g_test_message("first TD in %u TRBs, first %u bytes", t[0]->ntrbs,
+                   t[0]->trb_len[0]);
+    sock_send_frames(e, rx);
+    for (i = 0; i < n_td - 1; i++) {
+        g_autofree uint8_t *buf = g_malloc(td_len);
+
+        g_assert(qxhci_wait(t[i], RX_TIMEOUT_NS));
+        qxhci_transfer_read(t[i], buf);
+        g_byte_array_append(ntb, buf, t[i]->actual);
+    }
+    g_assert_cmpuint(ntb->len, ==, ntb_len);
+    ntb_parse_in(e, ntb->data, ntb->len, e->in_size, got);
+    frames_assert_equal(got, rx);
+    for (i = 0; i < 10; i++) {
+        qxhci_step(e->xhci);
+    }
+    after = ncm_stats(e);
+    if (zlp) {
+        g_assert(t[n_td - 1]->done);
+        g_assert_cmpuint(t[n_td - 1]->actual, ==, 0);
+        assert_stat_delta(before, after, "in_zlps", 1);
+    } else {
+        /* no empty transfer: the last TD waits for the next NTB */
+        g_assert(!t[n_td - 1]->done);
+        assert_stat_delta(before, after, "in_zlps", 0);
+        frames_add(more, ncm_mac, 31100, 400);
+        sock_send_frames(e, more);
+        g_assert(qxhci_wait(t[n_td - 1], RX_TIMEOUT_NS));
+        g_ptr_array_set_size(got, 0);
+        in_td_parse(e, t[n_td - 1], e->in_size, got);
+        frames_assert_equal(got, more);
+    }
+    if (*z == ZLP_FILLED_TD) {
+        assert_stat_delta(before, after, "in_direct_ntbs", 1);
+    }
+    for (i = 0; i < n_td; i++) {
+        qxhci_transfer_free(t[i]);
+    }
+    queue_check_traffic(e, 31200);
+}
+
+/*
+ * A smaller input size drops what was queued for the old one; frames the
+ * netdev held back meanwhile must flow again at once.
+ */
+static void test_rx_input_size_flush(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = NULL;
+    g_autoptr(GPtrArray) next = frames_new();
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    uint64_t flushed, backlog;
+    uint8_t b[4];
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    for (i = 0; i < 100; i++) {
+        frames_add(rx, ncm_mac, 32000 + i, 1000);
+    }
+    sock_send_frames(e, rx);
+    sock_settle(e);
+    stl_le_p(b, 2048);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    e->in_size = 2048;
+    sock_settle(e);
+    after = ncm_stats(e);
+    flushed = stat_delta(before, after, "in_flushed_datagrams");
+    g_assert_cmpuint(flushed, >, 0);
+    backlog = rx->len - flushed;
+    g_test_message("%" PRIu64 " flushed, %" PRIu64 " still to come",
+                   flushed, backlog);
+    got = ncm_receive(e, backlog, e->p.in_max, 2048);
+    for (i = 0; i < backlog; i++) {
+        g_ptr_array_add(next, g_byte_array_ref(
+                            g_ptr_array_index(rx, flushed + i)));
+    }
+    frames_assert_equal(got, next);
+    ncm_expect_no_rx(e);
+}
+
+/*
+ * A host buffer smaller than the largest frame is not built into; a
+ * jumbo frame then goes out through it in pieces and RX stays alive.
+ */
+static void test_rx_jumbo_small_td(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GByteArray) ntb = g_byte_array_new();
+    g_autofree uint8_t *buf = g_malloc(65536);
+    QXhciTransfer *t;
+
+    ncm_set_alt(e, 1);
+    t = in_park(e, 2048, 0);
+    frames_add(rx, ncm_mac, 33000, 8000);
+    sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    g_assert_cmpuint(t->actual, ==, 2048);
+    qxhci_transfer_read(t, buf);
+    g_byte_array_append(ntb, buf, t->actual);
+    qxhci_transfer_free(t);
+    t = qxhci_submit(e->dev, e->ep_in.address, NULL, 65536);
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    qxhci_transfer_read(t, buf);
+    g_byte_array_append(ntb, buf, t->actual);
+    qxhci_transfer_free(t);
+    ntb_parse_in(e, ntb->data, ntb->len, e->in_size, got);
+    frames_assert_equal(got, rx);
+    queue_check_traffic(e, 33100);
+}
+
+/*
+ * A host buffer that ends inside a packet, with more of the NTB to come:
+ * a real function sends a full packet and the host sees babble.  The NTB
+ * is lost, counted and reported; after the host resets the endpoint the
+ * next NTB comes whole.
+ */
+static void test_rx_babble(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    QXhciTransfer *t;
+
+    ncm_set_alt(e, 1);
+    ncm_mark(e);
+    t = in_park(e, 100, 0);
+    frames_add(rx, ncm_mac, 38000, 500);
+    sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    g_assert_cmpint(t->cc, ==, QXHCI_CC_BABBLE);
+    qxhci_transfer_free(t);
+    ncm_assert_deltas(e, { "in_babbles", 1 }, { "in_flushed_datagrams", 1 });
+    /* the halted endpoint is reset; the lost NTB left a sequence gap */
+    g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_in.address), ==,
+                    QXHCI_CC_SUCCESS);
+    e->rx_seq++;
+    queue_check_traffic(e, 38100);
+}
+
+void ncm_add_rx_cases(bool ss)
+{
+    static const char *const models[] = { NCM_DL, NCM_GENERIC };
+    static const CancelHow cancels[] = {
+        CANCEL_STOP_ENDPOINT, CANCEL_ALT_0, CANCEL_PORT_RESET,
+        CANCEL_CONTROL_SET_INTERFACE,
+    };
+    static const char *const cancel_names[] = {
+        "rx/parked-transfer-cancelled/stop-endpoint",
+        "rx/parked-transfer-cancelled/alt-0",
+        "rx/parked-transfer-cancelled/port-reset",
+        "rx/parked-transfer-cancelled/control-set-interface",
+    };
+    static const ZlpCase zlps[] = {
+        ZLP_PACKET_TDS, ZLP_FILLED_TD, ZLP_SHORT_TD, ZLP_INPUT_SIZE,
+    };
+    static const char *const zlp_names[] = {
+        "zlp/ntb-over-packet-sized-tds", "zlp/ntb-fills-td",
+        "zlp/none-when-td-ends-short", "zlp/none-at-input-size",
+    };
+    unsigned m, i;
+
+    ncm_add_case(ss, NCM_DL, "rx/input-size-limit", test_rx_input_size, NULL,
+                 NULL);
+    ncm_add_case(ss, NCM_DL, "rx/backlog-1000", test_rx_backlog, NULL, NULL);
+    for (i = 0; i < ARRAY_SIZE(zlps); i++) {
+        g_autofree char *nak = g_strdup_printf("%s/nak-mode", zlp_names[i]);
+
+        ncm_add_case(ss, NCM_DL, zlp_names[i], test_zlp, &zlps[i], NULL);
+        if (zlps[i] == ZLP_PACKET_TDS || g_test_slow()) {
+            ncm_add_case(ss, NCM_DL, nak, test_zlp, &zlps[i],
+                         "x-park-packets=off");
+        }
+    }
+    ncm_add_case(ss, NCM_DL, "rx/input-size-drop-restarts-rx",
+                 test_rx_input_size_flush, NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "rx/jumbo-frame-small-td",
+                 test_rx_jumbo_small_td, NULL, "max-segment-size=8192");
+    ncm_add_case(ss, NCM_DL, "rx/babble-buffer-ends-inside-packet",
+                 test_rx_babble, NULL, NULL);
+    for (m = 0; m < ARRAY_SIZE(models); m++) {
+        ncm_add_case(ss, models[m], "rx/frames", test_rx_frames, NULL, NULL);
+        ncm_add_case(ss, models[m], "rx/direct-into-waiting-transfer",
+                     test_rx_direct, NULL, NULL);
+        ncm_add_case(ss, models[m], "rx/copy-when-no-transfer-waiting",
+                     test_rx_copy, NULL, NULL);
+        ncm_add_case(ss, models[m], "rx/direct-respects-input-size",
+                     test_rx_direct_input_size, NULL, NULL);
+        for (i = 0; i < ARRAY_SIZE(cancels); i++) {
+            ncm_add_case(ss, models[m], cancel_names[i],
+                         test_rx_parked_cancel, &cancels[i], NULL);
+        }
+        ncm_add_case(ss, models[m], "rx/direct-small-first-segment",
+                     test_rx_direct_small_first, NULL, NULL);
+    }
+}
