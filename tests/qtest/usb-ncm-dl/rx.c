@@ -255,8 +255,8 @@ static void frames_assert_subsequence(GPtrArray *got, GPtrArray *all)
 
 /*
  * Take a parked bulk IN TD away the way case @c (a CancelHow) says,
- * keep what it received in @got, let QEMU read what is left on the socket, and bring
- * the data interface back.
+ * keep what it received in @got, let QEMU read what is left on the
+ * socket, and bring the data interface back.
  */
 static void in_cancel_parked(NcmEnv *e, const NcmCase *c, QXhciTransfer *t,
                              GPtrArray *got, bool busy)

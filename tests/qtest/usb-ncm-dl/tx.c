@@ -486,7 +486,7 @@ static void test_counters(NcmEnv *e, const NcmCase *c)
 void ncm_add_tx_cases(bool ss)
 {
     static const char *const models[] = { NCM_DL, NCM_GENERIC };
-    static const unsigned one = 1, forty = 40, most = 0;
+    static const unsigned counts[] = { 1, 40, 0 };      /* 0: the most */
     static const bool in_bh = false, in_vcpu_thread = true;
     static const MergeCase merges[] = {
         { .zlp = false }, { .zlp = true },
@@ -499,12 +499,12 @@ void ncm_add_tx_cases(bool ss)
     };
     unsigned m, i;
 
-    ncm_add_case(ss, NCM_DL, "tx/1-datagram", test_tx_datagrams, &one,
-                 NULL);
-    ncm_add_case(ss, NCM_DL, "tx/40-datagrams", test_tx_datagrams, &forty,
-                 NULL);
-    ncm_add_case(ss, NCM_DL, "tx/max-datagrams", test_tx_datagrams, &most,
-                 NULL);
+    ncm_add_case(ss, NCM_DL, "tx/1-datagram", test_tx_datagrams,
+                 &counts[0], NULL);
+    ncm_add_case(ss, NCM_DL, "tx/40-datagrams", test_tx_datagrams,
+                 &counts[1], NULL);
+    ncm_add_case(ss, NCM_DL, "tx/max-datagrams", test_tx_datagrams,
+                 &counts[2], NULL);
     ncm_add_case(ss, NCM_DL, "tx/windows-pad", test_tx_windows_pad, NULL,
                  NULL);
     for (m = 0; m < ARRAY_SIZE(models); m++) {
