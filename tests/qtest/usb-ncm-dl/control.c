@@ -1,5 +1,6 @@
 /*
- * QTest fixture for the USB CDC-NCM adapters usb-ncm-dl and usb-ncm: control
+ * usb-ncm-dl qtest: control requests, descriptors, notifications,
+ * alternate settings, the power-on packet filter
  *
  * Copyright (c) 2026 The usb-ncm-dl authors
  *

@@ -825,6 +825,14 @@ void ncm_assert_deltas_n(NcmEnv *e, const NcmDelta *want, size_t n)
     }
 }
 
+uint64_t ncm_delta(NcmEnv *e, const char *name)
+{
+    g_autoptr(QDict) now = ncm_stats(e);
+
+    g_assert(e->mark);
+    return stat_delta(e->mark, now, name);
+}
+
 void ncm_assert_parse_errors(NcmEnv *e, const char *name, uint64_t n)
 {
     g_autoptr(QDict) now = ncm_stats(e);

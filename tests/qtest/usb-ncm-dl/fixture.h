@@ -1,6 +1,12 @@
 /*
  * QTest fixture for the USB CDC-NCM adapters usb-ncm-dl and usb-ncm
  *
+ * What every area file of tests/qtest/usb-ncm-dl-test shares: a QEMU with
+ * qemu-xhci and the device on a socketpair netdev (ncm_start/ncm_stop),
+ * enumeration and class requests, the socket peer (sock_*), an NTB
+ * builder for OUT and a strict checker for IN (ntb_*, ncm_receive), x-stats
+ * marks and deltas, fault setters, and case registration (ncm_add_case).
+ *
  * Copyright (c) 2026 The usb-ncm-dl authors
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -212,8 +218,9 @@ void assert_parse_errors(QDict *before, QDict *after,
 
 /*
  * ncm_mark() takes x-stats; ncm_assert_deltas(e, { "in_ntbs", 2 }, ...)
- * asserts how far each named counter grew since, ncm_assert_parse_errors()
- * that out_parse_errors grew by @n in class @name only (NULL: not at all).
+ * asserts how far each named counter grew since, ncm_delta() returns it,
+ * ncm_assert_parse_errors() asserts that out_parse_errors grew by @n in
+ * class @name only (NULL: not at all).
  */
 typedef struct NcmDelta {
     const char *name;
@@ -225,6 +232,7 @@ void ncm_assert_deltas_n(NcmEnv *e, const NcmDelta *want, size_t n);
 #define ncm_assert_deltas(e, ...) \
     ncm_assert_deltas_n(e, (const NcmDelta[]) { __VA_ARGS__ }, \
                         ARRAY_SIZE(((const NcmDelta[]) { __VA_ARGS__ })))
+uint64_t ncm_delta(NcmEnv *e, const char *name);
 void ncm_assert_parse_errors(NcmEnv *e, const char *name, uint64_t n);
 
 void fault_set(NcmEnv *e, const char *prop, uint32_t value);
@@ -233,7 +241,7 @@ void fault_corrupt(NcmEnv *e, const char *how);
 /* Virtual time in ns (clock_step refuses a step of 0, so step by 1 ns) */
 int64_t clock_ns(NcmEnv *e);
 
-/* Cases: descriptors and class requests */
+/* Descriptors */
 const uint8_t *find_cs_desc(NcmEnv *e, uint8_t subtype);
 char *get_string(NcmEnv *e, uint8_t index);
 

@@ -1,5 +1,6 @@
 /*
- * QTest fixture for the USB CDC-NCM adapters usb-ncm-dl and usb-ncm: lifecycle
+ * usb-ncm-dl qtest: lifecycle (queued transfers across resets,
+ * alternate settings, configuration, hot-unplug; NAK mode; migration)
  *
  * Copyright (c) 2026 The usb-ncm-dl authors
  *
@@ -430,18 +431,13 @@ static void test_queue_abort(NcmEnv *e, const NcmCase *c)
  */
 static void test_nak_mode(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(QDict) before = NULL;
-    g_autoptr(QDict) after = NULL;
-
     ncm_set_alt(e, 1);
-    before = ncm_stats(e);
+    ncm_mark(e);
     queue_check_traffic(e, 35000);
-    after = ncm_stats(e);
-    assert_stat_delta(before, after, "in_parked", 0);
-    g_assert_cmpuint(stat_delta(before, after, "in_naks"), >, 0);
-    assert_stat_delta(before, after, "out_deferred_packets", 0);
+    ncm_assert_deltas(e, { "in_parked", 0 });
+    g_assert_cmpuint(ncm_delta(e, "in_naks"), >, 0);
+    ncm_assert_deltas(e, { "out_deferred_packets", 0 });
 }
-
 
 /*
  * Migration.  The machine goes to a file and comes back in a new QEMU

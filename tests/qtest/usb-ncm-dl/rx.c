@@ -1,5 +1,6 @@
 /*
- * QTest fixture for the USB CDC-NCM adapters usb-ncm-dl and usb-ncm: rx
+ * usb-ncm-dl qtest: device to host (IN NTBs, parked and cancelled
+ * transfers, input size, ZLPs, babble)
  *
  * Copyright (c) 2026 The usb-ncm-dl authors
  *
@@ -187,14 +188,12 @@ static void test_rx_direct_input_size(NcmEnv *e, const NcmCase *c)
     g_autoptr(GPtrArray) rx = frames_new();
     g_autoptr(GPtrArray) got = frames_new();
     g_autoptr(GPtrArray) rest = NULL;
-    g_autoptr(QDict) before = NULL;
-    g_autoptr(QDict) after = NULL;
     QXhciTransfer *t;
     uint8_t b[4];
     unsigned i;
 
     ncm_set_alt(e, 1);
-    before = ncm_stats(e);
+    ncm_mark(e);
     t = in_park(e, 65536, 0);
     stl_le_p(b, 4096);
     g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
@@ -217,11 +216,10 @@ static void test_rx_direct_input_size(NcmEnv *e, const NcmCase *c)
     frames_assert_equal(got, rx);
     ncm_expect_no_rx(e);
 
-    after = ncm_stats(e);
-    g_assert_cmpuint(stat_delta(before, after, "in_direct_ntbs"), >=, 1);
-    assert_stat_delta(before, after, "in_ntbs", e->rx_ntbs);
-    assert_stat_delta(before, after, "in_datagrams", rx->len);
-    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+    g_assert_cmpuint(ncm_delta(e, "in_direct_ntbs"), >=, 1);
+    ncm_assert_deltas(e, { "in_ntbs", e->rx_ntbs },
+                      { "in_datagrams", rx->len },
+                      { "in_flushed_datagrams", 0 });
 }
 
 typedef enum CancelHow {
@@ -412,13 +410,11 @@ static void test_rx_direct_small_first(NcmEnv *e, const NcmCase *c)
 {
     g_autoptr(GPtrArray) rx = frames_new();
     g_autoptr(GPtrArray) got = frames_new();
-    g_autoptr(QDict) before = NULL;
-    g_autoptr(QDict) after = NULL;
     QXhciTransfer *t;
     unsigned i;
 
     ncm_set_alt(e, 1);
-    before = ncm_stats(e);
+    ncm_mark(e);
     for (i = 0; i < 20; i++) {
         frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11600 + i, 800 + i * 31);
     }
@@ -448,11 +444,10 @@ static void test_rx_direct_small_first(NcmEnv *e, const NcmCase *c)
     }
     frames_assert_equal(got, rx);
     ncm_expect_no_rx(e);
-    after = ncm_stats(e);
-    g_assert_cmpuint(stat_delta(before, after, "in_direct_ntbs"), >=, 1);
-    assert_stat_delta(before, after, "in_ntbs", e->rx_ntbs);
-    assert_stat_delta(before, after, "in_datagrams", rx->len);
-    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
+    g_assert_cmpuint(ncm_delta(e, "in_direct_ntbs"), >=, 1);
+    ncm_assert_deltas(e, { "in_ntbs", e->rx_ntbs },
+                      { "in_datagrams", rx->len },
+                      { "in_flushed_datagrams", 0 });
 }
 
 /*
@@ -587,14 +582,12 @@ static void test_rx_input_size_flush(NcmEnv *e, const NcmCase *c)
     g_autoptr(GPtrArray) rx = frames_new();
     g_autoptr(GPtrArray) got = NULL;
     g_autoptr(GPtrArray) next = frames_new();
-    g_autoptr(QDict) before = NULL;
-    g_autoptr(QDict) after = NULL;
     uint64_t flushed, backlog;
     uint8_t b[4];
     unsigned i;
 
     ncm_set_alt(e, 1);
-    before = ncm_stats(e);
+    ncm_mark(e);
     for (i = 0; i < 100; i++) {
         frames_add(rx, ncm_mac, 32000 + i, 1000);
     }
@@ -605,8 +598,7 @@ static void test_rx_input_size_flush(NcmEnv *e, const NcmCase *c)
                     ==, QXHCI_CC_SUCCESS);
     e->in_size = 2048;
     sock_settle(e);
-    after = ncm_stats(e);
-    flushed = stat_delta(before, after, "in_flushed_datagrams");
+    flushed = ncm_delta(e, "in_flushed_datagrams");
     g_assert_cmpuint(flushed, >, 0);
     backlog = rx->len - flushed;
     g_test_message("%" PRIu64 " flushed, %" PRIu64 " still to come",

@@ -1,5 +1,6 @@
 /*
- * QTest fixture for the USB CDC-NCM adapters usb-ncm-dl and usb-ncm: tx
+ * usb-ncm-dl qtest: host to device (OUT NTBs, malformed NTBs, the
+ * ZLP merge rule, counters)
  *
  * Copyright (c) 2026 The usb-ncm-dl authors
  *
