@@ -102,6 +102,20 @@ typedef struct USBNcmDescriptors {
     uint8_t ncm[6];
 } USBNcmDescriptors;
 
+/*
+ * What happens to USB packets, which only the glue sees (the function
+ * counts what happens to NTBs, datagrams and requests); x-stats shows
+ * both sets as one.
+ */
+typedef struct USBNcmPacketCounters {
+    uint64_t in_naks;
+    uint64_t in_parked;             /* IN packets held for the next NTB */
+    uint64_t out_deferred_packets;  /* OUT packets read in a bottom half */
+    uint64_t packets_handed_back;   /* completed empty by a reset/alt */
+    uint64_t packets_adopted;       /* queued behind a cancelled packet */
+    uint64_t replugs;               /* fault: dropped off the bus */
+} USBNcmPacketCounters;
+
 /* A bulk endpoint and the one packet the device holds on it, if any */
 typedef struct USBNcmBulk {
     USBEndpoint *ep;
@@ -169,6 +183,7 @@ struct USBNcmState {
     bool wake_bulk_in;
     bool wake_notify;
     bool notify_nakd;               /* as USBNcmBulk.nakd */
+    USBNcmPacketCounters packet_stats;
     char mac_string[13];
     USBNcmDescriptors descs;
 };
@@ -412,7 +427,7 @@ static bool usb_ncm_adopt(USBNcmState *s, USBNcmBulk *b)
     }
     usb_packet_set_state(p, USB_PACKET_ASYNC);
     b->parked = p;
-    s->fn.stats.packets_adopted++;
+    s->packet_stats.packets_adopted++;
     trace_usb_ncm_adopt(p->ep->nr, p->iov.size);
     return true;
 }
@@ -431,7 +446,7 @@ static void usb_ncm_hand_back(USBNcmState *s)
     if (s->in.parked) {
         /* datagrams in the host's buffer stay with the function */
         ncm_function_in_detach(&s->fn);
-        s->fn.stats.packets_handed_back++;
+        s->packet_stats.packets_handed_back++;
         trace_usb_ncm_hand_back(NCM_EP_BULK_IN, s->in.parked->iov.size);
         usb_ncm_complete_parked(s, &s->in);
     }
@@ -484,7 +499,7 @@ static bool usb_ncm_in_attach(USBNcmState *s, USBPacket *p)
 /* Keep @p for the next NTB. */
 static void usb_ncm_in_hold(USBNcmState *s, USBPacket *p)
 {
-    s->fn.stats.in_parked++;
+    s->packet_stats.in_parked++;
     usb_ncm_park(&s->in, p, usb_ncm_in_attach(s, p));
 }
 
@@ -493,7 +508,7 @@ static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
     bool fresh = p->state == USB_PACKET_SETUP;
 
     if (s->handing_back) {
-        s->fn.stats.packets_handed_back++;
+        s->packet_stats.packets_handed_back++;
         trace_usb_ncm_hand_back(p->ep->nr, p->iov.size);
         return;                             /* empty, successful */
     }
@@ -512,7 +527,7 @@ static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
     }
     if (s->in.parked || (fresh && (s->fn.faults.busy || !s->may_park))) {
         if (fresh) {
-            s->fn.stats.in_naks++;
+            s->packet_stats.in_naks++;
             s->in.nakd = true;
             p->status = USB_RET_NAK;
         }
@@ -603,7 +618,7 @@ static void usb_ncm_out_process(USBNcmState *s, USBPacket *p)
     uint32_t avail, copied;
     uint8_t *dst;
 
-    s->fn.stats.out_deferred_packets += s->out_draining;
+    s->packet_stats.out_deferred_packets += s->out_draining;
     if (p->iov.niov == 1 &&
         ncm_function_out_direct(&s->fn, p->iov.iov[0].iov_base, p->iov.size,
                                 p->ep->max_packet_size, usb_ncm_emit, s)) {
@@ -632,7 +647,7 @@ static void usb_ncm_out_drain(USBNcmState *s)
         return;
     }
     if (s->handing_back) {
-        s->fn.stats.packets_handed_back++;
+        s->packet_stats.packets_handed_back++;
         trace_usb_ncm_hand_back(NCM_EP_BULK_OUT, s->out.parked->iov.size);
     }
     s->out_draining = true;
@@ -813,27 +828,16 @@ static void usb_ncm_handle_control(USBDevice *dev, USBPacket *p, int request,
                                  data)) {
         return;
     }
-    if ((request & 0xff00) == ClassInterfaceRequest ||
-        (request & 0xff00) == ClassInterfaceOutRequest) {
-        ret = ncm_function_control(&s->fn, request, value, index, length,
-                                   data);
-        if (ret < 0) {
-            p->status = USB_RET_STALL;
-        } else {
-            p->actual_length = ret;
-            /* a smaller input size may have dropped what was queued */
-            usb_ncm_flush_rx(s);
-            usb_ncm_schedule_wakeup(s, true, false);
-        }
+    /* the rest is the function's: it stalls (and counts) what it rejects */
+    ret = ncm_function_control(&s->fn, request, value, index, length, data);
+    if (ret < 0) {
+        p->status = USB_RET_STALL;
         return;
     }
-
-    s->fn.stats.bad_requests++;
-    trace_usb_ncm_bad_request(request, value, length);
-    qemu_log_mask(LOG_GUEST_ERROR,
-                  "usb-ncm: unsupported control request 0x%04x value 0x%x "
-                  "index 0x%x\n", request, value, index);
-    p->status = USB_RET_STALL;
+    p->actual_length = ret;
+    /* a smaller input size may have dropped what was queued */
+    usb_ncm_flush_rx(s);
+    usb_ncm_schedule_wakeup(s, true, false);
 }
 
 static void usb_ncm_notify_in(USBNcmState *s, USBPacket *p)
@@ -926,28 +930,31 @@ static void usb_ncm_link_status_changed(NetClientState *nc)
 
 /* Statistics and fault injection, through qom-get / qom-set */
 
-#define NCM_STAT(field) { #field, offsetof(NcmCounters, field) }
+#define NCM_STAT(field) { #field, offsetof(NcmCounters, field), false }
+#define NCM_PACKET_STAT(field) \
+    { #field, offsetof(USBNcmPacketCounters, field), true }
 
 static const struct {
     const char *name;
     size_t offset;
+    bool packet;                    /* in USBNcmPacketCounters */
 } usb_ncm_stat_fields[] = {
     NCM_STAT(out_transfers), NCM_STAT(out_direct_transfers),
-    NCM_STAT(out_deferred_packets),
+    NCM_PACKET_STAT(out_deferred_packets),
     NCM_STAT(out_ntbs), NCM_STAT(out_datagrams),
     NCM_STAT(out_bytes), NCM_STAT(out_zlps), NCM_STAT(out_overflow_bytes),
     NCM_STAT(out_merged_transfers), NCM_STAT(out_merge_lost_datagrams),
     NCM_STAT(in_ntbs), NCM_STAT(in_direct_ntbs), NCM_STAT(in_datagrams),
     NCM_STAT(in_bytes),
-    NCM_STAT(in_naks), NCM_STAT(in_zlps), NCM_STAT(in_babbles),
-    NCM_STAT(in_parked),
-    NCM_STAT(in_rescued_datagrams), NCM_STAT(packets_handed_back),
-    NCM_STAT(packets_adopted), NCM_STAT(rx_backpressure), NCM_STAT(rx_filtered),
-    NCM_STAT(rx_oversize), NCM_STAT(rx_inactive_drops),
+    NCM_PACKET_STAT(in_naks), NCM_STAT(in_zlps), NCM_STAT(in_babbles),
+    NCM_PACKET_STAT(in_parked),
+    NCM_STAT(in_rescued_datagrams), NCM_PACKET_STAT(packets_handed_back),
+    NCM_PACKET_STAT(packets_adopted), NCM_STAT(rx_backpressure),
+    NCM_STAT(rx_filtered), NCM_STAT(rx_oversize), NCM_STAT(rx_inactive_drops),
     NCM_STAT(in_flushed_datagrams), NCM_STAT(bad_requests),
     NCM_STAT(notifications), NCM_STAT(link_down_drops),
     NCM_STAT(fault_dropped_in_ntbs), NCM_STAT(fault_corrupted_in_ntbs),
-    NCM_STAT(replugs),
+    NCM_PACKET_STAT(replugs),
 };
 
 static void usb_ncm_get_stats(Object *obj, Visitor *v, const char *name,
@@ -964,8 +971,9 @@ static void usb_ncm_get_stats(Object *obj, Visitor *v, const char *name,
     }
     ok = true;
     for (i = 0; ok && i < ARRAY_SIZE(usb_ncm_stat_fields); i++) {
-        uint64_t *field = (uint64_t *)((uint8_t *)c +
-                                       usb_ncm_stat_fields[i].offset);
+        uint8_t *base = usb_ncm_stat_fields[i].packet ?
+                        (uint8_t *)&s->packet_stats : (uint8_t *)c;
+        uint64_t *field = (uint64_t *)(base + usb_ncm_stat_fields[i].offset);
         ok = visit_type_uint64(v, usb_ncm_stat_fields[i].name, field, errp);
     }
     if (ok) {
@@ -1022,7 +1030,7 @@ static void usb_ncm_replug_schedule(USBNcmState *s, int64_t delay_ms)
 static void usb_ncm_replug_detach(USBNcmState *s)
 {
     if (s->dev.attached) {
-        s->fn.stats.replugs++;
+        s->packet_stats.replugs++;
         trace_usb_ncm_replug(s->dev.addr, 0, s->replug_ms);
         usb_device_detach(&s->dev);
         /* what the firmware knew is gone with it */
@@ -1549,6 +1557,8 @@ static const VMStateDescription vmstate_usb_ncm_datagram = {
 };
 
 #define VMSTATE_NCM_STAT(_f) VMSTATE_UINT64(fn.stats._f, USBNcmState)
+#define VMSTATE_NCM_PACKET_STAT(_f) \
+    VMSTATE_UINT64(packet_stats._f, USBNcmState)
 
 static bool usb_ncm_func_remote_wakeup_needed(void *opaque)
 {
@@ -1618,7 +1628,7 @@ static const VMStateDescription vmstate_usb_ncm = {
         /* counters */
         VMSTATE_NCM_STAT(out_transfers),
         VMSTATE_NCM_STAT(out_direct_transfers),
-        VMSTATE_NCM_STAT(out_deferred_packets),
+        VMSTATE_NCM_PACKET_STAT(out_deferred_packets),
         VMSTATE_NCM_STAT(out_ntbs),
         VMSTATE_NCM_STAT(out_datagrams),
         VMSTATE_NCM_STAT(out_bytes),
@@ -1632,13 +1642,13 @@ static const VMStateDescription vmstate_usb_ncm = {
         VMSTATE_NCM_STAT(in_direct_ntbs),
         VMSTATE_NCM_STAT(in_datagrams),
         VMSTATE_NCM_STAT(in_bytes),
-        VMSTATE_NCM_STAT(in_naks),
+        VMSTATE_NCM_PACKET_STAT(in_naks),
         VMSTATE_NCM_STAT(in_zlps),
         VMSTATE_NCM_STAT(in_babbles),
-        VMSTATE_NCM_STAT(in_parked),
+        VMSTATE_NCM_PACKET_STAT(in_parked),
         VMSTATE_NCM_STAT(in_rescued_datagrams),
-        VMSTATE_NCM_STAT(packets_handed_back),
-        VMSTATE_NCM_STAT(packets_adopted),
+        VMSTATE_NCM_PACKET_STAT(packets_handed_back),
+        VMSTATE_NCM_PACKET_STAT(packets_adopted),
         VMSTATE_NCM_STAT(rx_backpressure),
         VMSTATE_NCM_STAT(rx_filtered),
         VMSTATE_NCM_STAT(rx_oversize),
@@ -1649,7 +1659,7 @@ static const VMStateDescription vmstate_usb_ncm = {
         VMSTATE_NCM_STAT(link_down_drops),
         VMSTATE_NCM_STAT(fault_dropped_in_ntbs),
         VMSTATE_NCM_STAT(fault_corrupted_in_ntbs),
-        VMSTATE_NCM_STAT(replugs),
+        VMSTATE_NCM_PACKET_STAT(replugs),
         /* the bytes, last: their lengths are checked as they come */
         VMSTATE_USB_NCM_BUFFER("out_buf", vmstate_info_usb_ncm_out_buf),
         VMSTATE_USB_NCM_BUFFER("in_buf", vmstate_info_usb_ncm_in_buf),

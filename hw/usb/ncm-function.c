@@ -322,6 +322,10 @@ int ncm_function_control(NcmFunction *f, int request, int value, int index,
 {
     uint8_t caps = f->cfg.network_caps;
 
+    if ((request >> 8) != 0xa1 && (request >> 8) != 0x21) {
+        return ncm_bad_request(f, request, value, length,
+                               "not a class request to an interface");
+    }
     if ((index & 0xff) != f->control_interface) {
         return ncm_bad_request(f, request, value, length,
                                "wIndex is not the control interface");

@@ -534,6 +534,9 @@ static const BadRequest bad_requests[] = {
     { "set-packet-filter-unknown-bits",
       REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER), 0x20, 0, false },
     { "unknown-request", REQ_IN(0x99), 0, 4, false },
+    /* what the device's standard request handling leaves to the function */
+    { "vendor-device-request", (0xc0 << 8) | 0x01, 0, 4, false },
+    { "standard-endpoint-request", (0x02 << 8) | 0x03, 0, 0, false },
 };
 
 /* Stalled, counted, reported, and the state unchanged. */

@@ -45,7 +45,6 @@ typedef struct NcmConfig {
 typedef struct NcmCounters {
     uint64_t out_transfers;
     uint64_t out_direct_transfers;  /* parsed in guest memory, no copy */
-    uint64_t out_deferred_packets;  /* OUT packets read in a bottom half */
     uint64_t out_ntbs;
     uint64_t out_datagrams;
     uint64_t out_bytes;
@@ -58,13 +57,9 @@ typedef struct NcmCounters {
     uint64_t in_direct_ntbs;        /* built in the host's buffer: 1 copy */
     uint64_t in_datagrams;
     uint64_t in_bytes;
-    uint64_t in_naks;
     uint64_t in_zlps;               /* ZLPs ending an exact-multiple NTB */
     uint64_t in_babbles;            /* buffers ending inside a packet */
-    uint64_t in_parked;             /* IN packets held for the next NTB */
     uint64_t in_rescued_datagrams;  /* taken back from a cancelled buffer */
-    uint64_t packets_handed_back;   /* completed empty by a reset/alt */
-    uint64_t packets_adopted;       /* queued behind a cancelled packet */
     uint64_t rx_backpressure;
     uint64_t rx_filtered;
     uint64_t rx_oversize;
@@ -75,7 +70,6 @@ typedef struct NcmCounters {
     uint64_t link_down_drops;
     uint64_t fault_dropped_in_ntbs;
     uint64_t fault_corrupted_in_ntbs;
-    uint64_t replugs;               /* fault: dropped off the bus */
 } NcmCounters;
 
 /*
