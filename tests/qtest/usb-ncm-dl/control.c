@@ -333,13 +333,7 @@ static void test_unsupported_request(NcmEnv *e, const NcmCase *c)
         }
     }
     ncm_check_marker(e, 600);
-    {
-        g_autoptr(GPtrArray) rx = frames_new();
-
-        frames_add(rx, ncm_mac, 610, 100);
-        sock_send_frames(e, rx);
-        ncm_expect_rx(e, rx);
-    }
+    ncm_check_rx_frame(e, 610, 100);
 }
 
 /* Cases: data interface and notifications */
@@ -628,12 +622,12 @@ void ncm_add_control_cases(bool ss)
     ncm_add_case(ss, NCM_DL, "notify/set-link", test_notify_link, NULL,
                  NULL);
     if (ss) {
-        static const bool rw_on = true, rw_off = false;
+        static const bool rw[] = { true, false };
 
         ncm_add_case(ss, NCM_DL, "remote-wake/function-suspend",
-                     test_function_remote_wake, &rw_on, NULL);
+                     test_function_remote_wake, &rw[0], NULL);
         ncm_add_case(ss, NCM_DL, "remote-wake/off", test_function_remote_wake,
-                     &rw_off, "remote-wakeup=off");
+                     &rw[1], "remote-wakeup=off");
     }
     ncm_add_case(ss, NCM_DL, "set-configuration-0-data-off",
                  test_set_configuration_0, NULL, NULL);

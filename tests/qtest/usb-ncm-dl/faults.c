@@ -401,7 +401,6 @@ static void test_fault_short_notify(NcmEnv *e, const NcmCase *c)
 
 static void test_fault_corrupt_invalid(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
     g_autofree char *now = NULL;
     static const char *const bad[] = {
         "no-such-corruption", "", "NDP-AT-END", "ndp-at-end ",
@@ -429,9 +428,7 @@ static void test_fault_corrupt_invalid(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(qom_get_int(e, "x-fault-corrupt-count"), ==, 0);
 
     /* nothing armed: the next NTB is clean */
-    frames_add(rx, ncm_mac, 9800, 300);
-    sock_send_frames(e, rx);
-    ncm_expect_rx(e, rx);
+    ncm_check_rx_frame(e, 9800, 300);
     ncm_assert_deltas(e, { "fault_corrupted_in_ntbs", 0 });
 }
 
@@ -501,14 +498,14 @@ static void test_fault_replug(NcmEnv *e, const NcmCase *c)
 
 void ncm_add_fault_cases(bool ss)
 {
-    static const bool lasts = false, ends_early = true;
+    static const bool ends_early[] = { false, true };
     static CorruptCase corrupt[CORRUPT_SHORT_NOTIFY][2];
     unsigned i, n32;
 
     ncm_add_case(ss, NCM_DL, "fault/link-down-ms", test_fault_link_down,
-                 &lasts, NULL);
+                 &ends_early[0], NULL);
     ncm_add_case(ss, NCM_DL, "fault/link-down-ms-0-ends-early",
-                 test_fault_link_down, &ends_early, NULL);
+                 test_fault_link_down, &ends_early[1], NULL);
     ncm_add_case(ss, NCM_DL, "fault/busy-ms", test_fault_busy, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "fault/drop-in-every-2", test_fault_drop_in,
                  NULL, NULL);

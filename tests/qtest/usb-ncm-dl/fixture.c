@@ -656,6 +656,16 @@ void ncm_expect_rx(NcmEnv *e, GPtrArray *want)
     frames_assert_equal(got, want);
 }
 
+/* One frame from the netdev to the adapter's address comes in whole. */
+void ncm_check_rx_frame(NcmEnv *e, uint32_t tag, size_t len)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+
+    frames_add(rx, ncm_mac, tag, len);
+    sock_send_frames(e, rx);
+    ncm_expect_rx(e, rx);
+}
+
 /* Bulk IN must stay NAK'd: nothing queued for the host. */
 void ncm_expect_no_rx(NcmEnv *e)
 {

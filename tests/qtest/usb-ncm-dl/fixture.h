@@ -188,6 +188,7 @@ void ntb_parse_in(NcmEnv *e, const uint8_t *b, uint32_t len,
 GPtrArray *ncm_receive(NcmEnv *e, unsigned n, uint32_t td_len,
                        uint32_t max_ntb);
 void ncm_expect_rx(NcmEnv *e, GPtrArray *want);
+void ncm_check_rx_frame(NcmEnv *e, uint32_t tag, size_t len);
 
 /* Bulk IN must stay NAK'd: nothing queued for the host. */
 void ncm_expect_no_rx(NcmEnv *e);

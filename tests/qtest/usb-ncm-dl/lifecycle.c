@@ -62,16 +62,12 @@ static void test_device_del(NcmEnv *e, const NcmCase *c)
     ncm_enumerate(e);
     ncm_set_alt(e, 1);
     ncm_check_marker(e, 4600);
-    g_ptr_array_set_size(rx, 0);
-    frames_add(rx, ncm_mac, 4700, 500);
-    sock_send_frames(e, rx);
-    ncm_expect_rx(e, rx);
+    ncm_check_rx_frame(e, 4700, 500);
 }
 
 static void test_port_reset(NcmEnv *e, const NcmCase *c)
 {
     g_autoptr(GPtrArray) tx = frames_new();
-    g_autoptr(GPtrArray) rx = frames_new();
     g_autoptr(GByteArray) ntb = NULL;
     NtbLayout l;
     uint8_t b[4];
@@ -104,9 +100,7 @@ static void test_port_reset(NcmEnv *e, const NcmCase *c)
     ncm_send(e, ntb->data + 2 * e->mps, ntb->len - 2 * e->mps);
     sock_expect_silence(e, 20);
     ncm_check_marker(e, 5100);
-    frames_add(rx, ncm_mac, 5200, 1514);
-    sock_send_frames(e, rx);
-    ncm_expect_rx(e, rx);
+    ncm_check_rx_frame(e, 5200, 1514);
 }
 
 /* The driver's rings go round many times; transfers stay correct. */
@@ -569,10 +563,7 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     ncm_set_alt(e, 1);
     e->ntb32 = true;
     e->in_size = 16384;
-    frames_add(rx, ncm_mac, 36000, 300);
-    sock_send_frames(e, rx);
-    ncm_expect_rx(e, rx);
-    g_ptr_array_set_size(rx, 0);
+    ncm_check_rx_frame(e, 36000, 300);
 
     /* an OUT transfer half way: two full packets, no end yet */
     for (i = 0; i < 3; i++) {
@@ -706,7 +697,6 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
 {
     g_autofree char *img = g_strdup_printf("%s/usb-ncm-snap-%d.qcow2",
                                            g_get_tmp_dir(), getpid());
-    g_autoptr(GPtrArray) rx = frames_new();
     g_autoptr(QDict) saved = NULL;
     g_autoptr(QDict) now = NULL;
     QDict *rsp;
@@ -747,9 +737,7 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
     e->in_size = 8192;
     ncm_set_alt(e, 1);
     e->in_size = 8192;
-    frames_add(rx, ncm_mac, 37000, 500);
-    sock_send_frames(e, rx);
-    ncm_expect_rx(e, rx);
+    ncm_check_rx_frame(e, 37000, 500);
     fault_set(e, "x-fault-drop-in-every", 7);
     saved = ncm_stats(e);
 
@@ -778,10 +766,7 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
     g_assert_cmpuint(ldl_le_p(b), ==, 8192);
     fault_set(e, "x-fault-drop-in-every", 0);
     /* and the data path picks up where the snapshot left it */
-    g_ptr_array_set_size(rx, 0);
-    frames_add(rx, ncm_mac, 37001, 800);
-    sock_send_frames(e, rx);
-    ncm_expect_rx(e, rx);
+    ncm_check_rx_frame(e, 37001, 800);
     ncm_check_marker(e, 37100);
 }
 

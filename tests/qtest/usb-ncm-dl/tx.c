@@ -488,7 +488,7 @@ void ncm_add_tx_cases(bool ss)
 {
     static const char *const models[] = { NCM_DL, NCM_GENERIC };
     static const unsigned counts[] = { 1, 40, 0 };      /* 0: the most */
-    static const bool in_bh = false, in_vcpu_thread = true;
+    static const bool in_vcpu_thread[] = { false, true };
     static const MergeCase merges[] = {
         { .zlp = false }, { .zlp = true },
         { .zlp = false, .block_len_0 = true },
@@ -514,10 +514,10 @@ void ncm_add_tx_cases(bool ss)
                      NULL);
         ncm_add_case(ss, models[m], "tx/exact-multiple",
                      test_tx_exact_multiple, NULL, NULL);
-        ncm_add_case(ss, models[m], "counters/tx-rx", test_counters, &in_bh,
-                     NULL);
+        ncm_add_case(ss, models[m], "counters/tx-rx", test_counters,
+                     &in_vcpu_thread[0], NULL);
         ncm_add_case(ss, models[m], "counters/tx-rx-in-vcpu-thread",
-                     test_counters, &in_vcpu_thread, "x-deferred-out=off");
+                     test_counters, &in_vcpu_thread[1], "x-deferred-out=off");
         for (i = 0; i < ARRAY_SIZE(merges); i++) {
             ncm_add_case(ss, models[m], merge_names[i], test_merge,
                          &merges[i], NULL);
