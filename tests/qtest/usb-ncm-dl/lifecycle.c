@@ -656,6 +656,73 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
 }
 
 /*
+ * Migration with IN TDs the controller fetched and has not finished: the
+ * first of three completes before the migration, which leaves the second
+ * parked in the device and the third queued behind it.  The endpoint
+ * context must name the parked one (the ring's own dequeue pointer is
+ * past all three), or the destination never runs either.  OUT data the
+ * source read goes out once: none of it again from the destination.
+ */
+static void test_migrate_queued_tds(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autofree char *file = g_strdup_printf("%s/usb-ncm-mig-q-%d",
+                                            g_get_tmp_dir(), getpid());
+    QXhciTransfer *in[3];
+    QTestState *dst;
+    int sock = -1;
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    qxhci_hold_doorbells(e->dev, true);
+    for (i = 0; i < 3; i++) {
+        in[i] = qxhci_submit(e->dev, e->ep_in.address, NULL, e->p.in_max);
+    }
+    qxhci_hold_doorbells(e->dev, false);
+    qxhci_ring_doorbell(e->dev, e->ep_in.address);
+    frames_add(rx, ncm_mac, 36400, 700);
+    sock_send_frames(e, rx);
+    g_assert(qxhci_wait(in[0], RX_TIMEOUT_NS));
+    in_td_parse(e, in[0], e->in_size, got);
+    frames_assert_equal(got, rx);
+    qxhci_transfer_free(in[0]);
+    frames_add(tx, bcast_mac, 36401, 900);
+    ncm_send_frames(e, tx);
+    sock_expect_frames(e, tx);
+    for (i = 0; i < 5; i++) {
+        qxhci_step(e->xhci);
+    }
+    g_assert(!in[1]->done && !in[2]->done);
+    ncm_mark(e);
+
+    dst = migrate_via_file(e, file, NULL, &sock);
+    unlink(file);
+    g_assert(dst);
+    ncm_follow_migration(e, dst, sock);
+
+    /* the parked TD, then the queued one, take the next NTBs */
+    for (i = 1; i < 3; i++) {
+        g_ptr_array_set_size(rx, 0);
+        g_ptr_array_set_size(got, 0);
+        frames_add(rx, i == 1 ? bcast_mac : ncm_mac, 36401 + i, 600 * i);
+        sock_send_frames(e, rx);
+        g_assert(qxhci_wait(in[i], RX_TIMEOUT_NS));
+        in_td_parse(e, in[i], e->in_size, got);
+        frames_assert_equal(got, rx);
+        qxhci_transfer_free(in[i]);
+    }
+    /* the first frame out of the destination is the next one sent */
+    g_ptr_array_set_size(tx, 0);
+    frames_add(tx, bcast_mac, 36404, 1000);
+    ncm_send_frames(e, tx);
+    sock_expect_frames(e, tx);
+    ncm_assert_deltas(e, { "in_ntbs", 2 }, { "out_datagrams", 1 });
+    queue_check_traffic(e, 36500);
+}
+
+/*
  * savevm / loadvm (snapshot-save / snapshot-load) on a qcow2 image made
  * through QMP: the adapter's state comes back as it was saved.
  */
@@ -839,6 +906,8 @@ void ncm_add_lifecycle_cases(bool ss)
                      &migrations[i], NULL);
     }
     ncm_add_case(ss, NCM_DL, "savevm-loadvm", test_savevm, NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "migrate/queued-in-tds",
+                 test_migrate_queued_tds, NULL, NULL);
     for (m = 0; m < ARRAY_SIZE(models); m++) {
         ncm_add_case(ss, models[m], "device-del", test_device_del, NULL,
                      NULL);
