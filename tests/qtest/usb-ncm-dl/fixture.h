@@ -264,7 +264,10 @@ void queue_check_traffic(NcmEnv *e, uint32_t tag);
 /*
  * Cases: each area file registers its own, at super speed (@ss) or high
  * speed; a case runs in a fresh QEMU with the device enumerated and must
- * leave it alive and the socket silent.
+ * leave it alive and the socket silent.  -m slow adds the heavy ones: the
+ * high-speed repeats of cases the packet size does not change (see
+ * ncm_add_case) and the TD-queue cases' high-speed, NAK-mode and usb-ncm
+ * variants (lifecycle.c).
  */
 #define NCM_DL                  "usb-ncm-dl"
 #define NCM_GENERIC             "usb-ncm"
