@@ -84,6 +84,124 @@ struct USBNcmClass {
 };
 
 /*
+ * profile=: descriptor and capability values that go together, after a
+ * real NCM function; docs/system/devices/usb-ncm.rst says where each
+ * value comes from.  A property set on the command line (or with
+ * -global) wins over the profile's value.
+ */
+typedef enum USBNcmProfileId {
+    NCM_PROFILE_DISPLAYLINK,
+    NCM_PROFILE_GENERIC,
+    NCM_PROFILE_RTL8156,
+    NCM_PROFILE_F_NCM,
+    NCM_PROFILE_MINIMAL,
+    NCM_PROFILE__MAX,
+} USBNcmProfileId;
+
+/* The properties a profile sets, in USBNcmState.explicit_props order */
+typedef enum USBNcmProfileProp {
+    NCM_PP_NTB_IN_MAX,
+    NCM_PP_NTB_OUT_MAX,
+    NCM_PP_OUT_MAX_DATAGRAMS,
+    NCM_PP_IN_DATAGRAMS,
+    NCM_PP_MAX_SEGMENT,
+    NCM_PP_NTB32,
+    NCM_PP_ZLP,
+    NCM_PP_POWER_ON_FILTER,
+    NCM_PP_CAPS,
+    NCM_PP_MC_FILTERS,
+    NCM_PP_ETH_STATS,
+    NCM_PP_BCD_CDC,
+    NCM_PP__MAX,
+} USBNcmProfileProp;
+
+static const char *const usb_ncm_profile_props[NCM_PP__MAX] = {
+    [NCM_PP_NTB_IN_MAX] = "ntb-in-max-size",
+    [NCM_PP_NTB_OUT_MAX] = "ntb-out-max-size",
+    [NCM_PP_OUT_MAX_DATAGRAMS] = "ntb-out-max-datagrams",
+    [NCM_PP_IN_DATAGRAMS] = "in-datagrams-per-ntb",
+    [NCM_PP_MAX_SEGMENT] = "max-segment-size",
+    [NCM_PP_NTB32] = "ntb32",
+    [NCM_PP_ZLP] = "zlp",
+    [NCM_PP_POWER_ON_FILTER] = "power-on-filter",
+    [NCM_PP_CAPS] = "network-capabilities",
+    [NCM_PP_MC_FILTERS] = "multicast-filters",
+    [NCM_PP_ETH_STATS] = "ethernet-statistics",
+    [NCM_PP_BCD_CDC] = "bcd-cdc",
+};
+
+typedef struct USBNcmProfile {
+    uint16_t vendor_id;             /* 0: the variant's */
+    uint16_t product_id;
+    const char *manufacturer;       /* NULL: the variant's */
+    const char *product;
+    uint32_t ntb_in_max_size;
+    uint32_t ntb_out_max_size;
+    uint16_t out_max_datagrams;
+    uint16_t in_datagrams;
+    uint16_t max_segment_size;
+    bool ntb32;
+    NcmZlpPolicy zlp;
+    uint16_t power_on_filter;
+    uint8_t caps;
+    uint16_t mc_filters;
+    uint32_t eth_stats;
+    uint16_t bcd_cdc;
+} USBNcmProfile;
+
+#define NCM_CAPS_BASE   (NCM_CAP_PACKET_FILTER | NCM_CAP_NET_ADDRESS | \
+                         NCM_CAP_MAX_DATAGRAM_SIZE)
+
+static const USBNcmProfile usb_ncm_profiles[NCM_PROFILE__MAX] = {
+    [NCM_PROFILE_DISPLAYLINK] = {
+        .ntb_in_max_size = 65536, .ntb_out_max_size = 65536,
+        .out_max_datagrams = 64, .max_segment_size = 1514, .ntb32 = true,
+        .zlp = NCM_ZLP_REQUIRED,
+        .power_on_filter = CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST,
+        .caps = NCM_CAPS_BASE, .bcd_cdc = 0x0120,
+    },
+    [NCM_PROFILE_GENERIC] = {
+        .ntb_in_max_size = 65536, .ntb_out_max_size = 65536,
+        .out_max_datagrams = 64, .max_segment_size = 1514, .ntb32 = true,
+        .zlp = NCM_ZLP_AUTO,
+        .power_on_filter = CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST |
+                           CDC_FILTER_ALL_MULTICAST,
+        .caps = NCM_CAPS_BASE, .bcd_cdc = 0x0120,
+    },
+    [NCM_PROFILE_RTL8156] = {
+        .vendor_id = 0x0bda, .product_id = 0x8156,
+        .manufacturer = "Realtek", .product = "USB 10/100/1G/2.5G LAN",
+        .ntb_in_max_size = 16384, .ntb_out_max_size = 16384,
+        .out_max_datagrams = 40, .max_segment_size = 1518, .ntb32 = false,
+        .zlp = NCM_ZLP_AUTO,
+        .power_on_filter = CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST |
+                           CDC_FILTER_ALL_MULTICAST,
+        .caps = NCM_CAPS_BASE | NCM_CAP_NTB_INPUT_SIZE_8,      /* 0x2b */
+        .mc_filters = CDC_MC_FILTERS_IMPERFECT,                 /* 0x8000 */
+        .eth_stats = NCM_ETH_STATS_SUPPORTED, .bcd_cdc = 0x0110,
+    },
+    [NCM_PROFILE_F_NCM] = {
+        .vendor_id = 0x0525, .product_id = 0xa4a1,
+        .manufacturer = "Linux", .product = "NCM Gadget",
+        .ntb_in_max_size = 16384, .ntb_out_max_size = 16384,
+        .out_max_datagrams = 0, .in_datagrams = 32,
+        .max_segment_size = 1514, .ntb32 = true, .zlp = NCM_ZLP_AUTO,
+        .power_on_filter = CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST |
+                           CDC_FILTER_ALL_MULTICAST,
+        .caps = NCM_CAP_PACKET_FILTER | NCM_CAP_CRC_MODE,       /* 0x11 */
+        .bcd_cdc = 0x0110,
+    },
+    [NCM_PROFILE_MINIMAL] = {
+        .ntb_in_max_size = 4096, .ntb_out_max_size = 4096,
+        .out_max_datagrams = 1, .in_datagrams = 1,
+        .max_segment_size = 1514, .ntb32 = false, .zlp = NCM_ZLP_AUTO,
+        .power_on_filter = CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST |
+                           CDC_FILTER_ALL_MULTICAST,
+        .caps = 0, .bcd_cdc = 0x0110,
+    },
+};
+
+/*
  * Descriptors are built per instance because properties change the ids,
  * wMaxSegmentSize and bmNetworkCapabilities.
  */
@@ -144,6 +262,10 @@ struct USBNcmState {
      */
     bool func_remote_wakeup;
     OnOffAuto park_packets;
+    int profile;                    /* USBNcmProfileId */
+    uint32_t explicit_props;        /* 1 << USBNcmProfileProp: given */
+    uint8_t caps_prop;              /* network-capabilities */
+    uint16_t bcd_cdc;
     uint16_t vendor_id;
     uint16_t product_id;
     char *manufacturer;
@@ -230,19 +352,22 @@ static const USBNcmSpeed usb_ncm_speeds[NCM_SPEED__MAX] = {
 static void usb_ncm_build_descriptors(USBNcmState *s, uint8_t caps)
 {
     USBNcmDescriptors *d = &s->descs;
+    uint32_t stats = s->fn.cfg.eth_stats;
+    uint16_t mc = s->fn.cfg.mc_filters;
     int sp;
 
     memcpy(d->header, (uint8_t[]) {
-        5, CDC_CS_INTERFACE, CDC_DESC_HEADER, 0x20, 0x01,   /* CDC 1.20 */
+        5, CDC_CS_INTERFACE, CDC_DESC_HEADER,
+        usb_lo(s->bcd_cdc), usb_hi(s->bcd_cdc),     /* bcdCDC */
     }, sizeof(d->header));
     memcpy(d->union_desc, (uint8_t[]) {
         5, CDC_CS_INTERFACE, CDC_DESC_UNION, NCM_IF_CONTROL, NCM_IF_DATA,
     }, sizeof(d->union_desc));
     memcpy(d->ethernet, (uint8_t[]) {
         13, CDC_CS_INTERFACE, CDC_DESC_ETHERNET, STR_MAC,
-        0, 0, 0, 0,                             /* bmEthernetStatistics */
+        stats, stats >> 8, stats >> 16, stats >> 24,  /* bmEthernetStatistics */
         usb_lo(s->fn.cfg.max_segment_size), usb_hi(s->fn.cfg.max_segment_size),
-        0, 0,                                   /* wNumberMCFilters */
+        usb_lo(mc), usb_hi(mc),                 /* wNumberMCFilters */
         0,                                      /* bNumberPowerFilters */
     }, sizeof(d->ethernet));
     memcpy(d->ncm, (uint8_t[]) {
@@ -955,6 +1080,17 @@ static const struct {
     NCM_STAT(notifications), NCM_STAT(link_down_drops),
     NCM_STAT(fault_dropped_in_ntbs), NCM_STAT(fault_corrupted_in_ntbs),
     NCM_PACKET_STAT(replugs),
+    NCM_STAT(input_size_requests_4), NCM_STAT(input_size_requests_8),
+    NCM_STAT(crc_mode_requests), NCM_STAT(mc_filter_requests),
+    NCM_STAT(mc_filter_rejects), NCM_STAT(statistic_requests),
+    NCM_STAT(out_crc_datagrams), NCM_STAT(out_crc_errors),
+    NCM_STAT(in_crc_ntbs),
+    NCM_STAT(out_directed_frames), NCM_STAT(out_directed_bytes),
+    NCM_STAT(out_multicast_frames), NCM_STAT(out_multicast_bytes),
+    NCM_STAT(out_broadcast_frames), NCM_STAT(out_broadcast_bytes),
+    NCM_STAT(in_directed_frames), NCM_STAT(in_directed_bytes),
+    NCM_STAT(in_multicast_frames), NCM_STAT(in_multicast_bytes),
+    NCM_STAT(in_broadcast_frames), NCM_STAT(in_broadcast_bytes),
 };
 
 static void usb_ncm_get_stats(Object *obj, Visitor *v, const char *name,
@@ -1231,10 +1367,42 @@ static bool usb_ncm_check_properties(USBNcmState *s, Error **errp)
                    s->fn.cfg.in_alignment, s->fn.cfg.out_alignment);
         return false;
     }
-    if (s->fn.cfg.out_max_datagrams < 1 ||
-        s->fn.cfg.out_max_datagrams > NCM_MAX_DATAGRAMS) {
-        error_setg(errp, "ntb-out-max-datagrams must be in 1..%u (got %u)",
-                   NCM_MAX_DATAGRAMS, s->fn.cfg.out_max_datagrams);
+    if (s->fn.cfg.out_max_datagrams > NCM_MAX_DATAGRAMS) {
+        error_setg(errp, "ntb-out-max-datagrams must be in 0..%u, 0 for no "
+                   "limit (got %u)", NCM_MAX_DATAGRAMS,
+                   s->fn.cfg.out_max_datagrams);
+        return false;
+    }
+    if (s->fn.cfg.in_max_datagrams > NCM_MAX_DATAGRAMS) {
+        error_setg(errp, "in-datagrams-per-ntb must be in 0..%u, 0 for no "
+                   "limit (got %u)", NCM_MAX_DATAGRAMS,
+                   s->fn.cfg.in_max_datagrams);
+        return false;
+    }
+    if (s->caps_prop & ~(NCM_CAPS_BASE | NCM_CAP_CRC_MODE |
+                         NCM_CAP_NTB_INPUT_SIZE_8)) {
+        error_setg(errp, "network-capabilities 0x%02x: the model offers "
+                   "bits 0, 1, 3, 4 and 5 only (0x3b; bit 2, encapsulated "
+                   "commands, is not implemented, bits 6-7 are reserved)",
+                   s->caps_prop);
+        return false;
+    }
+    if ((s->fn.cfg.mc_filters & CDC_MC_FILTERS_COUNT_MASK) >
+        NCM_MAX_MC_FILTERS) {
+        error_setg(errp, "multicast-filters 0x%04x: at most %u filters "
+                   "(bit 15 selects imperfect filtering)",
+                   s->fn.cfg.mc_filters, NCM_MAX_MC_FILTERS);
+        return false;
+    }
+    if (s->fn.cfg.eth_stats & ~NCM_ETH_STATS_SUPPORTED) {
+        error_setg(errp, "ethernet-statistics 0x%08x: the model counts "
+                   "feature selectors 1..17 only (mask 0x%08x)",
+                   s->fn.cfg.eth_stats, NCM_ETH_STATS_SUPPORTED);
+        return false;
+    }
+    if (s->bcd_cdc != 0x0110 && s->bcd_cdc != 0x0120) {
+        error_setg(errp, "bcd-cdc 0x%04x: use 0x0110 or 0x0120 (CDC 1.10, "
+                   "1.20)", s->bcd_cdc);
         return false;
     }
     if (s->fn.cfg.power_on_filter & ~0x1f) {
@@ -1270,22 +1438,61 @@ static bool usb_ncm_controller_lets_packets_wait(USBNcmState *s)
                    !object_dynamic_cast(hc, "sysbus-ohci"));
 }
 
+/* The profile's values for every property that was not given */
+static void usb_ncm_apply_profile(USBNcmState *s)
+{
+    const USBNcmProfile *p = &usb_ncm_profiles[s->profile];
+    NcmConfig *c = &s->fn.cfg;
+
+#define NCM_PROFILE_SET(which, field, value) do {                 \
+        if (!(s->explicit_props & (1u << (which)))) {            \
+            field = (value);                                      \
+        }                                                         \
+    } while (0)
+
+    NCM_PROFILE_SET(NCM_PP_NTB_IN_MAX, c->ntb_in_max_size, p->ntb_in_max_size);
+    NCM_PROFILE_SET(NCM_PP_NTB_OUT_MAX, c->ntb_out_max_size,
+                    p->ntb_out_max_size);
+    NCM_PROFILE_SET(NCM_PP_OUT_MAX_DATAGRAMS, c->out_max_datagrams,
+                    p->out_max_datagrams);
+    NCM_PROFILE_SET(NCM_PP_IN_DATAGRAMS, c->in_max_datagrams,
+                    p->in_datagrams);
+    NCM_PROFILE_SET(NCM_PP_MAX_SEGMENT, c->max_segment_size,
+                    p->max_segment_size);
+    NCM_PROFILE_SET(NCM_PP_NTB32, s->ntb32, p->ntb32);
+    NCM_PROFILE_SET(NCM_PP_ZLP, c->zlp, p->zlp);
+    NCM_PROFILE_SET(NCM_PP_POWER_ON_FILTER, c->power_on_filter,
+                    p->power_on_filter);
+    NCM_PROFILE_SET(NCM_PP_CAPS, s->caps_prop, p->caps);
+    NCM_PROFILE_SET(NCM_PP_MC_FILTERS, c->mc_filters, p->mc_filters);
+    NCM_PROFILE_SET(NCM_PP_ETH_STATS, c->eth_stats, p->eth_stats);
+    NCM_PROFILE_SET(NCM_PP_BCD_CDC, s->bcd_cdc, p->bcd_cdc);
+#undef NCM_PROFILE_SET
+}
+
 static void usb_ncm_realize(USBDevice *dev, Error **errp)
 {
     USBNcmState *s = USB_NCM_BASE(dev);
     const USBNcmVariant *variant = USB_NCM_BASE_GET_CLASS(s)->variant;
-    uint8_t caps = NCM_CAP_PACKET_FILTER | NCM_CAP_NET_ADDRESS |
-                   NCM_CAP_MAX_DATAGRAM_SIZE;
+    const USBNcmProfile *profile;
+    uint8_t caps;
     uint8_t *mac;
 
+    if (s->profile < 0 || s->profile >= NCM_PROFILE__MAX) {
+        error_setg(errp, "unknown profile %d", s->profile);
+        return;
+    }
+    profile = &usb_ncm_profiles[s->profile];
+    usb_ncm_apply_profile(s);
     if (!usb_ncm_check_properties(s, errp)) {
         return;
     }
+    caps = s->caps_prop;
     if (!s->vendor_id) {
-        s->vendor_id = variant->vendor_id;
+        s->vendor_id = profile->vendor_id ?: variant->vendor_id;
     }
     if (!s->product_id) {
-        s->product_id = variant->product_id;
+        s->product_id = profile->product_id ?: variant->product_id;
     }
 
     qemu_macaddr_default_if_unset(&s->conf.macaddr);
@@ -1300,8 +1507,10 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
              mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
     usb_desc_set_string(dev, STR_MAC, s->mac_string);
     usb_desc_set_string(dev, STR_MANUFACTURER,
-                        s->manufacturer ?: variant->manufacturer);
-    usb_desc_set_string(dev, STR_PRODUCT, s->product ?: variant->product);
+                        s->manufacturer ?: profile->manufacturer ?:
+                        variant->manufacturer);
+    usb_desc_set_string(dev, STR_PRODUCT,
+                        s->product ?: profile->product ?: variant->product);
 
     s->fn.cfg.network_caps = caps;
     s->fn.cfg.ntb_formats = NCM_NTB_FORMAT_16 |
@@ -1378,6 +1587,11 @@ static void usb_ncm_instance_init(Object *obj)
     object_property_add_str(obj, "x-fault-corrupt-in",
                             usb_ncm_get_fault_corrupt,
                             usb_ncm_set_fault_corrupt);
+    /*
+     * Property defaults were set before instance_init; what is set from
+     * now on (-global, -device options, qom) was given explicitly.
+     */
+    s->explicit_props = 0;
 }
 
 /* Migration */
@@ -1578,6 +1792,28 @@ static const VMStateDescription vmstate_usb_ncm_func_remote_wakeup = {
     },
 };
 
+/* NCM 1.0 state beyond the base requests: only when in use */
+static bool usb_ncm_ext_needed(void *opaque)
+{
+    USBNcmState *s = opaque;
+
+    return s->fn.crc_mode || s->fn.mc_count;
+}
+
+static const VMStateDescription vmstate_usb_ncm_ext = {
+    .name = "usb-ncm/ncm-ext",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = usb_ncm_ext_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(fn.crc_mode, USBNcmState),
+        VMSTATE_UINT16(fn.mc_count, USBNcmState),
+        VMSTATE_UINT8_2DARRAY(fn.mc_addrs, USBNcmState, NCM_MAX_MC_FILTERS,
+                              CDC_MC_ADDRESS_LEN),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_usb_ncm = {
     .name = "usb-ncm",
     .version_id = 1,
@@ -1667,6 +1903,7 @@ static const VMStateDescription vmstate_usb_ncm = {
     },
     .subsections = (const VMStateDescription * const []) {
         &vmstate_usb_ncm_func_remote_wakeup,
+        &vmstate_usb_ncm_ext,
         NULL
     },
 };
@@ -1691,13 +1928,111 @@ static const PropertyInfo usb_ncm_prop_zlp = {
     .set_default_value = qdev_propinfo_set_default_value_enum,
 };
 
-/* Both variants have these; each adds zlp with its own default. */
+/*
+ * The properties a profile sets are of these types: the standard ones,
+ * whose setter also notes that the property was given (see
+ * usb_ncm_instance_init()).  Filled in by usb_ncm_base_class_init().
+ */
+static PropertyInfo usb_ncm_prop_given_u8;
+static PropertyInfo usb_ncm_prop_given_u16;
+static PropertyInfo usb_ncm_prop_given_u32;
+static PropertyInfo usb_ncm_prop_given_bool;
+static PropertyInfo usb_ncm_prop_given_zlp;
+
+static void usb_ncm_note_given(Object *obj, const char *name)
+{
+    USBNcmState *s = USB_NCM_BASE(obj);
+    int i;
+
+    for (i = 0; i < NCM_PP__MAX; i++) {
+        if (!strcmp(name, usb_ncm_profile_props[i])) {
+            s->explicit_props |= 1u << i;
+        }
+    }
+}
+
+#define USB_NCM_GIVEN_SETTER(fn_name, base_set)                            \
+static void fn_name(Object *obj, Visitor *v, const char *name,             \
+                    void *opaque, Error **errp)                            \
+{                                                                          \
+    Error *err = NULL;                                                     \
+                                                                           \
+    (base_set)(obj, v, name, opaque, &err);                                \
+    if (err) {                                                             \
+        error_propagate(errp, err);                                        \
+        return;                                                            \
+    }                                                                      \
+    usb_ncm_note_given(obj, name);                                         \
+}
+
+USB_NCM_GIVEN_SETTER(usb_ncm_set_given_u8, qdev_prop_uint8.set)
+USB_NCM_GIVEN_SETTER(usb_ncm_set_given_u16, qdev_prop_uint16.set)
+USB_NCM_GIVEN_SETTER(usb_ncm_set_given_u32, qdev_prop_uint32.set)
+USB_NCM_GIVEN_SETTER(usb_ncm_set_given_bool, qdev_prop_bool.set)
+USB_NCM_GIVEN_SETTER(usb_ncm_set_given_zlp, qdev_propinfo_set_enum)
+
+static void usb_ncm_init_given_infos(void)
+{
+    usb_ncm_prop_given_u8 = qdev_prop_uint8;
+    usb_ncm_prop_given_u8.set = usb_ncm_set_given_u8;
+    usb_ncm_prop_given_u16 = qdev_prop_uint16;
+    usb_ncm_prop_given_u16.set = usb_ncm_set_given_u16;
+    usb_ncm_prop_given_u32 = qdev_prop_uint32;
+    usb_ncm_prop_given_u32.set = usb_ncm_set_given_u32;
+    usb_ncm_prop_given_bool = qdev_prop_bool;
+    usb_ncm_prop_given_bool.set = usb_ncm_set_given_bool;
+    usb_ncm_prop_given_zlp = usb_ncm_prop_zlp;
+    usb_ncm_prop_given_zlp.set = usb_ncm_set_given_zlp;
+}
+
+#define DEFINE_PROP_GIVEN_U8(_n, _f, _d) \
+    DEFINE_PROP_UNSIGNED(_n, USBNcmState, _f, _d, usb_ncm_prop_given_u8, \
+                         uint8_t)
+#define DEFINE_PROP_GIVEN_U16(_n, _f, _d) \
+    DEFINE_PROP_UNSIGNED(_n, USBNcmState, _f, _d, usb_ncm_prop_given_u16, \
+                         uint16_t)
+#define DEFINE_PROP_GIVEN_U32(_n, _f, _d) \
+    DEFINE_PROP_UNSIGNED(_n, USBNcmState, _f, _d, usb_ncm_prop_given_u32, \
+                         uint32_t)
+#define DEFINE_PROP_GIVEN_BOOL(_n, _f, _d) \
+    DEFINE_PROP(_n, USBNcmState, _f, usb_ncm_prop_given_bool, bool, \
+                .set_default = true, .defval.u = (bool)(_d))
+
+/* profile: which real function the descriptors and capabilities follow */
+static const char *const usb_ncm_profile_names[NCM_PROFILE__MAX] = {
+    [NCM_PROFILE_DISPLAYLINK] = "displaylink",
+    [NCM_PROFILE_GENERIC] = "generic",
+    [NCM_PROFILE_RTL8156] = "rtl8156",
+    [NCM_PROFILE_F_NCM] = "f_ncm",
+    [NCM_PROFILE_MINIMAL] = "minimal",
+};
+
+static const QEnumLookup usb_ncm_profile_lookup = {
+    .array = usb_ncm_profile_names,
+    .size = ARRAY_SIZE(usb_ncm_profile_names),
+};
+
+static const PropertyInfo usb_ncm_prop_profile = {
+    .type = "UsbNcmProfile",
+    .description = "displaylink/generic/rtl8156/f_ncm/minimal",
+    .enum_table = &usb_ncm_profile_lookup,
+    .get = qdev_propinfo_get_enum,
+    .set = qdev_propinfo_set_enum,
+    .set_default_value = qdev_propinfo_set_default_value_enum,
+};
+
+/*
+ * Both variants have these; each adds zlp, power-on-filter and profile
+ * with its own default.  The defaults shown are the displaylink and
+ * generic profiles' (they agree on these); another profile changes them
+ * at realize unless given.
+ */
 static const Property usb_ncm_properties[] = {
     DEFINE_NIC_PROPERTIES(USBNcmState, conf),
-    DEFINE_PROP_UINT32("ntb-in-max-size", USBNcmState, fn.cfg.ntb_in_max_size,
-                       NCM_NTB16_MAX_SIZE),
-    DEFINE_PROP_UINT32("ntb-out-max-size", USBNcmState, fn.cfg.ntb_out_max_size,
-                       NCM_NTB16_MAX_SIZE),
+    DEFINE_PROP_GIVEN_U32("ntb-in-max-size", fn.cfg.ntb_in_max_size,
+                          NCM_NTB16_MAX_SIZE),
+    DEFINE_PROP_GIVEN_U32("ntb-out-max-size", fn.cfg.ntb_out_max_size,
+                          NCM_NTB16_MAX_SIZE),
     DEFINE_PROP_UINT16("ntb-in-divisor", USBNcmState, fn.cfg.in_divisor, 4),
     DEFINE_PROP_UINT16("ntb-in-remainder", USBNcmState, fn.cfg.in_remainder, 0),
     DEFINE_PROP_UINT16("ntb-in-alignment", USBNcmState, fn.cfg.in_alignment, 4),
@@ -1706,11 +2041,15 @@ static const Property usb_ncm_properties[] = {
                        fn.cfg.out_remainder, 0),
     DEFINE_PROP_UINT16("ntb-out-alignment", USBNcmState,
                        fn.cfg.out_alignment, 4),
-    DEFINE_PROP_UINT16("ntb-out-max-datagrams", USBNcmState,
-                       fn.cfg.out_max_datagrams, 64),
-    DEFINE_PROP_UINT16("max-segment-size", USBNcmState, fn.cfg.max_segment_size,
-                       1514),
-    DEFINE_PROP_BOOL("ntb32", USBNcmState, ntb32, true),
+    DEFINE_PROP_GIVEN_U16("ntb-out-max-datagrams", fn.cfg.out_max_datagrams,
+                          64),
+    DEFINE_PROP_GIVEN_U16("in-datagrams-per-ntb", fn.cfg.in_max_datagrams, 0),
+    DEFINE_PROP_GIVEN_U16("max-segment-size", fn.cfg.max_segment_size, 1514),
+    DEFINE_PROP_GIVEN_BOOL("ntb32", ntb32, true),
+    DEFINE_PROP_GIVEN_U8("network-capabilities", caps_prop, NCM_CAPS_BASE),
+    DEFINE_PROP_GIVEN_U16("multicast-filters", fn.cfg.mc_filters, 0),
+    DEFINE_PROP_GIVEN_U32("ethernet-statistics", fn.cfg.eth_stats, 0),
+    DEFINE_PROP_GIVEN_U16("bcd-cdc", bcd_cdc, 0x0120),
     DEFINE_PROP_BOOL("x-deferred-out", USBNcmState, deferred_out, true),
     DEFINE_PROP_BOOL("remote-wakeup", USBNcmState, remote_wakeup, true),
     DEFINE_PROP_ON_OFF_AUTO("x-park-packets", USBNcmState, park_packets,
@@ -1724,10 +2063,12 @@ static const Property usb_ncm_properties[] = {
 /* usb-ncm: NCM 1.0 delimiting; directed, broadcast and all multicast */
 static const Property usb_ncm_own_properties[] = {
     DEFINE_PROP_SIGNED("zlp", USBNcmState, fn.cfg.zlp, NCM_ZLP_AUTO,
-                       usb_ncm_prop_zlp, NcmZlpPolicy),
-    DEFINE_PROP_UINT16("power-on-filter", USBNcmState, fn.cfg.power_on_filter,
-                       CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST |
-                       CDC_FILTER_ALL_MULTICAST),
+                       usb_ncm_prop_given_zlp, NcmZlpPolicy),
+    DEFINE_PROP_GIVEN_U16("power-on-filter", fn.cfg.power_on_filter,
+                          CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST |
+                          CDC_FILTER_ALL_MULTICAST),
+    DEFINE_PROP_SIGNED("profile", USBNcmState, profile, NCM_PROFILE_GENERIC,
+                       usb_ncm_prop_profile, int),
 };
 
 /*
@@ -1736,9 +2077,11 @@ static const Property usb_ncm_own_properties[] = {
  */
 static const Property usb_ncm_dl_own_properties[] = {
     DEFINE_PROP_SIGNED("zlp", USBNcmState, fn.cfg.zlp, NCM_ZLP_REQUIRED,
-                       usb_ncm_prop_zlp, NcmZlpPolicy),
-    DEFINE_PROP_UINT16("power-on-filter", USBNcmState, fn.cfg.power_on_filter,
-                       CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST),
+                       usb_ncm_prop_given_zlp, NcmZlpPolicy),
+    DEFINE_PROP_GIVEN_U16("power-on-filter", fn.cfg.power_on_filter,
+                          CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST),
+    DEFINE_PROP_SIGNED("profile", USBNcmState, profile,
+                       NCM_PROFILE_DISPLAYLINK, usb_ncm_prop_profile, int),
 };
 
 static const char *const usb_ncm_property_help[][2] = {
@@ -1750,8 +2093,18 @@ static const char *const usb_ncm_property_help[][2] = {
     { "ntb-out-divisor", "wNdpOutDivisor, power of two 4..4096" },
     { "ntb-out-remainder", "wNdpOutPayloadRemainder, below the divisor" },
     { "ntb-out-alignment", "wNdpOutAlignment, power of two 4..4096" },
-    { "ntb-out-max-datagrams", "wNtbOutMaxDatagrams, 1..1024" },
+    { "ntb-out-max-datagrams", "wNtbOutMaxDatagrams, 0 (no limit)..1024" },
+    { "in-datagrams-per-ntb", "the firmware's own limit of datagrams per "
+                              "IN NTB, 0 (none)..1024" },
     { "max-segment-size", "wMaxSegmentSize (largest frame), from 1514" },
+    { "network-capabilities", "bmNetworkCapabilities: 0x01 packet filter, "
+                              "0x02 net address, 0x08 max datagram size, "
+                              "0x10 CRC mode, 0x20 8-byte NTB input size" },
+    { "multicast-filters", "wNumberMCFilters: filters 0..256, +0x8000 "
+                           "for imperfect (hash) filtering" },
+    { "ethernet-statistics", "bmEthernetStatistics: bit N-1 for "
+                             "GET_ETHERNET_STATISTIC selector N, 1..17" },
+    { "bcd-cdc", "bcdCDC of the header descriptor, 0x0110 or 0x0120" },
     { "ntb32", "advertise NTB32 as well as NTB16" },
     { "x-deferred-out", "read bulk OUT in a bottom half (off: in the "
                         "vCPU thread, for comparison)" },
@@ -1775,6 +2128,10 @@ static void usb_ncm_describe_own_props(ObjectClass *klass)
         "packet filter until the host sets one: CDC bits, 0x01 "
         "promiscuous, 0x02 all multicast, 0x04 directed, 0x08 broadcast, "
         "0x10 multicast");
+    object_class_property_set_description(klass, "profile",
+        "descriptor and capability values of a real NCM function: "
+        "displaylink, generic, rtl8156, f_ncm, minimal; a property given "
+        "as well wins");
 }
 
 static void usb_ncm_base_class_init(ObjectClass *klass,
@@ -1784,6 +2141,7 @@ static void usb_ncm_base_class_init(ObjectClass *klass,
     USBDeviceClass *uc = USB_DEVICE_CLASS(klass);
     size_t i;
 
+    usb_ncm_init_given_infos();
     uc->realize = usb_ncm_realize;
     uc->unrealize = usb_ncm_unrealize;
     uc->handle_attach = usb_desc_attach;

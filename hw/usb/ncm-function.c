@@ -23,6 +23,20 @@
  */
 #define NCM_ZLP_REQUIRED_BUFFER_NTBS    4
 
+/*
+ * Datagrams per IN NTB: the host's wNtbInMaxDatagrams (8-byte
+ * SET_NTB_INPUT_SIZE) and the firmware's own limit; 0 when neither.
+ */
+static uint16_t ncm_in_max_datagrams(const NcmFunction *f)
+{
+    uint16_t host = f->ntb_in_max_datagrams, own = f->cfg.in_max_datagrams;
+
+    if (!host || !own) {
+        return host | own;
+    }
+    return MIN(host, own);
+}
+
 /* The IN NTB layout that the configuration and the host's requests ask */
 static NcmNtbLayout ncm_in_layout(const NcmFunction *f)
 {
@@ -31,7 +45,8 @@ static NcmNtbLayout ncm_in_layout(const NcmFunction *f)
         .divisor = f->cfg.in_divisor,
         .remainder = f->cfg.in_remainder,
         .ndp_alignment = f->cfg.in_alignment,
-        .max_datagrams = f->ntb_in_max_datagrams,
+        .max_datagrams = ncm_in_max_datagrams(f),
+        .crc = f->crc_mode,
     };
     return layout;
 }
@@ -76,6 +91,9 @@ static void ncm_reset_data_state(NcmFunction *f)
     f->max_datagram_size = f->cfg.max_segment_size;
     /* what the firmware applies until the host sets a filter */
     f->packet_filter = f->cfg.power_on_filter;
+    f->crc_mode = false;
+    f->mc_count = 0;
+    f->mc_hash = 0;
     memcpy(f->net_address, f->cfg.mac, sizeof(f->net_address));
     f->in_sequence = 0;
     ncm_flush_data(f);
@@ -280,15 +298,26 @@ static int ncm_set_ntb_input_size(NcmFunction *f, int request, int length,
     }
     size = ldl_le_p(d);
     if (length == 8) {
+        /* wNtbInMaxDatagrams; the 2 reserved bytes after it are ignored */
         max_datagrams = lduw_le_p(d + 4);
     }
     if (size < NCM_NTB_MIN_SIZE || size > f->cfg.ntb_in_max_size) {
         return ncm_bad_request(f, request, size, length,
                                "NTB input size outside 2048..dwNtbInMaxSize");
     }
+    if (max_datagrams > NCM_MAX_DATAGRAMS) {
+        /* the builder holds at most this many: a tighter limit is kept */
+        max_datagrams = NCM_MAX_DATAGRAMS;
+    }
     trace_usb_ncm_ntb_input_size(size, max_datagrams);
+    if (length == 8) {
+        f->stats.input_size_requests_8++;
+    } else {
+        f->stats.input_size_requests_4++;
+    }
     f->ntb_in_size = size;
     f->ntb_in_max_datagrams = max_datagrams;
+    max_datagrams = ncm_in_max_datagrams(f);
 
     if (f->in_ntb_len) {
         return 0;   /* the NTB on its way out keeps its size */
@@ -298,7 +327,8 @@ static int ncm_set_ntb_input_size(NcmFunction *f, int request, int length,
         size = MIN(size, f->in_attached_size);
     }
     if (f->in_builder.n_datagrams &&
-        ncm_ntb_builder_finished_len(&f->in_builder) > size) {
+        (ncm_ntb_builder_finished_len(&f->in_builder) > size ||
+         (max_datagrams && f->in_builder.n_datagrams > max_datagrams))) {
         /* what was queued would not fit the new size: count it lost */
         NcmNtbLayout layout = f->in_builder.layout;
 
@@ -310,11 +340,117 @@ static int ncm_set_ntb_input_size(NcmFunction *f, int request, int length,
         return 0;
     }
     f->in_builder.layout.max_len = MIN(size, f->format->max_block_len);
-    if (max_datagrams && max_datagrams < f->in_builder.max_datagrams) {
-        f->in_builder.max_datagrams = MAX(max_datagrams,
-                                          f->in_builder.n_datagrams);
-    }
+    f->in_builder.layout.max_datagrams = max_datagrams;
+    f->in_builder.max_datagrams = max_datagrams ? max_datagrams :
+                                  NCM_MAX_DATAGRAMS;
     return 0;
+}
+
+unsigned ncm_mc_hash_bin(const uint8_t *mac)
+{
+    return ncm_crc32(mac, CDC_MC_ADDRESS_LEN) >> 26;
+}
+
+static void ncm_mc_rehash(NcmFunction *f)
+{
+    unsigned i;
+
+    f->mc_hash = 0;
+    for (i = 0; i < f->mc_count; i++) {
+        f->mc_hash |= 1ull << ncm_mc_hash_bin(f->mc_addrs[i]);
+    }
+}
+
+/*
+ * CDC ECM 1.2 6.2.1: wValue filters of 6 bytes each, at most what
+ * wNumberMCFilters advertises.  0 clears the list.
+ */
+static int ncm_set_mc_filters(NcmFunction *f, int request, int value,
+                              int length, const uint8_t *d)
+{
+    unsigned max = f->cfg.mc_filters & CDC_MC_FILTERS_COUNT_MASK;
+    const char *why = NULL;
+
+    if ((unsigned)value > max) {
+        why = "more multicast filters than wNumberMCFilters";
+    } else if (length != value * CDC_MC_ADDRESS_LEN) {
+        why = "multicast filter list length is not 6 x wValue";
+    }
+    if (why) {
+        f->stats.mc_filter_rejects++;
+        return ncm_bad_request(f, request, value, length, why);
+    }
+    f->mc_count = value;
+    if (value) {
+        memcpy(f->mc_addrs, d, length);
+    }
+    ncm_mc_rehash(f);
+    f->stats.mc_filter_requests++;
+    trace_usb_ncm_mc_filters(value, !!(f->cfg.mc_filters &
+                                       CDC_MC_FILTERS_IMPERFECT));
+    return 0;
+}
+
+/* CDC ECM 1.2 6.2.5: a 32-bit count, wrapping */
+static bool ncm_statistic(const NcmFunction *f, int selector, uint64_t *v)
+{
+    const NcmCounters *c = &f->stats;
+
+    switch (selector) {
+    case CDC_STAT_XMIT_OK:
+        *v = c->out_datagrams;
+        return true;
+    case CDC_STAT_RCV_OK:
+        *v = c->in_directed_frames + c->in_multicast_frames +
+             c->in_broadcast_frames;
+        return true;
+    case CDC_STAT_XMIT_ERROR:
+        *v = c->out_crc_errors;
+        return true;
+    case CDC_STAT_RCV_ERROR:
+        *v = c->rx_oversize;
+        return true;
+    case CDC_STAT_RCV_NO_BUFFER:
+        *v = c->rx_inactive_drops;
+        return true;
+    case CDC_STAT_DIRECTED_BYTES_XMIT:
+        *v = c->out_directed_bytes;
+        return true;
+    case CDC_STAT_DIRECTED_FRAMES_XMIT:
+        *v = c->out_directed_frames;
+        return true;
+    case CDC_STAT_MULTICAST_BYTES_XMIT:
+        *v = c->out_multicast_bytes;
+        return true;
+    case CDC_STAT_MULTICAST_FRAMES_XMIT:
+        *v = c->out_multicast_frames;
+        return true;
+    case CDC_STAT_BROADCAST_BYTES_XMIT:
+        *v = c->out_broadcast_bytes;
+        return true;
+    case CDC_STAT_BROADCAST_FRAMES_XMIT:
+        *v = c->out_broadcast_frames;
+        return true;
+    case CDC_STAT_DIRECTED_BYTES_RCV:
+        *v = c->in_directed_bytes;
+        return true;
+    case CDC_STAT_DIRECTED_FRAMES_RCV:
+        *v = c->in_directed_frames;
+        return true;
+    case CDC_STAT_MULTICAST_BYTES_RCV:
+        *v = c->in_multicast_bytes;
+        return true;
+    case CDC_STAT_MULTICAST_FRAMES_RCV:
+        *v = c->in_multicast_frames;
+        return true;
+    case CDC_STAT_BROADCAST_BYTES_RCV:
+        *v = c->in_broadcast_bytes;
+        return true;
+    case CDC_STAT_BROADCAST_FRAMES_RCV:
+        *v = c->in_broadcast_frames;
+        return true;
+    }
+    return false;
 }
 
 int ncm_function_control(NcmFunction *f, int request, int value, int index,
@@ -416,6 +552,46 @@ int ncm_function_control(NcmFunction *f, int request, int value, int index,
         memcpy(f->net_address, data, 6);
         return 0;
 
+    case NCM_REQ_IN(NCM_GET_CRC_MODE):
+        if (!(caps & NCM_CAP_CRC_MODE) || value != 0 || length < 2) {
+            break;
+        }
+        stw_le_p(data, f->crc_mode ? NCM_CRC_APPENDED : NCM_CRC_NOT_APPENDED);
+        return 2;
+
+    case NCM_REQ_OUT(NCM_SET_CRC_MODE):
+        if (!(caps & NCM_CAP_CRC_MODE) || length != 0 ||
+            (value != NCM_CRC_NOT_APPENDED && value != NCM_CRC_APPENDED)) {
+            break;
+        }
+        if (f->data_active) {
+            /* NCM 1.0 6.2.13: only while the data interface is in alt 0 */
+            return ncm_bad_request(f, request, value, length,
+                                   "SET_CRC_MODE while data alt 1");
+        }
+        trace_usb_ncm_crc_mode(value);
+        f->crc_mode = value == NCM_CRC_APPENDED;
+        f->stats.crc_mode_requests++;
+        ncm_in_restart(f);
+        return 0;
+
+    case NCM_REQ_OUT(CDC_SET_ETHERNET_MULTICAST_FILTERS):
+        return ncm_set_mc_filters(f, request, value, length, data);
+
+    case NCM_REQ_IN(CDC_GET_ETHERNET_STATISTIC): {
+        uint64_t v;
+
+        if (value < 1 || value > CDC_STAT__MAX || length < 4 ||
+            !(f->cfg.eth_stats & CDC_STAT_BIT(value)) ||
+            !ncm_statistic(f, value, &v)) {
+            break;
+        }
+        f->stats.statistic_requests++;
+        trace_usb_ncm_statistic(value, v);
+        stl_le_p(data, (uint32_t)v);
+        return 4;
+    }
+
     case NCM_REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER):
         if (!(caps & NCM_CAP_PACKET_FILTER) || length != 0 ||
             (value & ~0x1f)) {
@@ -437,16 +613,60 @@ typedef struct NcmEmitCtx {
     void *opaque;
 } NcmEmitCtx;
 
+static bool ncm_is_broadcast(const uint8_t *mac)
+{
+    static const uint8_t broadcast[6] = {
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff
+    };
+
+    return !memcmp(mac, broadcast, 6);
+}
+
+/* Counters by destination class, for GET_ETHERNET_STATISTIC */
+static void ncm_count_class(NcmCounters *c, bool out, const uint8_t *frame,
+                            size_t len)
+{
+    uint64_t *frames, *bytes;
+
+    if (ncm_is_broadcast(frame)) {
+        frames = out ? &c->out_broadcast_frames : &c->in_broadcast_frames;
+        bytes = out ? &c->out_broadcast_bytes : &c->in_broadcast_bytes;
+    } else if (frame[0] & 1) {
+        frames = out ? &c->out_multicast_frames : &c->in_multicast_frames;
+        bytes = out ? &c->out_multicast_bytes : &c->in_multicast_bytes;
+    } else {
+        frames = out ? &c->out_directed_frames : &c->in_directed_frames;
+        bytes = out ? &c->out_directed_bytes : &c->in_directed_bytes;
+    }
+    (*frames)++;
+    *bytes += len;
+}
+
 static void ncm_out_emit_one(void *opaque, const uint8_t *data, size_t len)
 {
     NcmEmitCtx *ctx = opaque;
+    NcmFunction *f = ctx->f;
 
-    if (!ctx->f->link_up) {
-        ctx->f->stats.link_down_drops++;
+    if (f->crc_mode) {
+        /* the parser has checked that the CRC lies inside the NTB */
+        if (!ncm_datagram_crc_ok(data, len)) {
+            f->stats.out_crc_errors++;
+            trace_usb_ncm_out_crc_error(len, ldl_le_p(data + len),
+                                        ncm_crc32(data, len));
+            qemu_log_mask(LOG_GUEST_ERROR,
+                          "usb-ncm: dropping OUT datagram of %zu bytes "
+                          "with a bad CRC-32\n", len);
+            return;
+        }
+        f->stats.out_crc_datagrams++;
+    }
+    if (!f->link_up) {
+        f->stats.link_down_drops++;
         return;
     }
-    ctx->f->stats.out_datagrams++;
-    ctx->f->stats.out_bytes += len;
+    f->stats.out_datagrams++;
+    f->stats.out_bytes += len;
+    ncm_count_class(&f->stats, true, data, len);
     ctx->emit(ctx->opaque, data, len);
 }
 
@@ -463,6 +683,7 @@ static NcmParseLimits ncm_out_limits(const NcmFunction *f)
         .max_ntb_len = f->cfg.ntb_out_max_size,
         .max_datagram_len = f->max_datagram_size,
         .max_datagrams = f->cfg.out_max_datagrams,
+        .crc = f->crc_mode,
     };
     return limits;
 }
@@ -694,21 +915,46 @@ bool ncm_function_out_direct(NcmFunction *f, const uint8_t *buf,
 
 /* IN */
 
+/*
+ * PACKET_TYPE_MULTICAST (CDC ECM 1.2 6.2.4): the multicast frames the
+ * list names.  A perfect filter compares whole addresses; an imperfect
+ * one (wNumberMCFilters D15) passes every address whose hash bin one of
+ * the listed addresses set, so it may pass some not listed.  A function
+ * that advertises no filters cannot filter: it passes all multicast.
+ */
+static bool ncm_mc_accepts(const NcmFunction *f, const uint8_t *frame)
+{
+    unsigned i;
+
+    if (!(f->cfg.mc_filters & CDC_MC_FILTERS_COUNT_MASK)) {
+        return true;
+    }
+    if (f->cfg.mc_filters & CDC_MC_FILTERS_IMPERFECT) {
+        return f->mc_hash & (1ull << ncm_mc_hash_bin(frame));
+    }
+    for (i = 0; i < f->mc_count; i++) {
+        if (!memcmp(frame, f->mc_addrs[i], CDC_MC_ADDRESS_LEN)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool ncm_rx_filter_accepts(const NcmFunction *f, const uint8_t *frame)
 {
-    static const uint8_t broadcast[6] = {
-        0xff, 0xff, 0xff, 0xff, 0xff, 0xff
-    };
     uint16_t filter = f->packet_filter;
 
     if (filter & CDC_FILTER_PROMISCUOUS) {
         return true;
     }
-    if (!memcmp(frame, broadcast, 6)) {
+    if (ncm_is_broadcast(frame)) {
         return filter & CDC_FILTER_BROADCAST;
     }
     if (frame[0] & 1) {
-        return filter & (CDC_FILTER_ALL_MULTICAST | CDC_FILTER_MULTICAST);
+        if (filter & CDC_FILTER_ALL_MULTICAST) {
+            return true;
+        }
+        return (filter & CDC_FILTER_MULTICAST) && ncm_mc_accepts(f, frame);
     }
     return (filter & CDC_FILTER_DIRECTED) &&
            !memcmp(frame, f->net_address, 6);
@@ -769,6 +1015,7 @@ NcmRxResult ncm_function_rx(NcmFunction *f, const uint8_t *frame, size_t len)
         return NCM_RX_DROPPED;
     }
     memcpy(dst, frame, len);
+    ncm_count_class(&f->stats, false, frame, len);
     return NCM_RX_QUEUED;
 }
 
@@ -834,6 +1081,7 @@ static bool ncm_in_finish(NcmFunction *f)
     f->stats.in_ntbs++;
     f->stats.in_datagrams += b->n_datagrams;
     f->stats.in_bytes += f->in_ntb_len;
+    f->stats.in_crc_ntbs += b->layout.crc;
     trace_usb_ncm_in_ntb(f->in_ntb_len, b->n_datagrams);
     if (faults->corrupt != NCM_CORRUPT_NONE &&
         faults->corrupt != NCM_CORRUPT_SHORT_NOTIFY &&
@@ -870,7 +1118,7 @@ bool ncm_function_in_attach(NcmFunction *f, uint8_t *buf, uint32_t size)
         return false;
     }
     layout.max_len = MIN(f->ntb_in_size, size);
-    layout.max_datagrams = f->ntb_in_max_datagrams;
+    layout.max_datagrams = ncm_in_max_datagrams(f);
     ncm_ntb_builder_init(&f->in_builder, f->format, &layout, buf);
     if (!ncm_ntb_builder_fits(&f->in_builder, f->max_datagram_size)) {
         /* a largest frame would not fit: build in our own buffer */
@@ -1064,6 +1312,14 @@ const char *ncm_function_post_load(NcmFunction *f, bool ntb32,
     if (f->packet_filter & ~0x1f) {
         return "unknown packet filter bits";
     }
+    if (f->crc_mode && !(f->cfg.network_caps & NCM_CAP_CRC_MODE)) {
+        return "CRC mode on, but this device does not offer it";
+    }
+    if (f->mc_count > (f->cfg.mc_filters & CDC_MC_FILTERS_COUNT_MASK) ||
+        f->mc_count > NCM_MAX_MC_FILTERS) {
+        return "more multicast filters than the device advertises";
+    }
+    ncm_mc_rehash(f);
     if (f->out_len > f->out_buf_size) {
         return "OUT transfer longer than its buffer";
     }

@@ -92,10 +92,11 @@ static NcmParseError ncm_parse_ndp(const NcmNtbFormat *fmt,
     unsigned entry_len = 2 * fs;
     uint32_t sig = ldl_le_p(buf + ndp);
     uint32_t ndp_len = lduw_le_p(buf + ndp + 4);
+    uint32_t crc_len = limits->crc ? NCM_CRC_LEN : 0;
     uint32_t entry, ndp_end;
 
-    if (sig != fmt->ndp_signature) {
-        /* NCM1/ncm1 (CRC) is a signature error too: CRC mode is never on */
+    /* NCM 1.0 3.3.1: NCM1/ncm1 in CRC mode, NCM0/ncm0 otherwise */
+    if (sig != (limits->crc ? fmt->ndp_crc_signature : fmt->ndp_signature)) {
         return NCM_PARSE_NDP_SIGNATURE;
     }
     if (ndp_len < fmt->ndp_min_len ||
@@ -122,9 +123,11 @@ static NcmParseError ncm_parse_ndp(const NcmNtbFormat *fmt,
             len > block_len - index) {
             return NCM_PARSE_DATAGRAM_BOUNDS;
         }
-        if (len < NCM_ETH_HEADER_LEN) {
+        /* in CRC mode the length includes the CRC: take it off */
+        if (len < NCM_ETH_HEADER_LEN + crc_len) {
             return NCM_PARSE_DATAGRAM_TOO_SHORT;
         }
+        len -= crc_len;
         if (len > limits->max_datagram_len) {
             return NCM_PARSE_DATAGRAM_TOO_LONG;
         }
@@ -252,6 +255,33 @@ NcmParseError ncm_transfer_parse(const NcmNtbFormat *fmt,
     return err;
 }
 
+/* CRC mode */
+
+uint32_t ncm_crc32(const uint8_t *data, size_t len)
+{
+    /* reflected polynomial 0xedb88320, four bits at a time */
+    static const uint32_t nibble[16] = {
+        0x00000000, 0x1db71064, 0x3b6e20c8, 0x26d930ac,
+        0x76dc4190, 0x6b6b51f4, 0x4db26158, 0x5005713c,
+        0xedb88320, 0xf00f9344, 0xd6d6a3e8, 0xcb61b38c,
+        0x9b64c2b0, 0x86d3d2d4, 0xa00ae278, 0xbdbdf21c,
+    };
+    uint32_t crc = 0xffffffff;
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        crc ^= data[i];
+        crc = (crc >> 4) ^ nibble[crc & 15];
+        crc = (crc >> 4) ^ nibble[crc & 15];
+    }
+    return ~crc;
+}
+
+bool ncm_datagram_crc_ok(const uint8_t *data, uint32_t len)
+{
+    return (uint32_t)ldl_le_p(data + len) == ncm_crc32(data, len);
+}
+
 /* Builder */
 
 /* 64-bit so that offset + a huge datagram length cannot wrap to a small NDP */
@@ -299,6 +329,7 @@ void ncm_ntb_builder_init(NcmNtbBuilder *b, const NcmNtbFormat *fmt,
 /* Offset of the datagram that would be added, or 0 when it cannot be. */
 static uint32_t ncm_builder_place(const NcmNtbBuilder *b, uint32_t len)
 {
+    uint32_t crc_len = b->layout.crc ? NCM_CRC_LEN : 0;
     uint64_t off, end, ndp;
 
     /* a datagram shorter than an Ethernet header is not one (NCM 3.7) */
@@ -306,7 +337,7 @@ static uint32_t ncm_builder_place(const NcmNtbBuilder *b, uint32_t len)
         return 0;
     }
     off = ncm_payload_offset(&b->layout, b->len);
-    end = off + len;
+    end = off + len + crc_len;
     ndp = ncm_align_up(end, b->layout.ndp_alignment);
     if (ndp + ncm_ndp_len(b->fmt, b->n_datagrams + 1) > b->layout.max_len) {
         return 0;
@@ -325,6 +356,9 @@ uint8_t *ncm_ntb_builder_reserve(NcmNtbBuilder *b, uint32_t len)
 
     if (!off) {
         return NULL;
+    }
+    if (b->layout.crc) {
+        len += NCM_CRC_LEN;     /* written by finish() */
     }
     /* zero the alignment gap so no stale bytes leave the device */
     memset(b->buf + b->len, 0, off - b->len);
@@ -367,9 +401,18 @@ uint32_t ncm_ntb_builder_finish(NcmNtbBuilder *b, uint16_t sequence)
         return 0;   /* only reserve() proved that the headers fit */
     }
     b->ndp_offset = ndp;
+    if (b->layout.crc) {
+        for (i = 0; i < b->n_datagrams; i++) {
+            uint8_t *d = b->buf + b->datagrams[i].offset;
+            uint32_t dlen = b->datagrams[i].len - NCM_CRC_LEN;
+
+            stl_le_p(d + dlen, ncm_crc32(d, dlen));
+        }
+    }
     memset(b->buf + b->len, 0, ndp - b->len);
     memset(b->buf + ndp, 0, ndp_len);
-    stl_le_p(b->buf + ndp, fmt->ndp_signature);
+    stl_le_p(b->buf + ndp, b->layout.crc ? fmt->ndp_crc_signature :
+             fmt->ndp_signature);
     stw_le_p(b->buf + ndp + 4, ndp_len);
     p = b->buf + ndp + fmt->ndp_header_len;
     for (i = 0; i < b->n_datagrams; i++) {

@@ -20,7 +20,9 @@ qemu_try() {
 help=$("$QEMU" -device usb-ncm-dl,help 2>&1)
 for prop in netdev mac ntb-in-max-size ntb-out-max-size ntb-in-divisor \
             ntb-out-max-datagrams max-segment-size ntb32 zlp vendorid \
-            productid x-deferred-out; do
+            productid x-deferred-out profile network-capabilities \
+            multicast-filters ethernet-statistics bcd-cdc \
+            in-datagrams-per-ntb; do
     if grep -q "^  $prop=" <<<"$help"; then
         echo "PASS: device/help-lists/$prop"
     else
@@ -37,6 +39,19 @@ for dev in usb-ncm-dl usb-ncm; do
     fi
 done
 
+# every profile realizes on both variants, and a property given with it
+for dev in usb-ncm-dl usb-ncm; do
+    for profile in displaylink generic rtl8156 f_ncm minimal; do
+        out=$(qemu_try -device "$dev,netdev=n0,bus=xhci.0,profile=$profile")
+        if grep -q '"return"' <<<"$out" && ! grep -qi 'error' <<<"$out"; then
+            echo "PASS: device/realize/$dev-profile-$profile"
+        else
+            echo "FAIL: device/realize/$dev-profile-$profile" \
+                 "($(head -n 3 <<<"$out" | tr '\n' ' '))"
+        fi
+    done
+done
+
 # property=value | text the error must contain
 bad_cases=(
     "ntb-in-max-size=1024|ntb-in-max-size 1024 is outside 2048..65536"
@@ -44,10 +59,20 @@ bad_cases=(
     "ntb-in-divisor=3|must be powers of two"
     "ntb-out-remainder=8|smaller than their divisors"
     "ntb-in-alignment=2|must be powers of two"
-    "ntb-out-max-datagrams=0|ntb-out-max-datagrams must be in 1..1024"
+    "ntb-out-max-datagrams=1025|ntb-out-max-datagrams must be in 0..1024"
     "max-segment-size=1000|max-segment-size 1000 must be at least 1514"
     "power-on-filter=0x20|bits beyond the five CDC packet filter bits"
     "zlp=sometimes|Parameter 'zlp' does not accept value 'sometimes'"
+    "profile=rtl8157|Parameter 'profile' does not accept value 'rtl8157'"
+    "profile=minimal,max-segment-size=4096|max-segment-size 4096 must be at least 1514 and fit an NTB of 4096 bytes"
+    "profile=f_ncm,ntb-in-max-size=1024|ntb-in-max-size 1024 is outside"
+    "network-capabilities=0x04|the model offers bits 0, 1, 3, 4 and 5 only"
+    "network-capabilities=0x40|the model offers bits 0, 1, 3, 4 and 5 only"
+    "multicast-filters=257|at most 256 filters"
+    "multicast-filters=0x8101|at most 256 filters"
+    "ethernet-statistics=0x20000|feature selectors 1..17 only"
+    "bcd-cdc=0x0100|use 0x0110 or 0x0120"
+    "in-datagrams-per-ntb=1025|in-datagrams-per-ntb must be in 0..1024"
 )
 for c in "${bad_cases[@]}"; do
     prop=${c%%|*}

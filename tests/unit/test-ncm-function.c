@@ -601,6 +601,468 @@ static void test_control_alt0_resets(void)
     fixture_free(&fx);
 }
 
+/* NCM 1.0 requests beyond the base set */
+
+static void fixture_init_cfg(Fixture *fx, const NcmConfig *c)
+{
+    ncm_function_init(&fx->f, c);
+    fx->emitted = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)g_byte_array_unref);
+    fx->errors_before = ncm_standalone_guest_errors;
+}
+
+/* Datagrams per NDP of the IN NTB @ntb (NTB16) */
+static unsigned in_ntb_datagrams(const GByteArray *ntb, bool crc)
+{
+    NcmParseLimits limits = {
+        .max_ntb_len = 65536, .max_datagram_len = 9000, .crc = crc,
+    };
+    g_autofree NcmNtbView *view = g_new0(NcmNtbView, 1);
+
+    g_assert_cmpint(ncm_ntb_parse_one(&ncm_ntb16_format, ntb->data,
+                                      ntb->len, &limits, view),
+                    ==, NCM_PARSE_OK);
+    return view->n_datagrams;
+}
+
+/*
+ * The 8-byte SET_NTB_INPUT_SIZE (bmNetworkCapabilities D5): its
+ * wNtbInMaxDatagrams bounds every IN NTB; the 4-byte form is still
+ * taken and means no limit; other lengths stall and are counted.
+ */
+static void test_control_input_size_8(void)
+{
+    NcmConfig c = config(NCM_ZLP_AUTO, 1514);
+    static const int bad_lengths[] = { 0, 2, 5, 6, 7, 9, 12 };
+    uint8_t b[12] = { 0 };
+    Fixture fx;
+    unsigned i;
+    bool zlp;
+
+    c.network_caps |= NCM_CAP_NTB_INPUT_SIZE_8;
+    fixture_init_cfg(&fx, &c);
+    stl_le_p(b, 8192);
+    stw_le_p(b + 4, 3);
+    stw_le_p(b + 6, 0xffff);        /* reserved: ignored */
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 8, b),
+                    ==, 0);
+    memset(b, 0, sizeof(b));
+    g_assert_cmpint(control(&fx, REQ_IN(NCM_GET_NTB_INPUT_SIZE), 0, 8, b),
+                    ==, 8);
+    g_assert_cmpuint(ldl_le_p(b), ==, 8192);
+    g_assert_cmpuint(lduw_le_p(b + 4), ==, 3);
+    g_assert_cmpuint(lduw_le_p(b + 6), ==, 0);
+    g_assert_cmpuint(fx.f.stats.input_size_requests_8, ==, 1);
+
+    ncm_function_set_data_alt(&fx.f, 1);
+    for (i = 0; i < 5; i++) {
+        g_autoptr(GByteArray) fr = frame(dev_mac, i, 100);
+        NcmRxResult r = ncm_function_rx(&fx.f, fr->data, fr->len);
+
+        /* the fourth waits for the next NTB */
+        g_assert_cmpint(r, ==, i == 3 ? NCM_RX_BUSY : NCM_RX_QUEUED);
+        if (r == NCM_RX_BUSY) {
+            g_autoptr(GByteArray) got = take_in(&fx, 65536, &zlp);
+
+            g_assert_cmpuint(in_ntb_datagrams(got, false), ==, 3);
+            g_assert_cmpint(ncm_function_rx(&fx.f, fr->data, fr->len), ==,
+                            NCM_RX_QUEUED);
+        }
+    }
+    {
+        g_autoptr(GByteArray) got = take_in(&fx, 65536, &zlp);
+
+        g_assert_cmpuint(in_ntb_datagrams(got, false), ==, 2);
+    }
+
+    /* the 4-byte form: no limit any more */
+    stl_le_p(b, 8192);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 4, b),
+                    ==, 0);
+    g_assert_cmpuint(fx.f.ntb_in_max_datagrams, ==, 0);
+    g_assert_cmpuint(fx.f.stats.input_size_requests_4, ==, 1);
+    for (i = 0; i < 6; i++) {
+        rx(&fx, i, 100);
+    }
+    {
+        g_autoptr(GByteArray) got = take_in(&fx, 65536, &zlp);
+
+        g_assert_cmpuint(in_ntb_datagrams(got, false), ==, 6);
+    }
+
+    for (i = 0; i < ARRAY_SIZE(bad_lengths); i++) {
+        g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0,
+                                bad_lengths[i], b), ==, -1);
+    }
+    g_assert_cmpuint(fx.f.stats.bad_requests, ==, ARRAY_SIZE(bad_lengths));
+    g_assert_cmpuint(fx.f.ntb_in_size, ==, 8192);
+    g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
+    fixture_free(&fx);
+}
+
+/* Lowering wNtbInMaxDatagrams below what is queued drops it, counted. */
+static void test_in_max_datagrams_flush(void)
+{
+    NcmConfig c = config(NCM_ZLP_AUTO, 1514);
+    uint8_t b[8] = { 0 };
+    Fixture fx;
+    unsigned i;
+
+    c.network_caps |= NCM_CAP_NTB_INPUT_SIZE_8;
+    fixture_init_cfg(&fx, &c);
+    ncm_function_set_data_alt(&fx.f, 1);
+    for (i = 0; i < 4; i++) {
+        rx(&fx, i, 100);
+    }
+    stl_le_p(b, 65536);
+    stw_le_p(b + 4, 2);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 8, b),
+                    ==, 0);
+    g_assert_cmpuint(fx.f.stats.in_flushed_datagrams, ==, 4);
+    g_assert_cmpuint(fx.f.in_builder.max_datagrams, ==, 2);
+    fixture_free(&fx);
+}
+
+/* A firmware that sends one datagram per NTB, whatever the host allows */
+static void test_in_firmware_one_per_ntb(void)
+{
+    NcmConfig c = config(NCM_ZLP_AUTO, 1514);
+    Fixture fx;
+    unsigned i;
+    bool zlp;
+
+    c.in_max_datagrams = 1;
+    fixture_init_cfg(&fx, &c);
+    ncm_function_set_data_alt(&fx.f, 1);
+    for (i = 0; i < 3; i++) {
+        g_autoptr(GByteArray) got = NULL;
+        g_autoptr(GByteArray) fr = frame(dev_mac, i, 200);
+
+        g_assert_cmpint(ncm_function_rx(&fx.f, fr->data, fr->len), ==,
+                        NCM_RX_QUEUED);
+        g_assert_cmpint(ncm_function_rx(&fx.f, fr->data, fr->len), ==,
+                        NCM_RX_BUSY);
+        g_assert(!ncm_function_rx_can_queue(&fx.f));
+        got = take_in(&fx, 65536, &zlp);
+        g_assert_cmpuint(in_ntb_datagrams(got, false), ==, 1);
+    }
+    g_assert_cmpuint(fx.f.stats.in_ntbs, ==, 3);
+    fixture_free(&fx);
+}
+
+static const uint8_t mc_a[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
+static const uint8_t mc_b[6] = { 0x33, 0x33, 0x00, 0x00, 0x00, 0xfb };
+
+static NcmRxResult rx_to(Fixture *fx, const uint8_t *dst)
+{
+    g_autoptr(GByteArray) fr = frame(dst, 1, 80);
+
+    return ncm_function_rx(&fx->f, fr->data, fr->len);
+}
+
+static int set_mc(Fixture *fx, int n, int length, const uint8_t *list)
+{
+    return control(fx, REQ_OUT(CDC_SET_ETHERNET_MULTICAST_FILTERS), n,
+                   length, (uint8_t *)list);
+}
+
+/*
+ * A perfect filter of 4: PACKET_TYPE_MULTICAST passes the listed
+ * addresses only, ALL_MULTICAST every one; malformed lists stall.
+ */
+static void test_mc_perfect(void)
+{
+    NcmConfig c = config(NCM_ZLP_AUTO, 1514);
+    uint8_t list[5 * 6];
+    Fixture fx;
+
+    c.mc_filters = 4;
+    fixture_init_cfg(&fx, &c);
+    memcpy(list, mc_a, 6);
+    memcpy(list + 6, "\x01\x00\x5e\x7f\xff\xfa", 6);
+    g_assert_cmpint(set_mc(&fx, 2, 12, list), ==, 0);
+    g_assert_cmpuint(fx.f.mc_count, ==, 2);
+    g_assert_cmpint(control(&fx, REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER),
+                            CDC_FILTER_DIRECTED | CDC_FILTER_MULTICAST, 0,
+                            NULL), ==, 0);
+    ncm_function_set_data_alt(&fx.f, 1);
+    /* alt 1 keeps the list (alt 0 would clear it) */
+    g_assert_cmpint(rx_to(&fx, mc_a), ==, NCM_RX_QUEUED);
+    g_assert_cmpint(rx_to(&fx, mc_b), ==, NCM_RX_DROPPED);
+    g_assert_cmpint(rx_to(&fx, bcast), ==, NCM_RX_DROPPED);
+    g_assert_cmpuint(fx.f.stats.rx_filtered, ==, 2);
+    g_assert_cmpint(control(&fx, REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER),
+                            CDC_FILTER_DIRECTED | CDC_FILTER_ALL_MULTICAST,
+                            0, NULL), ==, 0);
+    g_assert_cmpint(rx_to(&fx, mc_b), ==, NCM_RX_QUEUED);
+    g_assert_cmpint(control(&fx, REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER),
+                            CDC_FILTER_DIRECTED, 0, NULL), ==, 0);
+    g_assert_cmpint(rx_to(&fx, mc_a), ==, NCM_RX_DROPPED);
+
+    /* bad lists: too many, length not 6 x wValue; the list stays */
+    memset(list, 0x01, sizeof(list));
+    g_assert_cmpint(set_mc(&fx, 5, 30, list), ==, -1);
+    g_assert_cmpint(set_mc(&fx, 2, 11, list), ==, -1);
+    g_assert_cmpint(set_mc(&fx, 2, 18, list), ==, -1);
+    g_assert_cmpint(set_mc(&fx, 0, 6, list), ==, -1);
+    g_assert_cmpuint(fx.f.stats.mc_filter_rejects, ==, 4);
+    g_assert_cmpuint(fx.f.stats.bad_requests, ==, 4);
+    g_assert_cmpuint(fx.f.mc_count, ==, 2);
+    g_assert_cmpmem(fx.f.mc_addrs[0], 6, mc_a, 6);
+    g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
+
+    /* 0 clears it */
+    g_assert_cmpint(control(&fx, REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER),
+                            CDC_FILTER_MULTICAST, 0, NULL), ==, 0);
+    g_assert_cmpint(set_mc(&fx, 0, 0, NULL), ==, 0);
+    g_assert_cmpint(rx_to(&fx, mc_a), ==, NCM_RX_DROPPED);
+    g_assert_cmpuint(fx.f.stats.mc_filter_requests, ==, 2);
+    /* alt 0 forgets the list */
+    g_assert_cmpint(set_mc(&fx, 1, 6, mc_a), ==, 0);
+    ncm_function_set_data_alt(&fx.f, 0);
+    g_assert_cmpuint(fx.f.mc_count, ==, 0);
+    fixture_free(&fx);
+}
+
+/*
+ * wNumberMCFilters D15: imperfect (hash) filtering.  An address in the
+ * bin of a listed one passes although it is not listed; one in another
+ * bin does not.
+ */
+static void test_mc_imperfect(void)
+{
+    NcmConfig c = config(NCM_ZLP_AUTO, 1514);
+    uint8_t same[6], other[6];
+    unsigned bin = ncm_mc_hash_bin(mc_a), i;
+    bool found_same = false, found_other = false;
+    Fixture fx;
+
+    for (i = 0; i < 65536 && !(found_same && found_other); i++) {
+        uint8_t m[6] = { 0x01, 0x00, 0x5e, 0x01, i >> 8, i };
+
+        if (ncm_mc_hash_bin(m) == bin && !found_same) {
+            memcpy(same, m, 6);
+            found_same = true;
+        } else if (ncm_mc_hash_bin(m) != bin && !found_other) {
+            memcpy(other, m, 6);
+            found_other = true;
+        }
+    }
+    g_assert(found_same && found_other);
+
+    c.mc_filters = CDC_MC_FILTERS_IMPERFECT | 8;
+    fixture_init_cfg(&fx, &c);
+    g_assert_cmpint(set_mc(&fx, 1, 6, mc_a), ==, 0);
+    g_assert_cmpint(control(&fx, REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER),
+                            CDC_FILTER_MULTICAST, 0, NULL), ==, 0);
+    ncm_function_set_data_alt(&fx.f, 1);
+    g_assert_cmpint(rx_to(&fx, mc_a), ==, NCM_RX_QUEUED);
+    g_assert_cmpint(rx_to(&fx, same), ==, NCM_RX_QUEUED);
+    g_assert_cmpint(rx_to(&fx, other), ==, NCM_RX_DROPPED);
+    fixture_free(&fx);
+}
+
+/*
+ * No filters advertised (the default): any list stalls, and
+ * PACKET_TYPE_MULTICAST passes all multicast, the function cannot filter.
+ */
+static void test_mc_none_advertised(void)
+{
+    Fixture fx;
+
+    fixture_init(&fx, NCM_ZLP_AUTO, 1514);
+    g_assert_cmpint(set_mc(&fx, 1, 6, mc_a), ==, -1);
+    g_assert_cmpuint(fx.f.stats.mc_filter_rejects, ==, 1);
+    g_assert_cmpint(set_mc(&fx, 0, 0, NULL), ==, 0);
+    g_assert_cmpint(control(&fx, REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER),
+                            CDC_FILTER_MULTICAST, 0, NULL), ==, 0);
+    ncm_function_set_data_alt(&fx.f, 1);
+    g_assert_cmpint(rx_to(&fx, mc_b), ==, NCM_RX_QUEUED);
+    fixture_free(&fx);
+}
+
+static uint32_t statistic(Fixture *fx, int selector)
+{
+    uint8_t b[4];
+
+    g_assert_cmpint(control(fx, REQ_IN(CDC_GET_ETHERNET_STATISTIC), selector,
+                            4, b), ==, 4);
+    return ldl_le_p(b);
+}
+
+/* GET_ETHERNET_STATISTIC: the advertised counters, nothing else. */
+static void test_ethernet_statistics(void)
+{
+    NcmConfig c = config(NCM_ZLP_AUTO, 1514);
+    g_autoptr(GByteArray) ntb = out_ntb(10, 3, 200, 0);
+    uint8_t b[4];
+    Fixture fx;
+    bool zlp;
+
+    c.eth_stats = NCM_ETH_STATS_SUPPORTED & ~CDC_STAT_BIT(CDC_STAT_RCV_OK);
+    fixture_init_cfg(&fx, &c);
+    ncm_function_set_data_alt(&fx.f, 1);
+    send_packets(&fx, ntb);             /* 3 broadcast frames of 200 */
+    rx(&fx, 1, 100);
+    rx(&fx, 2, 300);
+    g_assert_cmpint(rx_to(&fx, mc_a), ==, NCM_RX_DROPPED);
+    g_byte_array_unref(take_in(&fx, 65536, &zlp));
+
+    g_assert_cmpuint(statistic(&fx, CDC_STAT_XMIT_OK), ==, 3);
+    g_assert_cmpuint(statistic(&fx, CDC_STAT_BROADCAST_FRAMES_XMIT), ==, 3);
+    g_assert_cmpuint(statistic(&fx, CDC_STAT_BROADCAST_BYTES_XMIT), ==, 600);
+    g_assert_cmpuint(statistic(&fx, CDC_STAT_DIRECTED_FRAMES_XMIT), ==, 0);
+    g_assert_cmpuint(statistic(&fx, CDC_STAT_DIRECTED_FRAMES_RCV), ==, 2);
+    g_assert_cmpuint(statistic(&fx, CDC_STAT_DIRECTED_BYTES_RCV), ==, 400);
+    g_assert_cmpuint(statistic(&fx, CDC_STAT_MULTICAST_FRAMES_RCV), ==, 0);
+    g_assert_cmpuint(statistic(&fx, CDC_STAT_XMIT_ERROR), ==, 0);
+    g_assert_cmpuint(fx.f.stats.statistic_requests, ==, 8);
+    /* not advertised, out of range, too short */
+    g_assert_cmpint(control(&fx, REQ_IN(CDC_GET_ETHERNET_STATISTIC),
+                            CDC_STAT_RCV_OK, 4, b), ==, -1);
+    g_assert_cmpint(control(&fx, REQ_IN(CDC_GET_ETHERNET_STATISTIC),
+                            0, 4, b), ==, -1);
+    g_assert_cmpint(control(&fx, REQ_IN(CDC_GET_ETHERNET_STATISTIC),
+                            18, 4, b), ==, -1);
+    g_assert_cmpint(control(&fx, REQ_IN(CDC_GET_ETHERNET_STATISTIC),
+                            30, 4, b), ==, -1);
+    g_assert_cmpint(control(&fx, REQ_IN(CDC_GET_ETHERNET_STATISTIC),
+                            CDC_STAT_XMIT_OK, 2, b), ==, -1);
+    g_assert_cmpuint(fx.f.stats.bad_requests, ==, 5);
+    g_assert_cmpuint(fx.f.stats.statistic_requests, ==, 8);
+    fixture_free(&fx);
+}
+
+/* An OUT NTB16 in CRC mode; datagram @bad gets a wrong CRC (-1: none) */
+static GByteArray *out_ntb_crc(uint32_t tag, unsigned n, uint32_t len,
+                               int bad)
+{
+    NcmNtbLayout layout = {
+        .max_len = 65536, .divisor = 4, .ndp_alignment = 4, .crc = true,
+    };
+    g_autofree NcmNtbBuilder *b = g_new0(NcmNtbBuilder, 1);
+    GByteArray *ntb = g_byte_array_new();
+    uint32_t used;
+    unsigned i;
+
+    g_byte_array_set_size(ntb, 65536);
+    ncm_ntb_builder_init(b, &ncm_ntb16_format, &layout, ntb->data);
+    for (i = 0; i < n; i++) {
+        g_autoptr(GByteArray) fr = frame(bcast, tag + i, len);
+
+        g_assert(ncm_ntb_builder_append(b, fr->data, fr->len));
+    }
+    used = ncm_ntb_builder_finish(b, tag);
+    if (bad >= 0) {
+        ntb->data[b->datagrams[bad].offset + len] ^= 0x40;
+    }
+    g_byte_array_set_size(ntb, used);
+    return ntb;
+}
+
+/*
+ * CRC mode both ways: OUT datagrams are checked (a bad one is dropped,
+ * counted and reported, the others pass), IN NTBs carry NCM1 NDPs and a
+ * CRC per datagram.  Only in alt 0, only when advertised; alt 0 ends it.
+ */
+static void test_crc_mode(void)
+{
+    NcmConfig c = config(NCM_ZLP_AUTO, 1514);
+    g_autoptr(GByteArray) good = out_ntb_crc(10, 3, 200, -1);
+    g_autoptr(GByteArray) bad = out_ntb_crc(20, 3, 300, 1);
+    g_autoptr(GByteArray) plain = out_ntb(30, 2, 100, 0);
+    g_autoptr(GByteArray) in = NULL;
+    g_autofree NcmNtbView *view = g_new0(NcmNtbView, 1);
+    NcmParseLimits limits = {
+        .max_ntb_len = 65536, .max_datagram_len = 1514, .crc = true,
+    };
+    uint8_t b[2];
+    unsigned i;
+    Fixture fx;
+    bool zlp;
+
+    c.network_caps |= NCM_CAP_CRC_MODE;
+    fixture_init_cfg(&fx, &c);
+    g_assert_cmpint(control(&fx, REQ_IN(NCM_GET_CRC_MODE), 0, 2, b), ==, 2);
+    g_assert_cmpuint(lduw_le_p(b), ==, 0);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_CRC_MODE), 2, 0, NULL),
+                    ==, -1);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_CRC_MODE), 1, 2, b),
+                    ==, -1);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_CRC_MODE), 1, 0, NULL),
+                    ==, 0);
+    g_assert_cmpint(control(&fx, REQ_IN(NCM_GET_CRC_MODE), 0, 2, b), ==, 2);
+    g_assert_cmpuint(lduw_le_p(b), ==, 1);
+    ncm_function_set_data_alt(&fx.f, 1);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_CRC_MODE), 0, 0, NULL),
+                    ==, -1);
+    g_assert_cmpuint(fx.f.stats.bad_requests, ==, 3);
+    g_assert(fx.f.crc_mode);
+
+    /* OUT */
+    g_assert(ncm_function_out_direct(&fx.f, good->data, good->len, MPS,
+                                     emit, &fx));
+    g_assert_cmpuint(fx.emitted->len, ==, 3);
+    for (i = 0; i < 3; i++) {
+        GByteArray *e = g_ptr_array_index(fx.emitted, i);
+
+        /* the CRC stays behind */
+        g_assert_cmpuint(e->len, ==, 200);
+        g_assert_cmpuint(ldl_le_p(e->data + 14), ==, 10 + i);
+    }
+    send_packets(&fx, bad);
+    g_assert_cmpuint(fx.emitted->len, ==, 5);
+    g_assert_cmpuint(fx.f.stats.out_crc_errors, ==, 1);
+    g_assert_cmpuint(fx.f.stats.out_crc_datagrams, ==, 5);
+    g_assert_cmpuint(fx.f.stats.out_crc_errors, ==, 1);
+    g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
+    /* an NCM0 NDP in CRC mode */
+    g_assert(ncm_function_out_direct(&fx.f, plain->data, plain->len, MPS,
+                                     emit, &fx));
+    g_assert_cmpuint(fx.emitted->len, ==, 5);
+    g_assert_cmpuint(fx.f.stats.out_parse_errors[NCM_PARSE_NDP_SIGNATURE],
+                     ==, 1);
+
+    /* IN */
+    rx(&fx, 1, 100);
+    rx(&fx, 2, 1514);
+    in = take_in(&fx, 65536, &zlp);
+    g_assert_cmpint(ncm_ntb_parse_one(&ncm_ntb16_format, in->data, in->len,
+                                      &limits, view), ==, NCM_PARSE_OK);
+    g_assert_cmpuint(view->n_datagrams, ==, 2);
+    for (i = 0; i < 2; i++) {
+        g_assert(ncm_datagram_crc_ok(in->data + view->datagrams[i].offset,
+                                     view->datagrams[i].len));
+    }
+    g_assert_cmpuint(view->datagrams[1].len, ==, 1514);
+    g_assert_cmpuint(fx.f.stats.in_crc_ntbs, ==, 1);
+
+    /* alt 0: back to no CRC */
+    ncm_function_set_data_alt(&fx.f, 0);
+    g_assert(!fx.f.crc_mode);
+    ncm_function_set_data_alt(&fx.f, 1);
+    rx(&fx, 3, 100);
+    g_byte_array_unref(in);
+    in = take_in(&fx, 65536, &zlp);
+    g_assert_cmpuint(in_ntb_datagrams(in, false), ==, 1);
+    fixture_free(&fx);
+}
+
+/* Without bmNetworkCapabilities D4 neither CRC request exists. */
+static void test_crc_mode_not_offered(void)
+{
+    uint8_t b[2];
+    Fixture fx;
+
+    fixture_init(&fx, NCM_ZLP_AUTO, 1514);
+    g_assert_cmpint(control(&fx, REQ_IN(NCM_GET_CRC_MODE), 0, 2, b), ==, -1);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_CRC_MODE), 0, 0, NULL),
+                    ==, -1);
+    g_assert_cmpuint(fx.f.stats.bad_requests, ==, 2);
+    g_assert(!fx.f.crc_mode);
+    fixture_free(&fx);
+}
+
 /* Migration: every field from the stream is checked */
 
 typedef struct MigCase {
@@ -659,6 +1121,16 @@ static void spoil_corrupt(NcmFunction *f)
     f->faults.corrupt = NCM_CORRUPT__MAX;
 }
 
+static void spoil_crc_mode(NcmFunction *f)
+{
+    f->crc_mode = true;         /* the configuration does not offer it */
+}
+
+static void spoil_mc_count(NcmFunction *f)
+{
+    f->mc_count = 1;            /* no filters advertised */
+}
+
 static const MigCase mig_cases[] = {
     { "valid", spoil_none, false },
     { "valid-ntb32", spoil_none, true },
@@ -671,6 +1143,8 @@ static const MigCase mig_cases[] = {
     { "send-offset", spoil_send_off, false },
     { "notification", spoil_notify, false },
     { "corruption", spoil_corrupt, false },
+    { "crc-mode-not-offered", spoil_crc_mode, false },
+    { "multicast-filters", spoil_mc_count, false },
 };
 
 static void test_migration_checks(const void *opaque)
@@ -748,6 +1222,21 @@ int main(int argc, char **argv)
                     test_control_input_size_bounds);
     g_test_add_func("/ncm-function/control/alt-0-resets",
                     test_control_alt0_resets);
+    g_test_add_func("/ncm-function/control/input-size-8-bytes",
+                    test_control_input_size_8);
+    g_test_add_func("/ncm-function/in/max-datagrams-flush",
+                    test_in_max_datagrams_flush);
+    g_test_add_func("/ncm-function/in/firmware-one-datagram-per-ntb",
+                    test_in_firmware_one_per_ntb);
+    g_test_add_func("/ncm-function/multicast/perfect", test_mc_perfect);
+    g_test_add_func("/ncm-function/multicast/imperfect", test_mc_imperfect);
+    g_test_add_func("/ncm-function/multicast/none-advertised",
+                    test_mc_none_advertised);
+    g_test_add_func("/ncm-function/control/ethernet-statistics",
+                    test_ethernet_statistics);
+    g_test_add_func("/ncm-function/crc/both-ways", test_crc_mode);
+    g_test_add_func("/ncm-function/crc/not-offered",
+                    test_crc_mode_not_offered);
     for (i = 0; i < ARRAY_SIZE(bad_requests); i++) {
         g_autofree char *path = g_strdup_printf("/ncm-function/control/bad/%s",
                                                 bad_requests[i].name);

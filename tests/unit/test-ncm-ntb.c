@@ -1162,7 +1162,7 @@ static const ErrorCase error_cases[] = {
     { "ndp-chain-of-max-length", false, make_chain_max, 0, {},
       {}, NCM_PARSE_OK, 1, NCM_MAX_NDP_CHAIN },
     { "exactly-max-datagrams", false, make_many_2, 0, {},
-      { 65536, 1514, 2 }, NCM_PARSE_OK, 1, 2 },
+      { 65536, 1514, 2, false }, NCM_PARSE_OK, 1, 2 },
     { "exactly-ncm-max-datagrams", false, make_many_max, 0, {},
       {}, NCM_PARSE_OK, 1, NCM_MAX_DATAGRAMS },
     { "datagram-of-max-length", false, make_min16, 1542,
@@ -1198,12 +1198,12 @@ static const ErrorCase error_cases[] = {
     { "one-byte-past", false, make_min16, 0,
       { P16(8, 43) }, {}, NCM_PARSE_BLOCK_PAST_TRANSFER, 0, 0 },
     { "ntb32-2-gib", true, make_min32, 0,
-      { P32(8, 0x80000000) }, { UINT32_MAX, 1514, 0 },
+      { P32(8, 0x80000000) }, { UINT32_MAX, 1514, 0, false },
       NCM_PARSE_BLOCK_PAST_TRANSFER, 0, 0 },
     { "longer-than-max-ntb-len", false, make_min16, 0, {},
-      { 41, 1514, 0 }, NCM_PARSE_BLOCK_TOO_LONG, 0, 0 },
+      { 41, 1514, 0, false }, NCM_PARSE_BLOCK_TOO_LONG, 0, 0 },
     { "block-length-0-transfer-longer-than-max", false, make_min16, 100,
-      { P16(8, 0) }, { 64, 1514, 0 }, NCM_PARSE_BLOCK_TOO_LONG, 0, 0 },
+      { P16(8, 0) }, { 64, 1514, 0, false }, NCM_PARSE_BLOCK_TOO_LONG, 0, 0 },
     { "ntb32-256-mib", true, make_min32, 0,
       { P32(8, 0x10000000) }, {}, NCM_PARSE_BLOCK_TOO_LONG, 0, 0 },
 
@@ -1277,11 +1277,11 @@ static const ErrorCase error_cases[] = {
     { "ntb32-1515-bytes", true, make_min32, 1563,
       { P32(8, 1563), P32(36, 1515) }, {}, NCM_PARSE_DATAGRAM_TOO_LONG, 0, 0 },
     { "over-max-datagrams", false, make_many_2, 0, {},
-      { 65536, 1514, 1 }, NCM_PARSE_TOO_MANY_DATAGRAMS, 0, 0 },
+      { 65536, 1514, 1, false }, NCM_PARSE_TOO_MANY_DATAGRAMS, 0, 0 },
     { "over-ncm-max-datagrams", false, make_many_over, 0, {},
       {}, NCM_PARSE_TOO_MANY_DATAGRAMS, 0, 0 },
     { "over-max-across-ndp-chain", false, make_chain_max, 0, {},
-      { 65536, 1514, NCM_MAX_NDP_CHAIN - 1 },
+      { 65536, 1514, NCM_MAX_NDP_CHAIN - 1, false },
       NCM_PARSE_TOO_MANY_DATAGRAMS, 0, 0 },
 };
 
@@ -1582,6 +1582,240 @@ static void test_transfer_empty(void)
     g_assert_cmpuint(sink.n, ==, 1);
 }
 
+/*
+ * CRC mode (NCM 1.0 6.2.13): NCM1/ncm1 NDPs, each datagram followed by
+ * its CRC-32, which wDatagramLength includes.
+ */
+
+/* Bit by bit, independent of the codec's table */
+static uint32_t ref_crc32(const uint8_t *p, size_t len)
+{
+    uint32_t crc = 0xffffffff;
+    size_t i;
+    int b;
+
+    for (i = 0; i < len; i++) {
+        crc ^= p[i];
+        for (b = 0; b < 8; b++) {
+            crc = (crc >> 1) ^ (crc & 1 ? 0xedb88320 : 0);
+        }
+    }
+    return ~crc;
+}
+
+static void test_crc32_check_value(void)
+{
+    static const uint8_t buf[300] = { 1, 2, 3 };
+
+    /* the CRC-32 catalogue's check value */
+    g_assert_cmphex(ncm_crc32((const uint8_t *)"123456789", 9), ==,
+                    0xcbf43926);
+    g_assert_cmphex(ncm_crc32(buf, sizeof(buf)), ==,
+                    ref_crc32(buf, sizeof(buf)));
+    g_assert_cmphex(ncm_crc32(buf, 0), ==, 0);
+}
+
+/*
+ * write_ntb() with an NCM1/ncm1 NDP (or @sig) and a CRC-32 after every
+ * datagram; wDatagramLength = lens[i] + 4.  @bad_crc: datagram whose CRC
+ * is off by one bit (-1: none).
+ */
+static uint32_t write_crc_ntb(bool ntb32, uint8_t *buf, const char *sig,
+                              const uint32_t *lens, unsigned n, int bad_crc)
+{
+    uint32_t nth_len = ntb32 ? 16 : 12;
+    uint32_t hdr = ntb32 ? 16 : 8, entry = ntb32 ? 8 : 4;
+    uint32_t ndp_len = MAX(hdr + (n + 1) * entry, 2 * hdr);
+    uint32_t pos = nth_len + ndp_len;
+    unsigned i;
+
+    memset(buf, 0, pos);
+    put_sig(buf, 0, ntb32 ? "ncmh" : "NCMH");
+    put16(buf, 4, nth_len);
+    put_sig(buf, nth_len, sig ? sig : ntb32 ? "ncm1" : "NCM1");
+    put16(buf, nth_len + 4, ndp_len);
+    for (i = 0; i < n; i++) {
+        uint32_t e = nth_len + hdr + i * entry;
+        uint32_t crc;
+
+        while (pos % 4) {
+            buf[pos++] = 0;
+        }
+        if (ntb32) {
+            put32(buf, e, pos);
+            put32(buf, e + 4, lens[i] + 4);
+        } else {
+            put16(buf, e, pos);
+            put16(buf, e + 2, lens[i] + 4);
+        }
+        fill_frame(buf + pos, 9, i, lens[i]);
+        crc = ref_crc32(buf + pos, lens[i]);
+        put32(buf, pos + lens[i], crc ^ ((int)i == bad_crc));
+        pos += lens[i] + 4;
+    }
+    if (ntb32) {
+        put32(buf, 8, pos);
+        put32(buf, 12, nth_len);
+    } else {
+        put16(buf, 8, pos);
+        put16(buf, 10, nth_len);
+    }
+    return pos;
+}
+
+static const NcmParseLimits limits_crc = {
+    .max_ntb_len = 65536, .max_datagram_len = 1514, .max_datagrams = 0,
+    .crc = true,
+};
+
+static void check_crc_parse(bool ntb32)
+{
+    const NcmNtbFormat *fmt = ntb32 ? &ncm_ntb32_format : &ncm_ntb16_format;
+    static const uint32_t lens[] = { 60, 1514, 14, 333 };
+    g_autofree uint8_t *buf = g_malloc0(16384);
+    NcmParseLimits no_crc = limits_crc;
+    uint32_t len;
+    unsigned i;
+
+    len = write_crc_ntb(ntb32, buf, NULL, lens, 4, 2);
+    g_assert_cmpint(ncm_ntb_parse_one(fmt, buf, len, &limits_crc, &view),
+                    ==, NCM_PARSE_OK);
+    g_assert_cmpuint(view.n_datagrams, ==, 4);
+    for (i = 0; i < 4; i++) {
+        /* the length comes without the CRC; the CRC follows */
+        g_assert_cmpuint(view.datagrams[i].len, ==, lens[i]);
+        assert_frame(buf + view.datagrams[i].offset, 9, i, lens[i]);
+        g_assert_cmpint(ncm_datagram_crc_ok(buf + view.datagrams[i].offset,
+                                            lens[i]), ==, i != 2);
+    }
+    /* a CRC NDP when CRC mode is off, and NCM0 when it is on */
+    no_crc.crc = false;
+    g_assert_cmpint(ncm_ntb_parse_one(fmt, buf, len, &no_crc, &view),
+                    ==, NCM_PARSE_NDP_SIGNATURE);
+    len = write_crc_ntb(ntb32, buf, ntb32 ? "ncm0" : "NCM0", lens, 4, -1);
+    g_assert_cmpint(ncm_ntb_parse_one(fmt, buf, len, &limits_crc, &view),
+                    ==, NCM_PARSE_NDP_SIGNATURE);
+    /* the other format's CRC signature */
+    len = write_crc_ntb(ntb32, buf, ntb32 ? "NCM1" : "ncm1", lens, 4, -1);
+    g_assert_cmpint(ncm_ntb_parse_one(fmt, buf, len, &limits_crc, &view),
+                    ==, NCM_PARSE_NDP_SIGNATURE);
+}
+
+static void test_crc_parse16(void)
+{
+    check_crc_parse(false);
+}
+
+static void test_crc_parse32(void)
+{
+    check_crc_parse(true);
+}
+
+/*
+ * Datagram lengths around the CRC: shorter than the CRC itself, shorter
+ * than a header plus CRC, and a payload of exactly / one over the maximum.
+ */
+static void test_crc_lengths(void)
+{
+    static const struct {
+        uint32_t dlen;          /* wDatagramLength written */
+        NcmParseError err;
+    } cases[] = {
+        { 3, NCM_PARSE_DATAGRAM_TOO_SHORT },
+        { 4, NCM_PARSE_DATAGRAM_TOO_SHORT },
+        { 17, NCM_PARSE_DATAGRAM_TOO_SHORT },
+        { 18, NCM_PARSE_OK },
+        { 1518, NCM_PARSE_OK },
+        { 1519, NCM_PARSE_DATAGRAM_TOO_LONG },
+    };
+    static const uint32_t lens[] = { 1515 };
+    g_autofree uint8_t *buf = g_malloc0(4096);
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        uint32_t len = write_crc_ntb(false, buf, NULL, lens, 1, -1);
+
+        /* the NTB holds 1519 bytes there; only the length field varies */
+        put16(buf, 12 + 8 + 2, cases[i].dlen);
+        g_test_message("wDatagramLength %u", cases[i].dlen);
+        g_assert_cmpint(ncm_ntb_parse_one(&ncm_ntb16_format, buf, len,
+                                          &limits_crc, &view),
+                        ==, cases[i].err);
+        if (cases[i].err == NCM_PARSE_OK) {
+            g_assert_cmpuint(view.datagrams[0].len, ==, cases[i].dlen - 4);
+        }
+    }
+}
+
+/* The builder in CRC mode: NCM1/ncm1, lengths + 4, a CRC after each. */
+static void check_crc_build(bool ntb32)
+{
+    const NcmNtbFormat *fmt = ntb32 ? &ncm_ntb32_format : &ncm_ntb16_format;
+    static const uint32_t lens[] = { 14, 1514, 61 };
+    NcmNtbLayout layout = {
+        .max_len = 8192, .divisor = 4, .ndp_alignment = 4, .crc = true,
+    };
+    g_autofree NcmNtbBuilder *b = g_new0(NcmNtbBuilder, 1);
+    g_autofree uint8_t *buf = g_malloc0(8192);
+    g_autofree uint8_t *src = g_malloc0(1514);
+    uint32_t total, ndp, e, i;
+    unsigned fs = fmt->field_size;
+
+    ncm_ntb_builder_init(b, fmt, &layout, buf);
+    for (i = 0; i < ARRAY_SIZE(lens); i++) {
+        fill_frame(src, 5, i, lens[i]);
+        g_assert(ncm_ntb_builder_append(b, src, lens[i]));
+    }
+    total = ncm_ntb_builder_finish(b, 7);
+    g_assert_cmpuint(total, >, 0);
+    ndp = ntb32 ? get32(buf, 12) : get16(buf, 10);
+    g_assert_cmpmem(buf + ndp, 4, ntb32 ? "ncm1" : "NCM1", 4);
+    for (i = 0; i < ARRAY_SIZE(lens); i++) {
+        uint32_t off, dlen;
+
+        e = ndp + fmt->ndp_header_len + i * 2 * fs;
+        off = ntb32 ? get32(buf, e) : get16(buf, e);
+        dlen = ntb32 ? get32(buf, e + 4) : get16(buf, e + 2);
+        g_assert_cmpuint(dlen, ==, lens[i] + 4);
+        assert_frame(buf + off, 5, i, lens[i]);
+        g_assert_cmphex(get32(buf, off + lens[i]), ==,
+                        ref_crc32(buf + off, lens[i]));
+    }
+    /* and the parser takes it back */
+    g_assert_cmpint(ncm_ntb_parse_one(fmt, buf, total, &limits_crc, &view),
+                    ==, NCM_PARSE_OK);
+    g_assert_cmpuint(view.n_datagrams, ==, ARRAY_SIZE(lens));
+}
+
+static void test_crc_build16(void)
+{
+    check_crc_build(false);
+}
+
+static void test_crc_build32(void)
+{
+    check_crc_build(true);
+}
+
+/* The 4 CRC bytes count against the NTB: what fits without does not. */
+static void test_crc_build_room(void)
+{
+    NcmNtbLayout layout = {
+        .max_len = 2048, .divisor = 4, .ndp_alignment = 4,
+    };
+    g_autofree NcmNtbBuilder *b = g_new0(NcmNtbBuilder, 1);
+    g_autofree uint8_t *buf = g_malloc0(2048);
+    /* NTH 12 + datagram at 12 + NDP16 of 16 bytes at the end: 2048 */
+    uint32_t exact = 2048 - 12 - 16;
+
+    ncm_ntb_builder_init(b, &ncm_ntb16_format, &layout, buf);
+    g_assert(ncm_ntb_builder_fits(b, exact));
+    layout.crc = true;
+    ncm_ntb_builder_init(b, &ncm_ntb16_format, &layout, buf);
+    g_assert(!ncm_ntb_builder_fits(b, exact));
+    g_assert(ncm_ntb_builder_fits(b, exact - 4));
+}
+
 int main(int argc, char **argv)
 {
     unsigned i;
@@ -1649,6 +1883,14 @@ int main(int argc, char **argv)
                     test_transfer_malformed_second32);
     g_test_add_func("/ncm-ntb/transfer/block-length-0-takes-the-rest",
                     test_transfer_zero_block_len_last);
+    g_test_add_func("/ncm-ntb/crc/crc32-check-value",
+                    test_crc32_check_value);
+    g_test_add_func("/ncm-ntb/crc/parse-ntb16", test_crc_parse16);
+    g_test_add_func("/ncm-ntb/crc/parse-ntb32", test_crc_parse32);
+    g_test_add_func("/ncm-ntb/crc/datagram-lengths", test_crc_lengths);
+    g_test_add_func("/ncm-ntb/crc/build-ntb16", test_crc_build16);
+    g_test_add_func("/ncm-ntb/crc/build-ntb32", test_crc_build32);
+    g_test_add_func("/ncm-ntb/crc/build-room-for-crc", test_crc_build_room);
     g_test_add_func("/ncm-ntb/transfer/empty-and-pad-only",
                     test_transfer_empty);
 

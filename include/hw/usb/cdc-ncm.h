@@ -56,6 +56,38 @@
 #define CDC_FILTER_BROADCAST            (1 << 3)
 #define CDC_FILTER_MULTICAST            (1 << 4)
 
+/* wNumberMCFilters (CDC ECM 1.2 table 3) */
+#define CDC_MC_FILTERS_IMPERFECT        (1 << 15)
+#define CDC_MC_FILTERS_COUNT_MASK       0x7fff
+#define CDC_MC_ADDRESS_LEN              6
+
+/* GET_ETHERNET_STATISTIC feature selectors (CDC ECM 1.2 table 9) */
+#define CDC_STAT_XMIT_OK                1
+#define CDC_STAT_RCV_OK                 2
+#define CDC_STAT_XMIT_ERROR             3
+#define CDC_STAT_RCV_ERROR              4
+#define CDC_STAT_RCV_NO_BUFFER          5
+#define CDC_STAT_DIRECTED_BYTES_XMIT    6
+#define CDC_STAT_DIRECTED_FRAMES_XMIT   7
+#define CDC_STAT_MULTICAST_BYTES_XMIT   8
+#define CDC_STAT_MULTICAST_FRAMES_XMIT  9
+#define CDC_STAT_BROADCAST_BYTES_XMIT   10
+#define CDC_STAT_BROADCAST_FRAMES_XMIT  11
+#define CDC_STAT_DIRECTED_BYTES_RCV     12
+#define CDC_STAT_DIRECTED_FRAMES_RCV    13
+#define CDC_STAT_MULTICAST_BYTES_RCV    14
+#define CDC_STAT_MULTICAST_FRAMES_RCV   15
+#define CDC_STAT_BROADCAST_BYTES_RCV    16
+#define CDC_STAT_BROADCAST_FRAMES_RCV   17
+#define CDC_STAT__MAX                   29
+/* bmEthernetStatistics: bit (selector - 1) */
+#define CDC_STAT_BIT(sel)               (1u << ((sel) - 1))
+
+/* SET_CRC_MODE wValue (NCM 1.0 6.2.13) */
+#define NCM_CRC_NOT_APPENDED            0
+#define NCM_CRC_APPENDED                1
+#define NCM_CRC_LEN                     4
+
 /* Notifications (CDC 1.2 table 20) */
 #define CDC_NOTIFY_REQUEST_TYPE         0xa1
 #define CDC_NOTIFY_NETWORK_CONNECTION   0x00

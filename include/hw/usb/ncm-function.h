@@ -40,7 +40,18 @@ typedef struct NcmConfig {
     uint32_t link_speed_bps;
     NcmZlpPolicy zlp;
     uint16_t power_on_filter;       /* until SET_ETHERNET_PACKET_FILTER */
+    /* wNumberMCFilters: D14..D0 how many, D15 imperfect (hash) filtering */
+    uint16_t mc_filters;
+    uint32_t eth_stats;             /* bmEthernetStatistics */
+    /* the firmware's own limit of datagrams per IN NTB, 0: none */
+    uint16_t in_max_datagrams;
 } NcmConfig;
+
+/* Most multicast filters a configuration may advertise */
+#define NCM_MAX_MC_FILTERS              256
+
+/* The statistics GET_ETHERNET_STATISTIC can answer (CDC ECM 1.2 6.2.5) */
+#define NCM_ETH_STATS_SUPPORTED         0x0001ffffu
 
 typedef struct NcmCounters {
     uint64_t out_transfers;
@@ -70,6 +81,31 @@ typedef struct NcmCounters {
     uint64_t link_down_drops;
     uint64_t fault_dropped_in_ntbs;
     uint64_t fault_corrupted_in_ntbs;
+    /* NCM 1.0 requests, by kind */
+    uint64_t input_size_requests_4; /* SET_NTB_INPUT_SIZE, 4-byte form */
+    uint64_t input_size_requests_8; /* SET_NTB_INPUT_SIZE, 8-byte form */
+    uint64_t crc_mode_requests;     /* SET_CRC_MODE accepted */
+    uint64_t mc_filter_requests;    /* SET_ETHERNET_MULTICAST_FILTERS */
+    uint64_t mc_filter_rejects;     /* ... with a malformed list */
+    uint64_t statistic_requests;    /* GET_ETHERNET_STATISTIC answered */
+    /* CRC mode */
+    uint64_t out_crc_datagrams;     /* OUT datagrams whose CRC matched */
+    uint64_t out_crc_errors;        /* ... that did not: dropped */
+    uint64_t in_crc_ntbs;           /* IN NTBs sent with NCM1/ncm1 NDPs */
+    /* by destination, for GET_ETHERNET_STATISTIC: OUT is "XMIT" */
+    uint64_t out_directed_frames;
+    uint64_t out_directed_bytes;
+    uint64_t out_multicast_frames;
+    uint64_t out_multicast_bytes;
+    uint64_t out_broadcast_frames;
+    uint64_t out_broadcast_bytes;
+    /* frames from the network passed to the host: "RCV" */
+    uint64_t in_directed_frames;
+    uint64_t in_directed_bytes;
+    uint64_t in_multicast_frames;
+    uint64_t in_multicast_bytes;
+    uint64_t in_broadcast_frames;
+    uint64_t in_broadcast_bytes;
 } NcmCounters;
 
 /*
@@ -118,6 +154,11 @@ typedef struct NcmFunction {
     uint16_t max_datagram_size;
     uint16_t packet_filter;
     uint8_t net_address[6];
+    bool crc_mode;                  /* SET_CRC_MODE(1): NCM1 NDPs */
+    /* SET_ETHERNET_MULTICAST_FILTERS */
+    uint16_t mc_count;
+    uint8_t mc_addrs[NCM_MAX_MC_FILTERS][CDC_MC_ADDRESS_LEN];
+    uint64_t mc_hash;               /* imperfect filtering: 64 bins */
     bool data_active;               /* data interface in alt 1 */
     bool link_up;
 
@@ -269,6 +310,12 @@ const char *ncm_function_post_load(NcmFunction *f, bool ntb32,
                                    uint32_t in_bytes);
 /* How much of the IN buffer holds state: what migration must carry. */
 uint32_t ncm_function_in_bytes(const NcmFunction *f);
+
+/*
+ * The imperfect filter's bin of a multicast address: the top 6 bits of
+ * its CRC-32, as the common Ethernet MAC hash filters do.
+ */
+unsigned ncm_mc_hash_bin(const uint8_t *mac);
 
 /* Interrupt IN: next notification bytes, or 0 when none. */
 uint32_t ncm_function_notify_next(NcmFunction *f, uint8_t *buf,

@@ -93,6 +93,13 @@ typedef struct NcmParseLimits {
     uint32_t max_ntb_len;           /* dwNtbOutMaxSize */
     uint32_t max_datagram_len;      /* current maximum datagram size */
     uint16_t max_datagrams;         /* 0 means NCM_MAX_DATAGRAMS */
+    /*
+     * CRC mode (NCM 1.0 6.2.13): NDPs must be NCM1/ncm1 and every
+     * datagram ends in a CRC-32 that its wDatagramLength includes; the
+     * parser reports the length without it (the CRC follows the
+     * datagram, inside the block) and leaves checking it to the caller.
+     */
+    bool crc;
 } NcmParseLimits;
 
 typedef struct NcmDatagram {
@@ -137,6 +144,18 @@ NcmParseError ncm_transfer_parse(const NcmNtbFormat *fmt,
                                  NcmDatagramFn *emit, void *opaque,
                                  unsigned *ntbs_out);
 
+/*
+ * The IEEE 802.3 CRC-32 (Ethernet's FCS) that CRC mode appends to every
+ * datagram, stored little-endian after it (as Linux's f_ncm does).
+ */
+uint32_t ncm_crc32(const uint8_t *data, size_t len);
+
+/*
+ * True when the @len bytes at @data are followed by their CRC-32; the
+ * parser in CRC mode guarantees those 4 bytes lie inside the NTB.
+ */
+bool ncm_datagram_crc_ok(const uint8_t *data, uint32_t len);
+
 /* Builder for IN NTBs: NTH first, datagrams, one NDP written at the end. */
 typedef struct NcmNtbLayout {
     uint32_t max_len;               /* host's NTB input size */
@@ -144,6 +163,7 @@ typedef struct NcmNtbLayout {
     uint16_t remainder;             /* wNdpInPayloadRemainder */
     uint16_t ndp_alignment;         /* wNdpInAlignment */
     uint16_t max_datagrams;         /* wNtbInMaxDatagrams, 0 = no limit */
+    bool crc;                       /* NCM1/ncm1 NDPs, CRC-32 appended */
 } NcmNtbLayout;
 
 typedef struct NcmNtbBuilder {
@@ -164,7 +184,8 @@ void ncm_ntb_builder_init(NcmNtbBuilder *b, const NcmNtbFormat *fmt,
 /*
  * Reserve room for a datagram of @len bytes and return where to write it,
  * or NULL when it does not fit (the NTB should then be sent) or is shorter
- * than an Ethernet header.
+ * than an Ethernet header.  In CRC mode 4 more bytes are reserved and
+ * finish() writes the CRC there.
  */
 uint8_t *ncm_ntb_builder_reserve(NcmNtbBuilder *b, uint32_t len);
 
