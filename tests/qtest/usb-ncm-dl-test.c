@@ -27,6 +27,9 @@ static void add_speed(bool ss)
     ncm_add_lifecycle_cases(ss);
 }
 
+/* NCM 1.0 requests and profiles: tests/qtest/usb-ncm-dl/ncm-spec.c */
+#include "usb-ncm-dl/ncm-spec.c"
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -38,5 +41,6 @@ int main(int argc, char **argv)
     }
     add_speed(true);
     add_speed(false);
+    ncm_spec_add_cases();
     return g_test_run();
 }

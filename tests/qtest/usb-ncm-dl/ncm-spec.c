@@ -1,0 +1,662 @@
+/*
+ * qtest cases for the NCM 1.0 requests beyond the base set and for the
+ * profile= presets: the 8-byte NTB input size, multicast filters,
+ * Ethernet statistics, CRC mode (NCM1 NDPs both ways, malformed ones),
+ * profiles and their overrides, and the largest max-segment-size.
+ *
+ * Included by tests/qtest/usb-ncm-dl-test.c, whose fixture (NcmEnv and
+ * the helpers around it) it uses; ncm_spec_add_cases() registers them.
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#define REQ_GET_CRC_MODE                    0x89
+#define REQ_SET_MAX_DATAGRAM_SIZE           0x88
+
+#define CDC_FILTER_ALL_MULTICAST    0x02
+#define CDC_FILTER_DIRECTED         0x04
+#define CDC_FILTER_BROADCAST        0x08
+#define CDC_FILTER_MULTICAST        0x10
+
+static const uint8_t mc_listed[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
+static const uint8_t mc_listed2[6] = { 0x33, 0x33, 0x00, 0x00, 0x00, 0xfb };
+static const uint8_t mc_unlisted[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x02 };
+
+/* IEEE 802.3 CRC-32, bit by bit (the device's is table-driven) */
+static uint32_t spec_crc32(const uint8_t *p, size_t len)
+{
+    uint32_t crc = 0xffffffff;
+    size_t i;
+    int b;
+
+    for (i = 0; i < len; i++) {
+        crc ^= p[i];
+        for (b = 0; b < 8; b++) {
+            crc = (crc >> 1) ^ (crc & 1 ? 0xedb88320 : 0);
+        }
+    }
+    return ~crc;
+}
+
+static uint64_t stat_now(NcmEnv *e, const char *name)
+{
+    g_autoptr(QDict) s = ncm_stats(e);
+
+    g_assert(qdict_haskey(s, name));
+    return qdict_get_int(s, name);
+}
+
+/* The NTB16 datagrams of one IN transfer, parsed by hand; @crc: NCM1 */
+static unsigned spec_parse_in16(const uint8_t *b, uint32_t len, bool crc,
+                                GPtrArray *out)
+{
+    uint32_t ndp, ndp_len, entry;
+    unsigned n = 0;
+
+    g_assert_cmpuint(len, >=, 12 + 16);
+    g_assert_cmpmem(b, 4, "NCMH", 4);
+    ndp = lduw_le_p(b + 10);
+    g_assert_cmpuint(ndp + 16, <=, len);
+    g_assert_cmpmem(b + ndp, 4, crc ? "NCM1" : "NCM0", 4);
+    ndp_len = lduw_le_p(b + ndp + 4);
+    g_assert_cmpuint(ndp + ndp_len, <=, len);
+    for (entry = ndp + 8; entry + 4 <= ndp + ndp_len; entry += 4) {
+        uint32_t off = lduw_le_p(b + entry), dlen = lduw_le_p(b + entry + 2);
+        GByteArray *f;
+
+        if (!off || !dlen) {
+            break;
+        }
+        g_assert_cmpuint(off + dlen, <=, len);
+        if (crc) {
+            g_assert_cmpuint(dlen, >=, 14 + 4);
+            dlen -= 4;
+            g_assert_cmphex((uint32_t)ldl_le_p(b + off + dlen), ==,
+                            spec_crc32(b + off, dlen));
+        }
+        f = g_byte_array_sized_new(dlen);
+        g_byte_array_append(f, b + off, dlen);
+        g_ptr_array_add(out, f);
+        n++;
+    }
+    g_assert_cmpuint(n, >, 0);
+    return n;
+}
+
+/*
+ * Read IN NTBs until @n datagrams came; each NTB must hold at most
+ * @per_ntb (0: any).  Returns the datagrams.
+ */
+static GPtrArray *spec_receive(NcmEnv *e, unsigned n, unsigned per_ntb,
+                               bool crc)
+{
+    GPtrArray *got = frames_new();
+    g_autofree uint8_t *buf = g_malloc(e->p.in_max);
+
+    while (got->len < n) {
+        QXhciTransfer *t = qxhci_submit(e->dev, e->ep_in.address, NULL,
+                                        e->p.in_max);
+        unsigned k;
+
+        g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+        g_assert(t->cc == QXHCI_CC_SUCCESS ||
+                 t->cc == QXHCI_CC_SHORT_PACKET);
+        qxhci_transfer_read(t, buf);
+        k = spec_parse_in16(buf, t->actual, crc, got);
+        if (per_ntb) {
+            g_assert_cmpuint(k, <=, per_ntb);
+        }
+        qxhci_transfer_free(t);
+    }
+    return got;
+}
+
+/* An OUT NTB16 with an NCM1 NDP: a CRC after every frame, @bad: wrong */
+static GByteArray *spec_ntb_crc(GPtrArray *frames, int bad, const char *sig)
+{
+    GByteArray *ntb = g_byte_array_new();
+    uint32_t n = frames->len, ndp = 12;
+    uint32_t ndp_len = MAX(8 + (n + 1) * 4, 16), pos = ndp + ndp_len;
+    unsigned i;
+
+    g_byte_array_set_size(ntb, pos);
+    memset(ntb->data, 0, pos);
+    for (i = 0; i < n; i++) {
+        GByteArray *f = g_ptr_array_index(frames, i);
+        uint8_t crc[4];
+
+        while (ntb->len % 4) {
+            g_byte_array_append(ntb, (const uint8_t *)"", 1);
+        }
+        stw_le_p(ntb->data + ndp + 8 + i * 4, ntb->len);
+        stw_le_p(ntb->data + ndp + 10 + i * 4, f->len + 4);
+        g_byte_array_append(ntb, f->data, f->len);
+        stl_le_p(crc, spec_crc32(f->data, f->len) ^ ((int)i == bad));
+        g_byte_array_append(ntb, crc, 4);
+    }
+    memcpy(ntb->data, "NCMH", 4);
+    stw_le_p(ntb->data + 4, 12);
+    stw_le_p(ntb->data + 8, ntb->len);
+    stw_le_p(ntb->data + 10, ndp);
+    memcpy(ntb->data + ndp, sig ? sig : "NCM1", 4);
+    stw_le_p(ntb->data + ndp + 4, ndp_len);
+    return ntb;
+}
+
+/* 8-byte SET/GET_NTB_INPUT_SIZE (bmNetworkCapabilities D5) */
+static void test_spec_input_size_8(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) got = NULL;
+    g_autoptr(QDict) before = ncm_stats(e);
+    g_autoptr(QDict) after = NULL;
+    const uint8_t *ncm = find_cs_desc(e, 0x1a);
+    uint8_t b[8];
+    uint32_t actual = 0;
+    int i;
+
+    g_assert(ncm);
+    g_assert_cmphex(ncm[5], ==, 0x2b);
+    stl_le_p(b, 8192);
+    stw_le_p(b + 4, 2);
+    stw_le_p(b + 6, 0);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 8),
+                    ==, QXHCI_CC_SUCCESS);
+    memset(b, 0, sizeof(b));
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 8, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 8);
+    g_assert_cmpuint(ldl_le_p(b), ==, 8192);
+    g_assert_cmpuint(lduw_le_p(b + 4), ==, 2);
+    /* malformed lengths stall; the 8-byte setting stays */
+    for (i = 5; i <= 7; i++) {
+        g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, i),
+                        ==, QXHCI_CC_STALL);
+    }
+    ncm_set_alt(e, 1);
+    e->in_size = 8192;
+    for (i = 0; i < 7; i++) {
+        frames_add(tx, ncm_mac, 100 + i, 300);
+    }
+    sock_send_frames(e, tx);
+    got = spec_receive(e, tx->len, 2, false);
+    frames_assert_equal(got, tx);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "input_size_requests_8", 1);
+    assert_stat_delta(before, after, "input_size_requests_4", 0);
+    assert_stat_delta(before, after, "bad_requests", 3);
+    g_assert_cmpuint(stat_delta(before, after, "in_ntbs"), >=, 4);
+
+    /* the 4-byte form still works and lifts the limit */
+    stl_le_p(b, 16384);
+    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 8, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 8);
+    g_assert_cmpuint(ldl_le_p(b), ==, 16384);
+    g_assert_cmpuint(lduw_le_p(b + 4), ==, 0);
+    g_assert_cmpuint(stat_now(e, "input_size_requests_4"), ==, 1);
+}
+
+static int set_mc(NcmEnv *e, uint16_t n, const uint8_t *list, uint16_t len)
+{
+    return class_out(e, REQ_SET_ETHERNET_MULTICAST_FILTERS, n, list, len);
+}
+
+/*
+ * Perfect multicast filters: wNumberMCFilters advertised, the list taken
+ * and applied under PACKET_TYPE_MULTICAST; bad lists stall and count.
+ */
+static void test_spec_mc_perfect(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) want = frames_new();
+    g_autoptr(QDict) before = ncm_stats(e);
+    g_autoptr(QDict) after = NULL;
+    const uint8_t *eth = find_cs_desc(e, 0x0f);
+    uint8_t list[18];
+
+    g_assert(eth);
+    g_assert_cmpuint(lduw_le_p(eth + 10), ==, 2);
+    memcpy(list, mc_listed, 6);
+    memcpy(list + 6, mc_listed2, 6);
+    memcpy(list + 12, mc_unlisted, 6);
+    /* three is one too many; 7 bytes is not a list of one */
+    g_assert_cmpint(set_mc(e, 3, list, 18), ==, QXHCI_CC_STALL);
+    g_assert_cmpint(set_mc(e, 1, list, 7), ==, QXHCI_CC_STALL);
+    g_assert_cmpint(set_mc(e, 2, list, 6), ==, QXHCI_CC_STALL);
+    g_assert_cmpint(set_mc(e, 2, list, 12), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(class_out(e, REQ_SET_ETHERNET_PACKET_FILTER,
+                              CDC_FILTER_DIRECTED | CDC_FILTER_MULTICAST,
+                              NULL, 0), ==, QXHCI_CC_SUCCESS);
+    ncm_set_alt(e, 1);
+    frames_add(tx, mc_unlisted, 1, 100);
+    frames_add(tx, mc_listed, 2, 100);
+    frames_add(tx, bcast_mac, 3, 100);
+    frames_add(tx, mc_listed2, 4, 100);
+    frames_add(tx, ncm_mac, 5, 100);
+    frames_add(want, mc_listed, 2, 100);
+    frames_add(want, mc_listed2, 4, 100);
+    frames_add(want, ncm_mac, 5, 100);
+    sock_send_frames(e, tx);
+    ncm_expect_rx(e, want);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "mc_filter_requests", 1);
+    assert_stat_delta(before, after, "mc_filter_rejects", 3);
+    assert_stat_delta(before, after, "rx_filtered", 2);
+    assert_stat_delta(before, after, "in_multicast_frames", 2);
+
+    /* ALL_MULTICAST takes every one */
+    g_ptr_array_set_size(tx, 0);
+    frames_add(tx, mc_unlisted, 6, 100);
+    g_assert_cmpint(class_out(e, REQ_SET_ETHERNET_PACKET_FILTER,
+                              CDC_FILTER_DIRECTED | CDC_FILTER_ALL_MULTICAST,
+                              NULL, 0), ==, QXHCI_CC_SUCCESS);
+    sock_send_frames(e, tx);
+    ncm_expect_rx(e, tx);
+}
+
+/*
+ * wNumberMCFilters D15: imperfect (hash) filtering.  An unlisted
+ * address in a listed one's hash bin passes, one in another bin not.
+ */
+static unsigned spec_hash_bin(const uint8_t *mac)
+{
+    return spec_crc32(mac, 6) >> 26;
+}
+
+static void test_spec_mc_imperfect(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) want = frames_new();
+    uint8_t same[6], other[6];
+    bool have_same = false, have_other = false;
+    unsigned i;
+
+    for (i = 0; i < 65536 && !(have_same && have_other); i++) {
+        uint8_t m[6] = { 0x01, 0x00, 0x5e, 0x02, i >> 8, i };
+
+        if (spec_hash_bin(m) == spec_hash_bin(mc_listed)) {
+            memcpy(same, m, 6);
+            have_same = true;
+        } else {
+            memcpy(other, m, 6);
+            have_other = true;
+        }
+    }
+    g_assert(have_same && have_other);
+    g_assert_cmphex(lduw_le_p(find_cs_desc(e, 0x0f) + 10), ==, 0x8004);
+    g_assert_cmpint(set_mc(e, 1, mc_listed, 6), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(class_out(e, REQ_SET_ETHERNET_PACKET_FILTER,
+                              CDC_FILTER_MULTICAST, NULL, 0),
+                    ==, QXHCI_CC_SUCCESS);
+    ncm_set_alt(e, 1);
+    frames_add(tx, other, 1, 80);
+    frames_add(tx, same, 2, 80);
+    frames_add(tx, mc_listed, 3, 80);
+    frames_add(want, same, 2, 80);
+    frames_add(want, mc_listed, 3, 80);
+    sock_send_frames(e, tx);
+    ncm_expect_rx(e, want);
+    g_assert_cmpuint(stat_now(e, "rx_filtered"), ==, 1);
+}
+
+static uint32_t spec_statistic(NcmEnv *e, uint16_t selector)
+{
+    uint8_t b[4];
+    uint32_t actual = 0;
+
+    g_assert_cmpint(class_in(e, REQ_GET_ETHERNET_STATISTIC, selector, b, 4,
+                             &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 4);
+    return ldl_le_p(b);
+}
+
+/* GET_ETHERNET_STATISTIC (CDC ECM 1.2 6.2.5) for what is advertised */
+static void test_spec_statistics(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) out = frames_new();
+    g_autoptr(GPtrArray) in = frames_new();
+    uint8_t b[4];
+    uint32_t actual = 0;
+
+    g_assert_cmphex((uint32_t)ldl_le_p(find_cs_desc(e, 0x0f) + 4), ==,
+                    0x0001fffd);
+    ncm_set_alt(e, 1);
+    frames_add(out, bcast_mac, 1, 200);
+    frames_add(out, peer_mac, 2, 300);
+    frames_add(out, peer_mac, 3, 400);
+    frames_add(out, mc_listed, 4, 500);
+    ncm_send_frames(e, out);
+    sock_expect_frames(e, out);
+    frames_add(in, ncm_mac, 5, 1000);
+    frames_add(in, bcast_mac, 6, 100);
+    sock_send_frames(e, in);
+    ncm_expect_rx(e, in);
+
+    g_assert_cmpuint(spec_statistic(e, 1), ==, 4);         /* XMIT_OK */
+    g_assert_cmpuint(spec_statistic(e, 6), ==, 700);       /* directed B */
+    g_assert_cmpuint(spec_statistic(e, 7), ==, 2);         /* directed F */
+    g_assert_cmpuint(spec_statistic(e, 9), ==, 1);         /* multicast F */
+    g_assert_cmpuint(spec_statistic(e, 10), ==, 200);      /* broadcast B */
+    g_assert_cmpuint(spec_statistic(e, 12), ==, 1000);     /* directed RCV */
+    g_assert_cmpuint(spec_statistic(e, 17), ==, 1);        /* bcast RCV F */
+    /* RCV_OK is not advertised here (0x1fffd); 18 is beyond the model */
+    g_assert_cmpint(class_in(e, REQ_GET_ETHERNET_STATISTIC, 2, b, 4,
+                             &actual), ==, QXHCI_CC_STALL);
+    g_assert_cmpint(class_in(e, REQ_GET_ETHERNET_STATISTIC, 18, b, 4,
+                             &actual), ==, QXHCI_CC_STALL);
+    g_assert_cmpint(class_in(e, REQ_GET_ETHERNET_STATISTIC, 0, b, 4,
+                             &actual), ==, QXHCI_CC_STALL);
+    g_assert_cmpuint(stat_now(e, "statistic_requests"), ==, 7);
+}
+
+/*
+ * CRC mode both ways: SET_CRC_MODE(1) in alt 0; OUT NCM1 datagrams come
+ * out without their CRC, a bad CRC drops its datagram only; IN NTBs carry
+ * NCM1 NDPs with a CRC after every datagram.
+ */
+static void test_spec_crc(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) out = frames_new();
+    g_autoptr(GPtrArray) want = frames_new();
+    g_autoptr(GPtrArray) in = frames_new();
+    g_autoptr(GPtrArray) got = NULL;
+    g_autoptr(GByteArray) ntb = NULL;
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    uint8_t b[2];
+    uint32_t actual = 0;
+
+    g_assert_cmphex(find_cs_desc(e, 0x1a)[5], ==, 0x1b);
+    g_assert_cmpint(class_in(e, REQ_GET_CRC_MODE, 0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(lduw_le_p(b), ==, 0);
+    g_assert_cmpint(class_out(e, REQ_SET_CRC_MODE, 2, NULL, 0),
+                    ==, QXHCI_CC_STALL);
+    g_assert_cmpint(class_out(e, REQ_SET_CRC_MODE, 1, NULL, 0),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(class_in(e, REQ_GET_CRC_MODE, 0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(lduw_le_p(b), ==, 1);
+    ncm_set_alt(e, 1);
+    /* not while the data interface is up */
+    g_assert_cmpint(class_out(e, REQ_SET_CRC_MODE, 0, NULL, 0),
+                    ==, QXHCI_CC_STALL);
+
+    before = ncm_stats(e);
+    frames_add(out, bcast_mac, 1, 60);
+    frames_add(out, peer_mac, 2, 1514);
+    frames_add(out, peer_mac, 3, 700);
+    frames_add(want, bcast_mac, 1, 60);
+    frames_add(want, peer_mac, 3, 700);
+    ntb = spec_ntb_crc(out, 1, NULL);
+    ncm_send(e, ntb->data, ntb->len);
+    sock_expect_frames(e, want);
+    sock_expect_silence(e, 20);
+
+    frames_add(in, ncm_mac, 4, 1514);
+    frames_add(in, bcast_mac, 5, 64);
+    sock_send_frames(e, in);
+    got = spec_receive(e, in->len, 0, true);
+    frames_assert_equal(got, in);
+    after = ncm_stats(e);
+    assert_stat_delta(before, after, "out_crc_errors", 1);
+    assert_stat_delta(before, after, "out_crc_datagrams", 2);
+    assert_stat_delta(before, after, "out_datagrams", 2);
+    g_assert_cmpuint(stat_delta(before, after, "in_crc_ntbs"), >=, 1);
+    assert_parse_errors(before, after, NULL, 0);
+    assert_alive(e);
+
+    /* alt 0 ends CRC mode */
+    ncm_set_alt(e, 0);
+    g_assert_cmpint(class_in(e, REQ_GET_CRC_MODE, 0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(lduw_le_p(b), ==, 0);
+}
+
+/*
+ * Malformed CRC NDPs: a datagram shorter than its CRC, one shorter than
+ * a header plus CRC, NCM0 in CRC mode, NCM1 without it.  Each NTB is
+ * rejected whole and counted; the function keeps working.
+ */
+static void test_spec_crc_malformed(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) one = frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    g_autoptr(QDict) before = NULL;
+    g_autoptr(QDict) after = NULL;
+    static const uint16_t short_lens[] = { 3, 4, 17 };
+    unsigned i;
+
+    frames_add(one, peer_mac, 1, 100);
+    g_assert_cmpint(class_out(e, REQ_SET_CRC_MODE, 1, NULL, 0),
+                    ==, QXHCI_CC_SUCCESS);
+    ncm_set_alt(e, 1);
+    for (i = 0; i < ARRAY_SIZE(short_lens); i++) {
+        g_autoptr(GByteArray) bad = spec_ntb_crc(one, -1, NULL);
+
+        before = ncm_stats(e);
+        stw_le_p(bad->data + 12 + 10, short_lens[i]);
+        ncm_send(e, bad->data, bad->len);
+        sock_expect_silence(e, 20);
+        after = ncm_stats(e);
+        assert_parse_errors(before, after, "datagram-too-short", 1);
+        qobject_unref(before);
+        qobject_unref(after);
+        before = after = NULL;
+    }
+    /* NCM0 in CRC mode */
+    before = ncm_stats(e);
+    ntb = spec_ntb_crc(one, -1, "NCM0");
+    ncm_send(e, ntb->data, ntb->len);
+    sock_expect_silence(e, 20);
+    after = ncm_stats(e);
+    assert_parse_errors(before, after, "ndp-signature", 1);
+    qobject_unref(before);
+    qobject_unref(after);
+    /* a good one still passes */
+    g_byte_array_unref(ntb);
+    ntb = spec_ntb_crc(one, -1, NULL);
+    ncm_send(e, ntb->data, ntb->len);
+    sock_expect_frames(e, one);
+
+    /* CRC mode off (alt 0): NCM1 is a signature error */
+    ncm_set_alt(e, 0);
+    ncm_set_alt(e, 1);
+    before = ncm_stats(e);
+    ncm_send(e, ntb->data, ntb->len);
+    sock_expect_silence(e, 20);
+    after = ncm_stats(e);
+    assert_parse_errors(before, after, "ndp-signature", 1);
+    assert_stat_delta(before, after, "out_crc_errors", 0);
+    ncm_check_marker(e, 50);
+}
+
+/* Without bmNetworkCapabilities D4 neither CRC request exists */
+static void test_spec_crc_not_offered(NcmEnv *e, const NcmCase *c)
+{
+    uint8_t b[2];
+    uint32_t actual = 0;
+
+    g_assert_cmpint(class_in(e, REQ_GET_CRC_MODE, 0, b, 2, &actual),
+                    ==, QXHCI_CC_STALL);
+    g_assert_cmpint(class_out(e, REQ_SET_CRC_MODE, 1, NULL, 0),
+                    ==, QXHCI_CC_STALL);
+    g_assert_cmpint(set_mc(e, 1, mc_listed, 6), ==, QXHCI_CC_STALL);
+    g_assert_cmpuint(stat_now(e, "bad_requests"), ==, 3);
+    g_assert_cmpuint(stat_now(e, "mc_filter_rejects"), ==, 1);
+    ncm_set_alt(e, 1);
+    ncm_check_marker(e, 10);
+}
+
+/* What a profile puts in the descriptors and GET_NTB_PARAMETERS */
+typedef struct SpecProfile {
+    const char *name;
+    const char *props;
+    uint16_t vid, pid;
+    uint16_t bcd_cdc;
+    uint8_t caps;
+    uint16_t mss, mc_filters;
+    uint32_t eth_stats;
+    uint16_t formats;
+    uint32_t in_max, out_max;
+    uint16_t out_max_datagrams;
+    unsigned in_per_ntb;
+} SpecProfile;
+
+static const SpecProfile spec_profiles[] = {
+    { "displaylink", "profile=displaylink", 0x17e9, 0x6000, 0x0120, 0x0b,
+      1514, 0, 0, 3, 65536, 65536, 64, 0 },
+    { "generic", "profile=generic", 0x17e9, 0x6000, 0x0120, 0x0b,
+      1514, 0, 0, 3, 65536, 65536, 64, 0 },
+    { "rtl8156", "profile=rtl8156", 0x0bda, 0x8156, 0x0110, 0x2b,
+      1518, 0x8000, 0x1ffff, 1, 16384, 16384, 40, 0 },
+    { "f_ncm", "profile=f_ncm", 0x0525, 0xa4a1, 0x0110, 0x11,
+      1514, 0, 0, 3, 16384, 16384, 0, 32 },
+    { "minimal", "profile=minimal", 0x17e9, 0x6000, 0x0110, 0x00,
+      1514, 0, 0, 1, 4096, 4096, 1, 1 },
+    /* given properties win; the rest still comes from the profile */
+    { "rtl8156-overridden", "profile=rtl8156,network-capabilities=0x0b,"
+      "max-segment-size=1514,multicast-filters=16,vendorid=0x1234",
+      0x1234, 0x8156, 0x0110, 0x0b, 1514, 16, 0x1ffff, 1, 16384, 16384,
+      40, 0 },
+    { "minimal-overridden", "profile=minimal,ntb-in-max-size=8192,"
+      "in-datagrams-per-ntb=0,ntb32=on,bcd-cdc=0x0120",
+      0x17e9, 0x6000, 0x0120, 0x00, 1514, 0, 0, 3, 8192, 4096, 1, 0 },
+};
+
+static void test_spec_profile(NcmEnv *e, const NcmCase *c)
+{
+    const SpecProfile *p = c->data;
+    const uint8_t *hdr = find_cs_desc(e, 0x00);
+    const uint8_t *eth = find_cs_desc(e, 0x0f);
+    const uint8_t *ncm = find_cs_desc(e, 0x1a);
+    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) got = NULL;
+    g_autoptr(QDict) stats = NULL;
+    uint8_t dev[18];
+    uint32_t actual = 0;
+    unsigned i;
+
+    g_assert(hdr && eth && ncm);
+    g_assert_cmpint(qxhci_get_descriptor(e->dev, 1, 0, 0, dev, sizeof(dev),
+                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmphex(lduw_le_p(dev + 8), ==, p->vid);
+    g_assert_cmphex(lduw_le_p(dev + 10), ==, p->pid);
+    g_assert_cmphex(lduw_le_p(hdr + 3), ==, p->bcd_cdc);
+    g_assert_cmphex((uint32_t)ldl_le_p(eth + 4), ==, p->eth_stats);
+    g_assert_cmpuint(lduw_le_p(eth + 8), ==, p->mss);
+    g_assert_cmphex(lduw_le_p(eth + 10), ==, p->mc_filters);
+    g_assert_cmphex(ncm[5], ==, p->caps);
+    g_assert_cmphex(e->p.formats, ==, p->formats);
+    g_assert_cmpuint(e->p.in_max, ==, p->in_max);
+    g_assert_cmpuint(e->p.out_max, ==, p->out_max);
+    g_assert_cmpuint(e->p.out_max_datagrams, ==, p->out_max_datagrams);
+
+    /* traffic both ways under the profile's limits */
+    ncm_set_alt(e, 1);
+    if (p->caps & 0x01) {
+        g_assert_cmpint(class_out(e, REQ_SET_ETHERNET_PACKET_FILTER,
+                                  CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST,
+                                  NULL, 0), ==, QXHCI_CC_SUCCESS);
+    }
+    for (i = 0; i < 6; i++) {
+        frames_add(tx, i % 2 ? bcast_mac : ncm_mac, 10 + i, 200 + i * 250);
+    }
+    sock_send_frames(e, tx);
+    got = spec_receive(e, tx->len, p->in_per_ntb, false);
+    frames_assert_equal(got, tx);
+    if (p->in_per_ntb == 1) {
+        g_assert_cmpuint(stat_now(e, "in_ntbs"), ==, tx->len);
+    }
+    /* OUT: NTBs of up to wNtbOutMaxDatagrams frames */
+    for (i = 0; i < 3; i++) {
+        g_autoptr(GPtrArray) out = frames_new();
+
+        frames_add(out, peer_mac, 100 + i, 60 + i * 700);
+        if (p->out_max_datagrams != 1) {
+            frames_add(out, bcast_mac, 200 + i, 1514);
+        }
+        ncm_send_frames(e, out);
+        sock_expect_frames(e, out);
+    }
+    stats = ncm_stats(e);
+    g_assert_cmpuint(qdict_get_int(qdict_get_qdict(stats, "out_parse_errors"),
+                                   "total"), ==, 0);
+    g_assert_cmpuint(qdict_get_int(stats, "out_datagrams"), ==,
+                     p->out_max_datagrams == 1 ? 3 : 6);
+}
+
+/* max-segment-size at its limit (an NTB of 65536 with its headers) */
+static void test_spec_max_segment(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) out = frames_new();
+    g_autoptr(GPtrArray) in = frames_new();
+    g_autoptr(GPtrArray) got = NULL;
+    uint8_t b[2];
+    uint32_t actual = 0;
+
+    g_assert_cmpuint(lduw_le_p(find_cs_desc(e, 0x0f) + 8), ==, 65472);
+    g_assert_cmpint(class_in(e, REQ_GET_MAX_DATAGRAM_SIZE, 0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(lduw_le_p(b), ==, 65472);
+    stw_le_p(b, 65473);
+    g_assert_cmpint(class_out(e, REQ_SET_MAX_DATAGRAM_SIZE, 0, b, 2),
+                    ==, QXHCI_CC_STALL);
+    stw_le_p(b, 60000);
+    g_assert_cmpint(class_out(e, REQ_SET_MAX_DATAGRAM_SIZE, 0, b, 2),
+                    ==, QXHCI_CC_SUCCESS);
+    ncm_set_alt(e, 1);
+    frames_add(out, peer_mac, 1, 60000);
+    ncm_send_frames(e, out);
+    sock_expect_frames(e, out);
+    frames_add(in, ncm_mac, 2, 60000);
+    frames_add(in, ncm_mac, 3, 9000);
+    sock_send_frames(e, in);
+    got = spec_receive(e, in->len, 0, false);
+    frames_assert_equal(got, in);
+    /* one byte over the negotiated size is dropped, counted */
+    g_ptr_array_set_size(in, 0);
+    frames_add(in, ncm_mac, 4, 60001);
+    sock_send_frames(e, in);
+    ncm_expect_no_rx(e);
+    g_assert_cmpuint(stat_now(e, "rx_oversize"), ==, 1);
+}
+
+static void ncm_spec_add_cases(void)
+{
+    const char *dl = "usb-ncm-dl";
+    unsigned i;
+
+    add_case(true, dl, "ncm-spec/input-size-8-byte", test_spec_input_size_8,
+             0, "network-capabilities=0x2b");
+    add_case(false, dl, "ncm-spec/input-size-8-byte", test_spec_input_size_8,
+             0, "network-capabilities=0x2b");
+    add_case(true, dl, "ncm-spec/multicast/perfect", test_spec_mc_perfect, 0,
+             "multicast-filters=2");
+    add_case(true, dl, "ncm-spec/multicast/imperfect",
+             test_spec_mc_imperfect, 0, "multicast-filters=0x8004");
+    add_case(true, dl, "ncm-spec/ethernet-statistics", test_spec_statistics,
+             0, "ethernet-statistics=0x1fffd");
+    add_case(true, dl, "ncm-spec/crc/both-ways", test_spec_crc, 0,
+             "network-capabilities=0x1b");
+    add_case(false, dl, "ncm-spec/crc/both-ways", test_spec_crc, 0,
+             "network-capabilities=0x1b");
+    add_case(true, dl, "ncm-spec/crc/malformed", test_spec_crc_malformed, 0,
+             "network-capabilities=0x1b");
+    add_case(true, dl, "ncm-spec/crc/not-offered", test_spec_crc_not_offered,
+             0, NULL);
+    add_case(true, dl, "ncm-spec/max-segment-size-65472",
+             test_spec_max_segment, 0, "max-segment-size=65472");
+    for (i = 0; i < ARRAY_SIZE(spec_profiles); i++) {
+        g_autofree char *name = g_strdup_printf("ncm-spec/profile/%s",
+                                                spec_profiles[i].name);
+
+        add_case_data(true, dl, name, test_spec_profile, &spec_profiles[i],
+                      spec_profiles[i].props);
+    }
+}
