@@ -6,6 +6,8 @@
  *   bits 1-3   dwNtbOutMaxSize, from ntb_sizes[]
  *   bits 4-5   maximum datagram size, from datagram_sizes[]
  *   bits 6-7   wNtbOutMaxDatagrams, from max_datagrams[]
+ * CRC mode (NCM1/ncm1 NDPs, a CRC-32 after every datagram) when bit 15 of
+ * the first NTH's wSequence is set (the parser ignores wSequence).
  *
  * Besides letting ASan/UBSan watch the parser, every emitted datagram must
  * lie inside the transfer and respect the limits, and the transfer walk
@@ -52,9 +54,16 @@ static void emit(void *opaque, const uint8_t *data, size_t len)
 {
     Ctx *c = opaque;
 
-    if (data < c->buf || len > c->len ||
-        (size_t)(data - c->buf) > c->len - len) {
+    /* in CRC mode the CRC follows the datagram, inside the transfer */
+    size_t whole = len + (c->limits->crc ? NCM_CRC_LEN : 0);
+
+    if (data < c->buf || whole > c->len ||
+        (size_t)(data - c->buf) > c->len - whole) {
         fail("datagram outside the transfer", data - c->buf, len);
+    }
+    if (c->limits->crc) {
+        /* reads the 4 bytes after it: ASan checks they are there */
+        touch ^= ncm_datagram_crc_ok(data, len);
     }
     if (len < NCM_ETH_HEADER_LEN || len > c->limits->max_datagram_len) {
         fail("datagram length outside the limits", len,
@@ -93,6 +102,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     limits.max_ntb_len = ntb_sizes[(data[0] >> 1) & 7];
     limits.max_datagram_len = datagram_sizes[(data[0] >> 4) & 3];
     limits.max_datagrams = max_datagrams[data[0] >> 6];
+    /* CRC mode: bit 15 of the first wSequence (NTH16 and NTH32 alike) */
+    limits.crc = size > 8 && (data[1 + 7] & 0x80);
     maxd = limits.max_datagrams ? limits.max_datagrams : NCM_MAX_DATAGRAMS;
     buf = data + 1;
     len = size - 1;
@@ -132,7 +143,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const NcmDatagram *d = &view.datagrams[i];
 
             if (d->offset > view.block_len ||
-                d->len > view.block_len - d->offset) {
+                d->len + (limits.crc ? NCM_CRC_LEN : 0) >
+                view.block_len - d->offset) {
                 fail("datagram outside its NTB", d->offset, d->len);
             }
             if (k >= c.n || c.out[k].data != buf + off + d->offset ||

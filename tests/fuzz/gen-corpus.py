@@ -8,6 +8,7 @@
 
 import os
 import struct
+import zlib
 import sys
 
 TOP = os.path.dirname(os.path.abspath(__file__))
@@ -112,6 +113,34 @@ def poke32(data, off, val):
     return bytes(b)
 
 
+def crc_ntb(fmt, lens, sig=None, bad=-1):
+    """NCM1/ncm1 NTB: every datagram followed by its CRC-32; wSequence has
+    bit 15 set, which puts the parse harness in CRC mode."""
+    room = max(fmt['ndp_hdr'] + (len(lens) + 1) * fmt['entry_len'],
+               fmt['ndp_min'])
+    pos = fmt['nth_len'] + room
+    body = bytearray(pos)
+    ents = []
+    for i, ln in enumerate(lens):
+        while pos % 4:
+            body.append(0)
+            pos += 1
+        f = frame(ln, i)
+        crc = zlib.crc32(f) ^ (1 if i == bad else 0)
+        body += f + struct.pack('<I', crc)
+        ents.append((pos, ln + 4))
+        pos += ln + 4
+    ncm1 = b'NCM1' if fmt is NTB16 else b'ncm1'
+    struct.pack_into(fmt['nth'], body, 0, fmt['nth_sig'], fmt['nth_len'],
+                     0x8001, pos, fmt['nth_len'])
+    struct.pack_into(fmt['ndp'], body, fmt['nth_len'],
+                     *fmt['ndp_fields'](sig or ncm1, room, 0))
+    for i, (o, ln) in enumerate(ents):
+        struct.pack_into(fmt['entry'], body, fmt['nth_len'] + fmt['ndp_hdr'] +
+                         fmt['entry_len'] * i, o, ln)
+    return bytes(body)
+
+
 def parse_seeds():
     m16 = ntb16([14])
     m32 = ntb32([14])
@@ -155,6 +184,18 @@ def parse_seeds():
     end[12:26] = frame(14)
     struct.pack_into('<4sHHHH', end, 28, b'NCM0', 16, 0, 12, 14)
     s['ndp-at-end'] = (SEL16, bytes(end))
+    # CRC mode (wSequence bit 15): good, a bad CRC (the parser passes it,
+    # the function drops it), NCM0 in CRC mode, datagrams shorter than the
+    # CRC and than a header plus CRC
+    c16 = crc_ntb(NTB16, [60, 1514, 14])
+    s['crc-ok-ntb16'] = (SEL16, c16)
+    s['crc-ok-ntb32'] = (SEL32, crc_ntb(NTB32, [14, 700]))
+    s['crc-bad-crc'] = (SEL16, crc_ntb(NTB16, [100, 200], bad=1))
+    s['crc-ndp-ncm0'] = (SEL16, crc_ntb(NTB16, [100], sig=b'NCM0'))
+    s['crc-dg-3-bytes'] = (SEL16, poke16(c16, 22, 3))
+    s['crc-dg-17-bytes'] = (SEL16, poke16(c16, 22, 17))
+    s['crc-dg-too-long'] = (SEL16, crc_ntb(NTB16, [1515]))
+    s['crc-ncm1-without-crc-mode'] = (SEL16, poke16(c16, 6, 1))
     return s
 
 
