@@ -25,10 +25,8 @@ static void add_speed(bool ss)
     ncm_add_rx_cases(ss);
     ncm_add_fault_cases(ss);
     ncm_add_lifecycle_cases(ss);
+    ncm_add_spec_cases(ss);
 }
-
-/* NCM 1.0 requests and profiles: tests/qtest/usb-ncm-dl/ncm-spec.c */
-#include "usb-ncm-dl/ncm-spec.c"
 
 int main(int argc, char **argv)
 {
@@ -41,6 +39,5 @@ int main(int argc, char **argv)
     }
     add_speed(true);
     add_speed(false);
-    ncm_spec_add_cases();
     return g_test_run();
 }

@@ -281,5 +281,7 @@ void ncm_add_rx_cases(bool ss);        /* rx.c: device to host, IN NTBs */
 void ncm_add_fault_cases(bool ss);     /* faults.c: x-fault-* injection */
 void ncm_add_lifecycle_cases(bool ss); /* lifecycle.c: queues, resets, */
                                        /* hot-unplug, migration */
+void ncm_add_spec_cases(bool ss);      /* ncm-spec.c: NCM 1.0 requests */
+                                       /* beyond the base, profile= */
 
 #endif

@@ -4,13 +4,13 @@
  * Ethernet statistics, CRC mode (NCM1 NDPs both ways, malformed ones),
  * profiles and their overrides, and the largest max-segment-size.
  *
- * Included by tests/qtest/usb-ncm-dl-test.c, whose fixture (NcmEnv and
- * the helpers around it) it uses; ncm_spec_add_cases() registers them.
- *
  * Copyright (c) 2026 The usb-ncm-dl authors
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
+
+#include "qemu/osdep.h"
+#include "fixture.h"
 
 #define REQ_GET_CRC_MODE                    0x89
 #define REQ_SET_MAX_DATAGRAM_SIZE           0x88
@@ -627,36 +627,42 @@ static void test_spec_max_segment(NcmEnv *e, const NcmCase *c)
     g_assert_cmpuint(stat_now(e, "rx_oversize"), ==, 1);
 }
 
-static void ncm_spec_add_cases(void)
+void ncm_add_spec_cases(bool ss)
 {
-    const char *dl = "usb-ncm-dl";
+    const char *dl = NCM_DL;
     unsigned i;
 
-    add_case(true, dl, "ncm-spec/input-size-8-byte", test_spec_input_size_8,
-             0, "network-capabilities=0x2b");
-    add_case(false, dl, "ncm-spec/input-size-8-byte", test_spec_input_size_8,
-             0, "network-capabilities=0x2b");
-    add_case(true, dl, "ncm-spec/multicast/perfect", test_spec_mc_perfect, 0,
-             "multicast-filters=2");
-    add_case(true, dl, "ncm-spec/multicast/imperfect",
-             test_spec_mc_imperfect, 0, "multicast-filters=0x8004");
-    add_case(true, dl, "ncm-spec/ethernet-statistics", test_spec_statistics,
-             0, "ethernet-statistics=0x1fffd");
-    add_case(true, dl, "ncm-spec/crc/both-ways", test_spec_crc, 0,
-             "network-capabilities=0x1b");
-    add_case(false, dl, "ncm-spec/crc/both-ways", test_spec_crc, 0,
-             "network-capabilities=0x1b");
-    add_case(true, dl, "ncm-spec/crc/malformed", test_spec_crc_malformed, 0,
-             "network-capabilities=0x1b");
-    add_case(true, dl, "ncm-spec/crc/not-offered", test_spec_crc_not_offered,
-             0, NULL);
-    add_case(true, dl, "ncm-spec/max-segment-size-65472",
-             test_spec_max_segment, 0, "max-segment-size=65472");
+    /* one speed is enough for most: the requests do not depend on it */
+    if (!ss) {
+        ncm_add_case(false, dl, "ncm-spec/input-size-8-byte",
+                     test_spec_input_size_8, NULL,
+                     "network-capabilities=0x2b");
+        ncm_add_case(false, dl, "ncm-spec/crc/both-ways", test_spec_crc, NULL,
+                     "network-capabilities=0x1b");
+        return;
+    }
+
+    ncm_add_case(true, dl, "ncm-spec/input-size-8-byte",
+                 test_spec_input_size_8, NULL, "network-capabilities=0x2b");
+    ncm_add_case(true, dl, "ncm-spec/multicast/perfect",
+                 test_spec_mc_perfect, NULL, "multicast-filters=2");
+    ncm_add_case(true, dl, "ncm-spec/multicast/imperfect",
+                 test_spec_mc_imperfect, NULL, "multicast-filters=0x8004");
+    ncm_add_case(true, dl, "ncm-spec/ethernet-statistics",
+                 test_spec_statistics, NULL, "ethernet-statistics=0x1fffd");
+    ncm_add_case(true, dl, "ncm-spec/crc/both-ways", test_spec_crc, NULL,
+                 "network-capabilities=0x1b");
+    ncm_add_case(true, dl, "ncm-spec/crc/malformed", test_spec_crc_malformed,
+                 NULL, "network-capabilities=0x1b");
+    ncm_add_case(true, dl, "ncm-spec/crc/not-offered",
+                 test_spec_crc_not_offered, NULL, NULL);
+    ncm_add_case(true, dl, "ncm-spec/max-segment-size-65472",
+                 test_spec_max_segment, NULL, "max-segment-size=65472");
     for (i = 0; i < ARRAY_SIZE(spec_profiles); i++) {
         g_autofree char *name = g_strdup_printf("ncm-spec/profile/%s",
                                                 spec_profiles[i].name);
 
-        add_case_data(true, dl, name, test_spec_profile, &spec_profiles[i],
-                      spec_profiles[i].props);
+        ncm_add_case(true, dl, name, test_spec_profile, &spec_profiles[i],
+                     spec_profiles[i].props);
     }
 }
