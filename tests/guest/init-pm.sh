@@ -52,6 +52,10 @@ done
 export NCM_POWER_ON_FILTER=$POWER_ON_FILTER
 
 cue() { t "cue=$*"; }
+# cue_final: the host reads the device's counters (cue=stats final); the
+# cue has no answer, so wait long enough for the host to act before /init
+# powers the guest off (it polls the console log every 0.1 s)
+cue_final() { cue stats final; sleep 3; }
 
 # elapsed A B: B - A in seconds, two decimals
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
@@ -231,7 +235,7 @@ replug_mode() {
     run_ping 56 ping_after 10
     netwatch_stop
     [ "$IFACE" != none ] && report_counters
-    cue stats final
+    cue_final
 }
 
 # runtime_status DEV
@@ -411,7 +415,7 @@ suspend_mode() {
         [ "$IFACE" = none ] && break
     done
     [ "$IFACE" != none ] && report_counters
-    cue stats final
+    cue_final
 }
 
 # ll_ready IFACE: a link-local address that finished duplicate detection
@@ -471,7 +475,7 @@ mcast_mode() {
         ip route add default via "$GW" dev "$IFACE" 2>/dev/null
         run_ping 56 ping_after 5
     fi
-    cue stats final
+    cue_final
 }
 
 # Throughput per NTB size: rx_max and tx_max set to each of $NTB_SIZES
@@ -495,5 +499,5 @@ ntbsweep_mode() {
         run_iperf down "down_$n"
     done
     report_counters
-    cue stats final
+    cue_final
 }

@@ -86,6 +86,9 @@ def main():
                 act["result"] = f"error: {e}"
                 if "closed the QMP socket" in str(e):
                     done = True
+            except OSError as e:
+                act["result"] = f"error: QMP: {e}"
+                done = True
             res["actions"].append(act)
             save()
     save()
