@@ -57,6 +57,7 @@ INIT_SRC=$NCM_TOP/tests/guest/init.sh
 STRESS_SRC=$NCM_TOP/tests/guest/ncm-usbfs-stress.c
 PING_SRC=$NCM_TOP/tests/guest/ncm-ping.c
 PM_SRC=$NCM_TOP/tests/guest/init-pm.sh
+PROFILES_SRC=$NCM_TOP/tests/guest/init-profiles.sh
 DEBS=$NCM_CACHE/debs
 GUESTS=$NCM_CACHE/guest
 
@@ -323,6 +324,7 @@ key=$( {
     sha256sum < "$STRESS_SRC"
     sha256sum < "$PING_SRC"
     sha256sum < "$PM_SRC"
+    sha256sum < "$PROFILES_SRC"
     gcc --version | head -n1
     sha256sum < "$0"
 } | sha256sum | awk '{print $1}')
@@ -380,6 +382,7 @@ else
     cp "$ext/sbin/ethtool" "$root/usr/sbin/ethtool"
     install -m 0755 "$INIT_SRC" "$root/init"
     install -m 0644 "$PM_SRC" "$root/etc/ncm/pm-modes.sh"
+    install -m 0644 "$PROFILES_SRC" "$root/etc/ncm/profile-modes.sh"
     # Static: the initramfs has only the libraries iperf3 and ethtool need.
     gcc -static -O2 -Wall -Wextra -Wno-unused-parameter \
         -o "$root/usr/bin/ncm-usbfs-stress" "$STRESS_SRC" ||

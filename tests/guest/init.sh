@@ -8,6 +8,7 @@
 # Kernel command line parameters (all optional):
 #   ncm.mode=test|run|bench|stress|scale|shell   default shell
 #   ncm.mode=replug|suspend|mcast|ntbsweep   see tests/guest/init-pm.sh
+#   ncm.mode=profiles      see tests/guest/init-profiles.sh
 #   ncm.driver=cdc_ncm     driver whose interface to use (cdc_ether for
 #                          usb-net, virtio_net for virtio-net-pci, any = first)
 #   ncm.wait=60            seconds to wait for that interface, then any non-lo
@@ -146,6 +147,8 @@ for arg in $(cat /proc/cmdline); do
     ncm.stress=*) STRESS=${arg#*=} ;;
     ncm.stress_v=1) STRESS_V=-v ;;
     ncm.scale=*) SCALE=${arg#*=} ;;
+    ncm.profiles=*) PROFILES=${arg#*=} ;;
+    ncm.profile_rx=*) PROFILE_RX=${arg#*=} ;;
     esac
 done
 # bench and live_raise start from the driver's own NTB sizes
@@ -838,6 +841,12 @@ replug|suspend|mcast|ntbsweep)
     . /etc/ncm/pm-modes.sh
     report_device
     "${MODE}_mode"
+    finish
+    ;;
+profiles)
+    # tests/guest/init-profiles.sh: one interface per profile= preset
+    . /etc/ncm/profile-modes.sh
+    profiles_mode
     finish
     ;;
 migrate)

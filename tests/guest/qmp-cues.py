@@ -11,7 +11,8 @@
 #                 turns into a frame from the netdev to the guest's PORT
 #   wakeup        wait until QEMU reports the guest suspended (S3), then
 #                 system_wakeup
-#   stats TAG     qom-get DEVICE x-stats, kept under TAG
+#   stats TAG [QOM-PATH]   qom-get DEVICE (or QOM-PATH) x-stats, kept
+#                 under TAG
 # Everything done goes to OUT (JSON, rewritten after each cue):
 # {"actions": [{"cue", "t", "result"}...], "stats": {TAG: {...}}}.
 # Ends when the log says "NCMTEST phase=done", QEMU goes away, or after
@@ -157,7 +158,9 @@ def do_cue(qmp, a, words, res, deadline):
         return f"suspended after {waited:.1f}s; system_wakeup 1s later"
     if what == "stats":
         tag = args[0] if args else str(len(res["stats"]))
-        res["stats"][tag] = qmp.cmd("qom-get", path=a.device,
+        res["stats"][tag] = qmp.cmd("qom-get",
+                                    path=args[1] if len(args) > 1 else
+                                    a.device,
                                     property="x-stats")
         return "ok"
     return f"error: unknown cue {what}"

@@ -17,6 +17,10 @@
 # GUEST_MIGRATE="xhci" those of the migration runs ("" for none).
 # GUEST_PM="replug:xhci suspend:xhci suspend-nowake:xhci-hs" the
 # re-enumeration and suspend runs, MODE:CONTROLLER ("" for none).
+# GUEST_PROFILES="xhci uhci" the controllers of the profile= run (every
+# preset in one boot, tests/guest/run-profile-test.sh), GUEST_JUMBO="xhci
+# ehci" those of the jumbo-frame run (MTU 8178, tests/guest/run-jumbo-test.sh;
+# root: a network namespace with a tap) ("" for none).
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/common.sh"
 
@@ -61,6 +65,24 @@ usb-ncm*)
         bash "$NCM_TOP/tests/guest/run-pm-test.sh" "${p%%:*}" "${p#*:}" "$DEVICE" 2>&1 |
             tee -a "$out" || status=1
         timing+=("${p%%:*}-${p#*:} $((SECONDS - t0))s")
+    done
+    ;;
+esac
+# the profile= presets, one boot per controller for all five, and jumbo
+# frames at cdc_ncm's limit. About 5 minutes.
+case $DEVICE in
+usb-ncm*)
+    for c in ${GUEST_PROFILES-xhci uhci}; do
+        t0=$SECONDS
+        bash "$NCM_TOP/tests/guest/run-profile-test.sh" "$c" 2>&1 |
+            tee -a "$out" || status=1
+        timing+=("profiles-$c $((SECONDS - t0))s")
+    done
+    for c in ${GUEST_JUMBO-xhci ehci}; do
+        t0=$SECONDS
+        bash "$NCM_TOP/tests/guest/run-jumbo-test.sh" "$c" 2>&1 |
+            tee -a "$out" || status=1
+        timing+=("jumbo-$c $((SECONDS - t0))s")
     done
     ;;
 esac

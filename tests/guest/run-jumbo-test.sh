@@ -1,0 +1,118 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Jumbo frames as far as Linux's cdc_ncm goes: it caps the datagram at
+# 8192 bytes (CDC_NCM_MAX_DATAGRAM_SIZE), an MTU of 8178.  The device gets
+# max-segment-size=8192; the guest sets MTU 8178 (cdc_ncm then sends
+# SET_MAX_DATAGRAM_SIZE(8192)), pings the host with 8000-byte payloads,
+# runs iperf3 each way, while the host pings the guest with 8000-byte
+# payloads and fragmentation forbidden (ping -M do) over a tap whose MTU
+# is 8178, in a private network namespace (root needed), so that every
+# echo and reply is one 8042-byte frame through the device.
+#
+#   tests/guest/run-jumbo-test.sh [CONTROLLER] [DEVICE[,PROPS]]
+#
+# CONTROLLER: xhci (default), ehci, ... as for run-guest-test.sh; DEVICE:
+# usb-ncm-dl (default).  Environment: KERNEL, QEMU, GUEST_TIMEOUT (300 s),
+# IPERF_TIME (3 s), LOG_NAME.  Prints "PASS:/FAIL: guest/jumbo-CTRL/CHECK";
+# console log build/guest-logs/jumbo-CTRL.log.
+set -euo pipefail
+. "$(dirname "$0")/../../scripts/common.sh"
+. "$NCM_TOP/tests/guest/lib.sh"
+. "$NCM_TOP/scripts/bench-netns.sh"
+
+case ${1:-} in -h|--help) sed -n '3,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
+CTRL=${1:-xhci}
+DEVICE=${2:-usb-ncm-dl}
+GUEST_TIMEOUT=${GUEST_TIMEOUT:-300}
+MTU=8178
+CNAME=jumbo-${CTRL//,/-}
+LOG_NAME=${LOG_NAME:-$CNAME}
+LOG=$NCM_BUILD/guest-logs/$LOG_NAME.log
+REL_LOG=${LOG#"$NCM_TOP"/}
+NS=ncm-jumbo-$$
+GUEST_IP=10.0.2.15
+
+npass=0
+nfail=0
+pass() { echo "PASS: guest/$CNAME/$1"; npass=$((npass + 1)); }
+fail() { echo "FAIL: guest/$CNAME/$1 ($2; log $REL_LOG)"; nfail=$((nfail + 1)); }
+check() { if [ "$2" = 0 ]; then pass "$1"; else fail "$1" "$3"; fi; }
+ok() { if eval "$1"; then echo 0; else echo 1; fi; }
+
+step "guest jumbo test: $CTRL with $DEVICE,max-segment-size=8192, MTU $MTU"
+guest_need_qemu
+netns_need
+guest_device_args "$CTRL" "$DEVICE,max-segment-size=8192,id=ncm0"
+if ! GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir); then
+    fail image "scripts/guest-image.sh failed, see the messages above"
+    exit 1
+fi
+mkdir -p "$NCM_BUILD/guest-logs"
+rm -f "$LOG" "$LOG".*
+PING_PID=""
+cleanup() {
+    [ -n "$PING_PID" ] && kill "$PING_PID" 2>/dev/null
+    netns_down "$NS"
+}
+trap cleanup EXIT
+netns_up "$NS" 1 "$NCM_BUILD/guest-logs"
+ip netns exec "$NS" ip link set tap0 mtu "$MTU"
+
+guest_qemu_cmd "$GDIR" "ncm.mode=test ncm.driver=$GUEST_DRIVER \
+ncm.server=10.0.2.2 ncm.port=$NETNS_PORT ncm.time=${IPERF_TIME:-3} \
+ncm.mtu=$MTU ncm.ping_sizes=56,8000 ${NCM_APPEND:-}"
+found=0
+for i in "${!GUEST_CMD[@]}"; do
+    if [ "${GUEST_CMD[$i]}" = user,id=n0 ]; then
+        GUEST_CMD[i]=tap,id=n0,ifname=tap0,script=no,downscript=no
+        found=1
+    fi
+done
+[ "$found" = 1 ] ||
+    die "no '-netdev user,id=n0' in the QEMU command line to replace" \
+        "tests/guest/lib.sh guest_qemu_cmd changed: update ${BASH_SOURCE[0]}"
+GUEST_CMD=(ip netns exec "$NS" "${GUEST_CMD[@]}")
+
+# the host's pings, all the time the guest runs; answered once its
+# interface is up with MTU 8178
+ip netns exec "$NS" ping -i 0.5 -W 1 -s 8000 -M "do" "$GUEST_IP" \
+    > "$LOG.hostping" 2>&1 &
+PING_PID=$!
+
+step "booting the guest (TCG, timeout ${GUEST_TIMEOUT}s); log: $REL_LOG"
+rc=0
+t0=$SECONDS
+guest_run_logged "$LOG" "$GUEST_TIMEOUT" || rc=$?
+boot_s=$((SECONDS - t0))
+kill -INT "$PING_PID" 2>/dev/null || true
+wait "$PING_PID" 2>/dev/null || true
+PING_PID=""
+step "guest finished (QEMU exit status $rc) after ${boot_s}s"
+
+v() { guest_val "$LOG" "$1"; }
+if ! grep -q 'NCMTEST phase=boot' "$LOG"; then
+    fail boot "no output from /init (QEMU status $rc)"
+    exit 1
+fi
+qerr=$(guest_qemu_error "$LOG")
+[ -z "$qerr" ] || fail qemu "QEMU aborted: $qerr"
+check driver "$(ok '[ "$(v driver)" = cdc_ncm ]')" "driver=$(v driver)"
+check mtu "$(ok '[ "$(v mtu)" = 1500 ] && ! grep -q "NCMTEST mtu.set=fail" "$LOG"')" \
+    "interface MTU $(v mtu) before, set to $MTU: $(grep -c 'NCMTEST mtu.set=fail' "$LOG") failures"
+check ping-56 "$(ok '[ "$(v ping_received)" = 20 ]')" "$(v ping_received) of 20"
+check ping-8000-guest-to-host "$(ok '[ "$(v ping8000_received)" = 20 ]')" \
+    "$(v ping8000_received) of 20 replies to 8000-byte pings"
+replies=$(grep -c 'bytes from' "$LOG.hostping" || true)
+big=$(grep -c '^8008 bytes from' "$LOG.hostping" || true)
+check ping-8000-host-to-guest "$(ok '[ "$big" -ge 10 ] && [ "$big" = "$replies" ]')" \
+    "$big replies of 8008 bytes ($replies in all) to ping -s 8000 -M do over a tap with MTU $MTU"
+for d in up down; do
+    mbps=$(v iperf_${d}_receiver_mbps)
+    check "tcp-$d" "$(ok '[ "$(v iperf_${d}_rc)" = 0 ] && awk -v m="$mbps" "BEGIN { exit !(m > 0) }"')" \
+        "rc=$(v iperf_${d}_rc), ${mbps:-no} Mbit/s"
+done
+check poweroff "$(ok '[ "$rc" = 0 ] && grep -q "NCMTEST phase=done" "$LOG"')" "QEMU status $rc"
+note "$CNAME: up $(v iperf_up_receiver_mbps) down $(v iperf_down_receiver_mbps) Mbit/s at MTU $MTU, 8000-byte ping $(v ping8000_rtt_ms) ms, host pings answered $big; boot ${boot_s}s"
+note "guest/$CNAME: $npass checks passed, $nfail failed"
+[ "$nfail" = 0 ]
