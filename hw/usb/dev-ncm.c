@@ -873,12 +873,11 @@ static void usb_ncm_set_interface(USBDevice *dev, int iface,
 
 /*
  * At super speed, USB 3.2 9.4.5 and 9.4.9: GET_STATUS of the first
- * interface of the
- * function (function remote wake capable, enabled) and SET_FEATURE /
- * CLEAR_FEATURE(FUNCTION_SUSPEND) to it, whose options byte (the high byte
- * of wIndex) enables function remote wake.  A function that cannot wake
- * the host stalls the request to enable it.  Returns whether the request
- * was one of these (and @p has its outcome).
+ * interface of the function (function remote wake capable, enabled) and
+ * SET_FEATURE / CLEAR_FEATURE(FUNCTION_SUSPEND) to it, whose options byte
+ * (the high byte of wIndex) enables function remote wake.  A function that
+ * cannot wake the host stalls the request to enable it.  Returns whether
+ * the request was one of these (and @p has its outcome).
  */
 #define USB_INTRF_FUNC_SUSPEND      0
 #define USB_INTRF_FUNC_SUSPEND_RW   0x02
