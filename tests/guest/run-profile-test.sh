@@ -15,8 +15,9 @@
 #   3  usb-ncm-dl,profile=f_ncm
 #   4  usb-ncm-dl,profile=minimal
 #
-# Per profile: cdc_ncm binds (with the "SEND ZLP" info only for the
-# DisplayLink vendor id), the sysfs NTB parameters and usb ids are the
+# Per profile: cdc_ncm binds, at the controller's speed (super speed on
+# xhci, full speed on uhci/ohci) and with the "SEND ZLP" info only for
+# the DisplayLink vendor id; the sysfs NTB parameters and usb ids are the
 # profile's, 10 pings of 56 and 5 of 1400 bytes all answered, iperf3 each
 # way; and which driver path it took, from the device's x-stats read over
 # QMP when the guest asks (tests/guest/qmp-cues.py): the 4-byte
@@ -62,8 +63,18 @@ ok() { if eval "$1"; then echo 0; else echo 1; fi; }
 
 step "guest profiles test: ${#DEVS[@]} NCM functions on $CTRL"
 guest_need_qemu
-# the controller as run-guest-test.sh names it; then one function per profile
-guest_device_args "$CTRL" usb-ncm-dl
+# the controller as run-guest-test.sh names it (qemu-xhci with 8 ports, so
+# that no function ends up behind QEMU's automatic full-speed hub); then
+# one function per profile
+case $CTRL in
+xhci) guest_device_args "xhci,p2=8,p3=8" usb-ncm-dl ;;
+*) guest_device_args "$CTRL" usb-ncm-dl ;;
+esac
+case ${CTRL%%,*} in
+xhci|qemu-xhci|nec-usb-xhci) want_speed=5000 ;;
+uhci*|ohci*|piix3-usb-uhci|pci-ohci) want_speed=12 ;;
+*) want_speed=480 ;;
+esac
 GUEST_DEV_ARGS=("${GUEST_DEV_ARGS[@]:0:2}")
 for i in "${!DEVS[@]}"; do
     [ "$i" = 0 ] || GUEST_DEV_ARGS+=(-netdev "user,id=n$i,net=10.0.$((2 + i)).0/24")
@@ -160,6 +171,8 @@ for i in "${!DEVS[@]}"; do
     got="$(v "${k}_usb_id") in=$(v "${k}_cdc_ncm.dwNtbInMaxSize") fmt=$(v "${k}_cdc_ncm.bmNtbFormatsSupported") outdg=$(v "${k}_cdc_ncm.wNtbOutMaxDatagrams") mtu1504=$(v "${k}_mtu1504") mtu1505=$(v "${k}_mtu1505")"
     exp="${want_id[$i]} in=${want_in[$i]} fmt=${want_fmt[$i]} outdg=${want_outdg[$i]} mtu1504=${want_mtu[$i]} mtu1505=refused"
     check "$n/descriptors" "$(ok '[ "$got" = "$exp" ]')" "guest sees $got, expected $exp"
+    check "$n/usb-speed" "$(ok '[ "$(v "${k}_usb_speed_mbps")" = "$want_speed" ]')" \
+        "the guest sees $(v "${k}_usb_speed_mbps") Mbit/s, expected $want_speed"
     check "$n/carrier" "$(ok '[ "$(v "${k}_carrier")" = 1 ]')" "carrier=$(v "${k}_carrier")"
     check "$n/ping" "$(ok '[ "$(v "${k}_ping_received")" = 10 ] && [ "$(v "${k}_ping1400_received")" = 5 ]')" \
         "$(v "${k}_ping_received")/10 of 56 bytes, $(v "${k}_ping1400_received")/5 of 1400"
