@@ -748,6 +748,17 @@ char *qom_get_str(NcmEnv *e, const char *prop)
     return v;
 }
 
+/*
+ * Whether the device holds packets it cannot answer yet (parks them), or
+ * NAKs them and the controller retries (x-park-packets=off, as on OHCI).
+ */
+bool ncm_parks_packets(NcmEnv *e)
+{
+    g_autofree char *v = qom_get_str(e, "x-park-packets");
+
+    return strcmp(v, "off") != 0;
+}
+
 /* Every counter of the "x-stats" property */
 QDict *ncm_stats(NcmEnv *e)
 {

@@ -206,6 +206,7 @@ void set_link(NcmEnv *e, bool up);
 QDict *qom_get(NcmEnv *e, const char *prop);
 int64_t qom_get_int(NcmEnv *e, const char *prop);
 char *qom_get_str(NcmEnv *e, const char *prop);
+bool ncm_parks_packets(NcmEnv *e);
 
 /* Every counter of the "x-stats" property */
 QDict *ncm_stats(NcmEnv *e);
