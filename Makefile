@@ -15,66 +15,66 @@ export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS
 all: qemu
 
 deps:
-	@bash scripts/install-deps.sh all
+	@bash scripts/setup/install-deps.sh all
 
 qemu:
-	@bash scripts/build-qemu.sh
+	@bash scripts/setup/build-qemu.sh
 
 guest-image:
-	@bash scripts/guest-image.sh
+	@bash tests/guest/image.sh
 
 run: qemu guest-image
-	@bash scripts/run-guest.sh
+	@bash tests/guest/run-guest.sh
 
 shell: qemu guest-image
-	@bash scripts/run-guest.sh --shell
+	@bash tests/guest/run-guest.sh --shell
 
 check:
-	@bash scripts/check.sh all
+	@bash scripts/check/check.sh all
 
 check-unit:
-	@bash scripts/check.sh unit
+	@bash scripts/check/check.sh unit
 
 check-tools:
-	@bash scripts/check.sh tools
+	@bash scripts/check/check.sh tools
 
 check-fuzz:
-	@bash scripts/check.sh fuzz
+	@bash scripts/check/check.sh fuzz
 
 check-qtest:
-	@bash scripts/check.sh qtest
+	@bash scripts/check/check.sh qtest
 
 check-guest:
-	@bash scripts/check.sh guest
+	@bash scripts/check/check.sh guest
 
 check-dropout:
-	@bash scripts/check.sh dropout
+	@bash scripts/check/check.sh dropout
 
 fuzz:
-	@bash scripts/fuzz.sh $(FUZZ_SECONDS)
+	@bash scripts/check/fuzz.sh $(FUZZ_SECONDS)
 
 bench-codec:
-	@bash scripts/bench-codec.sh
+	@bash scripts/bench/bench-codec.sh
 
 # The upstream series (git format-patch) against the QEMU tree built with;
 # series-verify also git-ams it onto a clean tree and builds every commit.
 series: qemu
-	@bash scripts/make-series.sh
+	@bash scripts/upstream/make-series.sh
 
 series-verify: qemu
-	@bash scripts/make-series.sh --verify
+	@bash scripts/upstream/make-series.sh --verify
 
 clean:
 	rm -rf build
 
 profile: qemu guest-image
-	@bash scripts/profile.sh
+	@bash scripts/bench/profile.sh
 
 repro-dropout: qemu guest-image
-	@bash scripts/repro-dropout.sh
+	@bash scripts/bench/repro-dropout.sh
 
 bench: qemu guest-image
-	@bash scripts/bench.sh
+	@bash scripts/bench/bench.sh
 
 bench-scaling: qemu guest-image
-	@bash scripts/bench-scaling.sh
+	@bash scripts/bench/bench-scaling.sh

@@ -4,7 +4,7 @@
 # Command-line contract of -device usb-ncm-dl: the properties are listed,
 # good values realize, bad ones fail realize with a message that says why.
 set -uo pipefail
-. "$(dirname "$0")/../../scripts/common.sh"
+. "$(dirname "$0")/../../scripts/setup/common.sh"
 
 QEMU=${QEMU:-$NCM_BUILD/qemu/qemu-system-x86_64}
 [ -x "$QEMU" ] || die "$QEMU not built" "run: make qemu"

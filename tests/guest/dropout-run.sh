@@ -14,7 +14,7 @@
 #
 # Environment: IPERF_TIME (10), GUEST_TIMEOUT (300), KERNEL, QEMU.
 set -euo pipefail
-. "$(dirname "$0")/../../scripts/common.sh"
+. "$(dirname "$0")/../../scripts/setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
 
 NAME=${1:?usage: dropout-run.sh NAME [DEVICE-PROPERTIES]}
@@ -24,7 +24,7 @@ GUEST_TIMEOUT=${GUEST_TIMEOUT:-300}
 LOG=$NCM_BUILD/dropout-logs/$NAME.log
 
 guest_need_qemu
-GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir) ||
+GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir) ||
     die "could not build the guest image" "see the messages above"
 mkdir -p "$(dirname "$LOG")"
 trap guest_iperf_stop EXIT

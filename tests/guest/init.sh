@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=dash
 #
-# /init of the usb-ncm-dl test guest (busybox ash). scripts/guest-image.sh
+# /init of the usb-ncm-dl test guest (busybox ash). tests/guest/image.sh
 # copies this file into the initramfs.
 #
 # Kernel command line parameters (all optional):
@@ -56,7 +56,7 @@
 #   ncm.symbols=PORT       at the end, send the text symbols of
 #                          /proc/kallsyms (modules included) and /proc/stat
 #                          before/after each TCP run as a tar.gz to
-#                          SERVER:PORT: scripts/profile.sh listens there and
+#                          SERVER:PORT: scripts/bench/profile.sh listens there and
 #                          maps the guest RIPs it samples to functions
 #
 # test/run/bench print machine-readable "NCMTEST key=value" lines, then dump
@@ -608,7 +608,7 @@ irq_counts() {
 
 # Around each TCP run: the interrupts the guest took (NCMTEST
 # irq_TAG=NIC-interrupts local-timer-interrupts seconds) for
-# scripts/bench-report.py and profile-report.py; for scripts/profile.sh
+# scripts/bench/bench-report.py and profile-report.py; for scripts/bench/profile.sh
 # (ncm.symbols) also the guest's own CPU accounting, and the symbols that
 # its RIP samples resolve to.
 cpu_stat_start() {
@@ -638,7 +638,7 @@ send_symbols() {
     fi
 }
 
-# Scale mode (scripts/bench-scaling.sh): ncm.scale NICs of $DRIVER at
+# Scale mode (scripts/bench/bench-scaling.sh): ncm.scale NICs of $DRIVER at
 # once. The one whose MAC ends in :0I gets 10.0.(2+I).15/24 and talks to
 # the iperf3 server at 10.0.(2+I).2 (its own tap on the host). After an
 # idle pause (phase scale-idle: the host samples QEMU's RSS), TCP runs on

@@ -4,9 +4,9 @@
 #  SC2054: commas inside -device/-netdev arguments are intended.)
 #
 # Host-side helpers shared by tests/guest/run-guest-test.sh and
-# scripts/run-guest.sh: find QEMU, build the device arguments, run an iperf3
+# tests/guest/run-guest.sh: find QEMU, build the device arguments, run an iperf3
 # server on loopback, boot the guest and read its "NCMTEST key=value" lines.
-# Source scripts/common.sh first.
+# Source scripts/setup/common.sh first.
 
 GUEST_QEMU=${QEMU:-$NCM_BUILD/qemu/qemu-system-x86_64}
 
@@ -316,7 +316,7 @@ guest_stuck_stack() {
 }
 
 guest_phase() {
-    # scripts/profile.sh cuts its samples into phases with these times,
+    # scripts/bench/profile.sh cuts its samples into phases with these times,
     # and takes how busy the host's CPUs were from its /proc/stat line
     [ -z "${GUEST_PHASE_LOG:-}" ] ||
         printf '%s %s | %s\n' "$EPOCHREALTIME" "$1" "$(head -n1 /proc/stat)" \
@@ -353,7 +353,7 @@ guest_run_with_stats() {
     [ "$id" = - ] || qom=/machine/peripheral/$id
     sock=$(mktemp -u /tmp/ncm-qmp.XXXXXX)
     GUEST_CMD+=(-no-shutdown -qmp "unix:$sock,server=on,wait=off")
-    python3 "$NCM_TOP/scripts/qmp-stats.py" "$sock" "$qom" "$tmo" \
+    python3 "$NCM_TOP/tests/guest/qmp-stats.py" "$sock" "$qom" "$tmo" \
         >"$log.stats.json" \
         2>"$log.stats.err" &
     qpid=$!

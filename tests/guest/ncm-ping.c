@@ -2,7 +2,7 @@
  * ncm-ping: a ping that keeps going while the interface disappears
  *
  * Runs inside the test guest (tests/guest/init.sh: the re-enumeration and
- * suspend tests; built static by scripts/guest-image.sh).  busybox ping
+ * suspend tests; built static by tests/guest/image.sh).  busybox ping
  * exits at the first failed sendto(), which is what a ping through an
  * interface that has just gone (USB re-enumeration) gets; this one counts
  * the failure and goes on, so that lost pings and the time the link took

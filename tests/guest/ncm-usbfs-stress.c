@@ -2,7 +2,7 @@
  * ncm-usbfs-stress: drive the usb-ncm-dl NCM function through Linux usbfs
  *
  * Runs inside the test guest (tests/guest/init.sh, ncm.mode=stress; built
- * static by scripts/guest-image.sh).  It takes the function away from
+ * static by tests/guest/image.sh).  It takes the function away from
  * cdc_ncm, queues URBs the way no driver does (several bulk IN URBs of
  * mixed sizes, OUT NTBs of exact wMaxPacketSize multiples with and without
  * a zero-length packet), changes the data interface or the configuration

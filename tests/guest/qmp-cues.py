@@ -30,8 +30,7 @@ import socket
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
-                                "scripts"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qmplib import Qmp  # noqa: E402
 
 

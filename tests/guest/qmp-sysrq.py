@@ -12,8 +12,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
-                                "scripts"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qmplib import Qmp  # noqa: E402
 
 

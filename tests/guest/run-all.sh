@@ -22,7 +22,7 @@
 # ehci" those of the jumbo-frame run (MTU 8178, tests/guest/run-jumbo-test.sh;
 # root: a network namespace with a tap) ("" for none).
 set -euo pipefail
-. "$(dirname "$0")/../../scripts/common.sh"
+. "$(dirname "$0")/../../scripts/setup/common.sh"
 
 DEVICE=${1:-${NCM_DEVICE:-usb-ncm-dl}}
 CONTROLLERS=${GUEST_CONTROLLERS-xhci xhci-hs ehci uhci ohci}

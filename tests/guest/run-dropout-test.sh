@@ -9,7 +9,7 @@
 #   generic    NO ZLP, dwNtbOutMaxSize 65536: Linux's min_tx_pkt wraps to 0
 #              (u16 clamp), every NTB is padded, every transfer merges.
 set -uo pipefail
-. "$(dirname "$0")/../../scripts/common.sh"
+. "$(dirname "$0")/../../scripts/setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
 
 GENERIC=",vendorid=0x46f4,productid=0x0010"

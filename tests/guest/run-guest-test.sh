@@ -22,7 +22,7 @@
 # guest kernel lockup report is a FAIL with its backtrace, and QEMU is
 # stopped a minute after it) and pings again.
 #
-# Environment: KERNEL / KERNEL_IMAGE (see scripts/guest-image.sh),
+# Environment: KERNEL / KERNEL_IMAGE (see tests/guest/image.sh),
 #   QEMU (default build/qemu/qemu-system-x86_64), GUEST_TIMEOUT (300 s),
 #   IPERF_TIME (5 s per direction; 2 s at full speed), NCM_APPEND (extra
 #   kernel parameters, e.g. "ncm.mtu=4000"), QEMU_EXTRA (extra QEMU
@@ -34,7 +34,7 @@
 # died, the FAIL lines say how (its assertion message). The full console
 # log is in build/guest-logs/. Exits 1 when any check failed.
 set -euo pipefail
-. "$(dirname "$0")/../../scripts/common.sh"
+. "$(dirname "$0")/../../scripts/setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
 
 case ${1:-} in -h|--help) sed -n '3,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
@@ -75,8 +75,8 @@ if ! guest_has_device "$GUEST_DEV_NAME"; then
 fi
 
 step "guest image"
-if ! GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir); then
-    fail image "scripts/guest-image.sh failed, see the messages above"
+if ! GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir); then
+    fail image "tests/guest/image.sh failed, see the messages above"
     exit 1
 fi
 

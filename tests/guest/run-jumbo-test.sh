@@ -17,9 +17,9 @@
 # IPERF_TIME (3 s), LOG_NAME.  Prints "PASS:/FAIL: guest/jumbo-CTRL/CHECK";
 # console log build/guest-logs/jumbo-CTRL.log.
 set -euo pipefail
-. "$(dirname "$0")/../../scripts/common.sh"
+. "$(dirname "$0")/../../scripts/setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
-. "$NCM_TOP/scripts/bench-netns.sh"
+. "$NCM_TOP/tests/guest/netns.sh"
 
 case ${1:-} in -h|--help) sed -n '3,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 CTRL=${1:-xhci}
@@ -44,8 +44,8 @@ step "guest jumbo test: $CTRL with $DEVICE,max-segment-size=8192, MTU $MTU"
 guest_need_qemu
 netns_need
 guest_device_args "$CTRL" "$DEVICE,max-segment-size=8192,id=ncm0"
-if ! GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir); then
-    fail image "scripts/guest-image.sh failed, see the messages above"
+if ! GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir); then
+    fail image "tests/guest/image.sh failed, see the messages above"
     exit 1
 fi
 mkdir -p "$NCM_BUILD/guest-logs"

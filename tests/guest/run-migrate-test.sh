@@ -41,10 +41,10 @@
 # Needs root (network namespace, tap). Logs: build/guest-logs/CNAME.log
 # (both consoles, source then destination) and build/guest-logs/CNAME/.
 set -euo pipefail
-. "$(dirname "$0")/../../scripts/common.sh"
+. "$(dirname "$0")/../../scripts/setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
 # netns_up / netns_down: the namespace with tap0 and an iperf3 server
-. "$NCM_TOP/scripts/bench-netns.sh"
+. "$NCM_TOP/tests/guest/netns.sh"
 
 case ${1:-} in -h|--help) sed -n '3,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
 CTRL=${1:-xhci}
@@ -85,8 +85,8 @@ if [ "$(id -u)" != 0 ]; then
     exit 0
 fi
 step "guest image"
-if ! GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir); then
-    fail image "scripts/guest-image.sh failed, see the messages above"
+if ! GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir); then
+    fail image "tests/guest/image.sh failed, see the messages above"
     exit 1
 fi
 

@@ -39,7 +39,7 @@
 # .cues.json and .stats.json next to it).
 # shellcheck disable=SC2016 # ok() evaluates conditions given in single quotes
 set -euo pipefail
-. "$(dirname "$0")/../../scripts/common.sh"
+. "$(dirname "$0")/../../scripts/setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
 
 case ${1:-} in -h|--help|"") sed -n '3,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
@@ -79,8 +79,8 @@ if ! guest_has_device "$GUEST_DEV_NAME"; then
     fail device "$GUEST_QEMU has no -device $GUEST_DEV_NAME"
     exit 1
 fi
-if ! GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir); then
-    fail image "scripts/guest-image.sh failed, see the messages above"
+if ! GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir); then
+    fail image "tests/guest/image.sh failed, see the messages above"
     exit 1
 fi
 mkdir -p "$NCM_BUILD/guest-logs"

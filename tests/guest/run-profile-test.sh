@@ -34,7 +34,7 @@
 # "guest/profiles-CONTROLLER/pI-PROFILE/CHECK"; console log in
 # build/guest-logs/profiles-CONTROLLER.log, counters in .cues.json.
 set -euo pipefail
-. "$(dirname "$0")/../../scripts/common.sh"
+. "$(dirname "$0")/../../scripts/setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
 
 case ${1:-} in -h|--help) sed -n '3,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;; esac
@@ -80,8 +80,8 @@ for i in "${!DEVS[@]}"; do
     [ "$i" = 0 ] || GUEST_DEV_ARGS+=(-netdev "user,id=n$i,net=10.0.$((2 + i)).0/24")
     GUEST_DEV_ARGS+=(-device "${DEVS[$i]},id=ncm$i,netdev=n$i,bus=usbctl.0,mac=52:54:00:12:36:0$i")
 done
-if ! GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir); then
-    fail image "scripts/guest-image.sh failed, see the messages above"
+if ! GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir); then
+    fail image "tests/guest/image.sh failed, see the messages above"
     exit 1
 fi
 mkdir -p "$NCM_BUILD/guest-logs"

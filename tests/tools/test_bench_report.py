@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# scripts/bench-report.py against hand-made make bench and make
+# scripts/bench/bench-report.py against hand-made make bench and make
 # bench-scaling runs whose numbers are known: medians over boots, ratios
 # and targets per backend, CPU seconds per GB over the TCP phases only,
 # RSS idle and under load, the JSON files, and the chart when gnuplot or
@@ -19,7 +19,7 @@ from contextlib import redirect_stdout
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 spec = importlib.util.spec_from_file_location(
-    "bench_report", os.path.join(TOP, "scripts", "bench-report.py"))
+    "bench_report", os.path.join(TOP, "scripts", "bench", "bench-report.py"))
 report = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(report)
 

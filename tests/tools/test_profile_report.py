@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# scripts/profile-report.py against a hand-made run directory whose numbers
+# scripts/bench/profile-report.py against a hand-made run directory whose numbers
 # are known: phase windows, per-thread and per-category host shares,
 # guest symbol resolution (modules included), sample weights, /proc/stat.
 import importlib.util
@@ -16,7 +16,7 @@ from contextlib import redirect_stdout
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 spec = importlib.util.spec_from_file_location(
-    "profile_report", os.path.join(TOP, "scripts", "profile-report.py"))
+    "profile_report", os.path.join(TOP, "scripts", "bench", "profile-report.py"))
 report = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(report)
 

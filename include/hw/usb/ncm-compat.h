@@ -4,8 +4,8 @@
  * The overlay is built against QEMU 10.0.x (Debian trixie) and 10.2.x
  * (Debian sid).  Every API difference that reaches our C files is handled
  * here and nowhere else.  This header is not part of the upstream
- * submission: scripts/make-series.sh drops its #include and spells each
- * type below the way the target tree needs it.
+ * submission: scripts/upstream/make-series.sh drops its #include and
+ * spells each type below the way the target tree needs it.
  *
  * Copyright (c) 2026 The usb-ncm-dl authors
  *

@@ -4,7 +4,7 @@
 # Install what building QEMU with usb-ncm-dl and running its tests needs.
 # Idempotent: every step checks first and does nothing when already done.
 #
-#   scripts/install-deps.sh [build|guest|fuzz|bench|all]...
+#   scripts/setup/install-deps.sh [build|guest|fuzz|bench|all]...
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 

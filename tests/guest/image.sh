@@ -6,7 +6,7 @@
 # own usbfs stress program (tests/guest/ncm-usbfs-stress.c, built static
 # here with the host's gcc).
 #
-#   scripts/guest-image.sh [--print-dir]
+#   tests/guest/image.sh [--print-dir]
 #
 # Output: $NCM_CACHE/guest/<kernel-version>/{vmlinuz,initrd.img}
 # With --print-dir all progress goes to stderr and the only thing on stdout
@@ -37,14 +37,14 @@
 # Downloads go to $NCM_CACHE/debs.
 set -euo pipefail
 shopt -s inherit_errexit
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../../scripts/setup/common.sh"
 
 PRINT_DIR=0
 case ${1:-} in
 --print-dir) PRINT_DIR=1 ;;
 "") ;;
 -h|--help) sed -n '3,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-*) die "unknown argument '$1'" "usage: scripts/guest-image.sh [--print-dir]" ;;
+*) die "unknown argument '$1'" "usage: tests/guest/image.sh [--print-dir]" ;;
 esac
 if [ "$PRINT_DIR" = 1 ]; then
     exec 3>&1 1>&2
@@ -73,11 +73,11 @@ MODULES="usb-common usbcore xhci-pci xhci-hcd ehci-pci ehci-hcd uhci-hcd
 EXTRA_MODULES="usbmon"
 
 # Idempotent and quiet when everything is there; stdout is for the paths.
-bash "$NCM_TOP/scripts/install-deps.sh" guest >&2
+bash "$NCM_TOP/scripts/setup/install-deps.sh" guest >&2
 
 for t in apt-get dpkg-deb depmod modprobe cpio gzip readelf flock sha256sum gcc; do
     command -v "$t" >/dev/null ||
-        die "'$t' is missing" "run: make deps (or scripts/install-deps.sh guest)"
+        die "'$t' is missing" "run: make deps (or scripts/setup/install-deps.sh guest)"
 done
 
 mkdir -p "$DEBS" "$GUESTS"
@@ -387,7 +387,7 @@ else
     gcc -static -O2 -Wall -Wextra -Wno-unused-parameter \
         -o "$root/usr/bin/ncm-usbfs-stress" "$STRESS_SRC" ||
         die "could not build $STRESS_SRC with gcc -static" \
-            "install gcc and libc6-dev: make deps (or scripts/install-deps.sh guest)"
+            "install gcc and libc6-dev: make deps (or scripts/setup/install-deps.sh guest)"
     gcc -static -O2 -Wall -Wextra -o "$root/usr/bin/ncm-ping" "$PING_SRC" ||
         die "could not build $PING_SRC with gcc -static"
     printf 'root:x:0:0:root:/root:/bin/sh\n' > "$root/etc/passwd"

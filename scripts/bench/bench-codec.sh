@@ -7,12 +7,12 @@
 # numbers only; nothing here passes or fails on speed.
 
 set -euo pipefail
-# shellcheck source=scripts/common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+# shellcheck source=scripts/setup/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../setup/common.sh"
 
 command -v meson >/dev/null ||
     die "meson not found" \
-        "install it: bash scripts/install-deps.sh (or apt-get install meson)"
+        "install it: bash scripts/setup/install-deps.sh (or apt-get install meson)"
 
 dir=$NCM_BUILD/standalone-release
 log=$dir.log
@@ -29,7 +29,7 @@ if ! "${setup[@]}" >"$log" 2>&1 ||
     ! ninja -C "$dir" bench-ncm-ntb >>"$log" 2>&1; then
     tail -n 30 "$log" | sed 's/^/    | /'
     die "benchmark build failed (full log: $log)" \
-        "fix the error above and rerun: bash scripts/bench-codec.sh"
+        "fix the error above and rerun: bash scripts/bench/bench-codec.sh"
 fi
 
 step "running bench-ncm-ntb (about 3 s)"

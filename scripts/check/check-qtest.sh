@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # Build QEMU with usb-ncm-dl and tests/qtest/usb-ncm-dl-test (through
-# scripts/build-qemu.sh, which installs what is missing and fetches QEMU),
+# scripts/setup/build-qemu.sh, which installs what is missing and fetches QEMU),
 # then run every case of the qtest in its own process, so that an abort in
 # one case cannot hide the results of the others.
 #
-#   scripts/check-qtest.sh [REGEX]      only the cases whose path matches
+#   scripts/check/check-qtest.sh [REGEX]      only the cases whose path matches
 #
-# Output contract, relied on by scripts/check.sh: one line per case at
+# Output contract, relied on by scripts/check/check.sh: one line per case at
 # column 0,
 #   PASS: qtest/<g_test path>
 #   FAIL: qtest/<g_test path> (<why>)
@@ -16,8 +16,8 @@
 # A build failure is "FAIL: qtest/build (...)".  Exit status is non-zero
 # if anything failed.  Logs of failed cases: build/check-logs/qtest/.
 set -uo pipefail
-# shellcheck source=scripts/common.sh
-. "$(dirname "$0")/common.sh"
+# shellcheck source=scripts/setup/common.sh
+. "$(dirname "$0")/../setup/common.sh"
 
 filter=${1:-}
 TEST=tests/qtest/usb-ncm-dl-test
@@ -26,7 +26,7 @@ LOGS=$NCM_BUILD/check-logs/qtest
 CASE_TIMEOUT=${CHECK_QTEST_CASE_TIMEOUT:-300}
 
 if ! QEMU_TARGETS="qemu-system-x86_64 $TEST" \
-     bash "$NCM_TOP/scripts/build-qemu.sh" >&2; then
+     bash "$NCM_TOP/scripts/setup/build-qemu.sh" >&2; then
     echo "FAIL: qtest/build (QEMU or $TEST did not build; see above)"
     exit 1
 fi

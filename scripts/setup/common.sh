@@ -3,8 +3,8 @@
 # Shared helpers for the usb-ncm-dl scripts: step announcements with elapsed
 # time, and failures that tell the reader what to do next.
 
-NCM_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# The QEMU release line to build against (scripts/fetch-qemu.sh): 10.0, the
+NCM_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# The QEMU release line to build against (scripts/setup/fetch-qemu.sh): 10.0, the
 # default, or 10.2.  Each line has its own build directory, so switching
 # never throws away the other's build: build/ for 10.0, build/10.2/ for 10.2.
 QEMU_VERSION=${QEMU_VERSION:-10.0}

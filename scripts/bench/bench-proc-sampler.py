@@ -6,9 +6,9 @@
 # write its pid to PIDFILE ("-": none), then every PERIOD seconds write one
 # line to OUTFILE: host time (CLOCK_REALTIME), QEMU's CPU seconds so far
 # (utime + stime of the process, all threads), its RSS in KiB. Stops when
-# the process is gone or after TIMEOUT seconds. scripts/bench-report.py
+# the process is gone or after TIMEOUT seconds. scripts/bench/bench-report.py
 # cuts these into the guest's phases (CPU seconds per GB moved, RSS idle
-# and under load); scripts/profile.sh attaches perf to the pid.
+# and under load); scripts/bench/profile.sh attaches perf to the pid.
 #
 #   bench-proc-sampler.py SOCKET OUTFILE PIDFILE TIMEOUT [PERIOD]
 import os

@@ -7,8 +7,8 @@
 #
 # Kernels (columns): REPRO_KERNELS, default "5.10 6.1 6.12 7.2" (Debian's
 # bullseye, bookworm, trixie and sid kernels; the other releases come
-# through scripts/guest-image.sh's private apt configuration, nothing on
-# this machine is upgraded). KERNEL=... (anything scripts/guest-image.sh
+# through tests/guest/image.sh's private apt configuration, nothing on
+# this machine is upgraded). KERNEL=... (anything tests/guest/image.sh
 # takes) runs that one kernel only.
 #
 # Scenarios (rows), one guest boot each per kernel:
@@ -37,7 +37,7 @@
 # checks that failed. REPRO_TABLE_ONLY=1 prints the table and draws the
 # plot again from the logs, running nothing.
 set -uo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
 
 OUT=$NCM_BUILD/repro-dropout
@@ -50,8 +50,8 @@ fi
 
 # REPRO_TABLE_ONLY=1: the table and plot again from the last runs' logs
 if [ "${REPRO_TABLE_ONLY:-0}" != 1 ]; then
-    bash "$NCM_TOP/scripts/install-deps.sh" build guest bench || exit 1
-    bash "$NCM_TOP/scripts/build-qemu.sh" || exit 1
+    bash "$NCM_TOP/scripts/setup/install-deps.sh" build guest bench || exit 1
+    bash "$NCM_TOP/scripts/setup/build-qemu.sh" || exit 1
 fi
 mkdir -p "$OUT"
 
@@ -68,7 +68,7 @@ for k in "${KRUN[@]}"; do
     export KERNEL=$k
     # nothing of an earlier run of this kernel may show up in the table
     rm -f "$GL/repro-$L-"* "$DL/repro-$L-"* "$OUT/$L".*
-    if ! bash "$NCM_TOP/scripts/guest-image.sh" >"$OUT/$L.image.log" 2>&1; then
+    if ! bash "$NCM_TOP/tests/guest/image.sh" >"$OUT/$L.image.log" 2>&1; then
         note "guest image for $k failed: $OUT/$L.image.log"
         touch "$OUT/$L.image-failed"
         continue

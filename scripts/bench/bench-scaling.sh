@@ -5,23 +5,23 @@
 # 1, 2 and 4 usb-ncm-dl on one qemu-xhci, then one usb-ncm-dl per
 # controller with 2 and 4 qemu-xhci, and usb-net (1 and 4 on one
 # qemu-xhci) for comparison. Tap backend only: a private network namespace
-# (scripts/bench-netns.sh) holds tap0..tap3 (10.0.2.2 .. 10.0.5.2), an
+# (tests/guest/netns.sh) holds tap0..tap3 (10.0.2.2 .. 10.0.5.2), an
 # iperf3 server on each and QEMU; the guest's NIC I is 10.0.(2+I).15 (its
 # MAC ends in :0I; tests/guest/init.sh scale mode).
 #
 # Per boot: the guest idles 3 s (QEMU's RSS idle), then runs TCP up on every
 # NIC at once, then down (QEMU's RSS under load: the largest sample; CPU
 # seconds per GB over these two runs, from /proc/PID/stat). Medians of the
-# repetitions, one table: scripts/bench-report.py scaling;
+# repetitions, one table: scripts/bench/bench-report.py scaling;
 # build/bench-scaling/scaling.json.
 #
 # Environment: SCALING_REPS (3), SCALING_TIME (8 s per direction),
 #   SCALING_CONFIGS (names below), SCALING_OUT (build/bench-scaling),
 #   QEMU (another qemu-system-x86_64).
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
-. "$NCM_TOP/scripts/bench-configs.sh"
+. "$NCM_TOP/scripts/bench/bench-configs.sh"
 
 OUT=${SCALING_OUT:-$NCM_BUILD/bench-scaling}
 REPS=${SCALING_REPS:-3}
@@ -67,9 +67,9 @@ ncm.port=$(backend_port tap) ncm.time=$TIME $ntb"
     backend_apply tap "$NS" "$nics"
 }
 
-bash "$NCM_TOP/scripts/install-deps.sh" build guest bench
-bash "$NCM_TOP/scripts/build-qemu.sh"
-GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir)
+bash "$NCM_TOP/scripts/setup/install-deps.sh" build guest bench
+bash "$NCM_TOP/scripts/setup/build-qemu.sh"
+GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir)
 rm -rf "$OUT"
 mkdir -p "$OUT/tap/logs"
 bench_snapshot_qemu "$OUT"
@@ -111,4 +111,4 @@ done
 netns_down "$NS"
 
 step "summarising"
-python3 "$NCM_TOP/scripts/bench-report.py" scaling "$OUT" | tee "$OUT/report.txt"
+python3 "$NCM_TOP/scripts/bench/bench-report.py" scaling "$OUT" | tee "$OUT/report.txt"

@@ -14,12 +14,15 @@
 # Stops when QEMU goes away or after TIMEOUT seconds.
 #
 #   guest-sampler.py SOCKET OUTFILE TIMEOUT-SECONDS
+import os
 import random
 import re
 import sys
 import time
 
-from qmplib import Qmp
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tests", "guest"))
+from qmplib import Qmp  # noqa: E402
 
 RIP = re.compile(r"RIP=([0-9a-f]+)")
 CPL = re.compile(r"CPL=(\d)")

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash disable=SC2034
 #
-# The network backends of make bench, make profile and make bench-scaling.
-# Sourced after tests/guest/lib.sh and scripts/bench-configs.sh.
+# The network backends of make bench, make profile and make bench-scaling,
+# and the private network of the live-migration test
+# (tests/guest/run-migrate-test.sh).  Sourced after tests/guest/lib.sh.
 #
 # tap:   a private network namespace holds tap0..tapN-1 (tapI is
 #        10.0.(2+I).2/24; the guest keeps 10.0.2.15 on its first NIC), one

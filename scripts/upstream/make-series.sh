@@ -5,7 +5,7 @@
 # against the QEMU tree `make` builds with (QEMU_VERSION / QEMU_SRC pick it,
 # as for the build).
 #
-#   scripts/make-series.sh [--verify]
+#   scripts/upstream/make-series.sh [--verify]
 #
 # patches/series/NN-*.txt say what each commit holds and why, in order
 # (patches/series/<line>/NN-*.txt replaces one for trees of that line):
@@ -34,14 +34,14 @@
 # libqos and the qtest once they exist) at every commit, run the unit tests
 # and list the qtest's cases at the end.
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
-. "$NCM_TOP/scripts/qemu-tree.sh"
+. "$(dirname "$0")/../setup/common.sh"
+. "$NCM_TOP/scripts/setup/qemu-tree.sh"
 
 verify=0
 case ${1:-} in
 --verify) verify=1 ;;
 "") ;;
-*) die "unknown argument '$1'" "usage: scripts/make-series.sh [--verify]" ;;
+*) die "unknown argument '$1'" "usage: scripts/upstream/make-series.sh [--verify]" ;;
 esac
 
 SERIES_SRC=$NCM_TOP/patches/series
@@ -66,7 +66,7 @@ export GIT_COMMITTER_NAME=$name GIT_COMMITTER_EMAIL=$email
 GIT_AUTHOR_DATE=$(git -C "$NCM_TOP" log -1 --format=%aD 2>/dev/null || date -R)
 export GIT_AUTHOR_DATE GIT_COMMITTER_DATE=$GIT_AUTHOR_DATE
 
-pristine=$(bash "$NCM_TOP/scripts/fetch-qemu.sh")
+pristine=$(bash "$NCM_TOP/scripts/setup/fetch-qemu.sh")
 version=$(cat "$pristine/VERSION")
 
 # --- what goes where --------------------------------------------------------
@@ -157,7 +157,7 @@ put_file() {
         -e "s/\\bNcmClassInitData\\b/$class_data/g" "$NCM_TOP/$f" >"$dst"
     if grep -n 'ncm-compat\|NcmClassInitData' "$dst" >&2; then
         die "$f still uses include/hw/usb/ncm-compat.h after the rewrite" \
-            "teach put_file in scripts/make-series.sh the new compat type"
+            "teach put_file in scripts/upstream/make-series.sh the new compat type"
     fi
 }
 

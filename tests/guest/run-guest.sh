@@ -7,7 +7,7 @@
 # server runs on the host's 127.0.0.1 for the duration (the guest reaches it
 # as 10.0.2.2). The first run downloads and builds the guest image.
 #
-#   scripts/run-guest.sh [--shell] [--ehci] [--time SECONDS]
+#   tests/guest/run-guest.sh [--shell] [--ehci] [--time SECONDS]
 #
 #   --shell       an interactive busybox shell on the serial console instead
 #                 (`make shell`). The interface (cdc_ncm names it usb0)
@@ -33,7 +33,7 @@
 #   NCM_APPEND="ncm.mtu=4000 ..."   extra guest kernel parameters (see
 #                                   tests/guest/init.sh for the ncm.* list)
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../../scripts/setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
 
 SHELL_MODE=0
@@ -46,7 +46,7 @@ while [ $# -gt 0 ]; do
     --xhci) CTRL=xhci ;;
     --time) TIME=${2:?--time needs a number of seconds}; shift ;;
     -h|--help) sed -n '3,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument '$1'" "usage: scripts/run-guest.sh [--shell] [--ehci] [--time N]" ;;
+    *) die "unknown argument '$1'" "usage: tests/guest/run-guest.sh [--shell] [--ehci] [--time N]" ;;
     esac
     shift
 done
@@ -65,7 +65,7 @@ if ! guest_has_device "$GUEST_DEV_NAME"; then
 fi
 
 step "guest image (first time: downloads ~75 MB of Debian packages)"
-GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir) ||
+GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir) ||
     die "could not build the guest image" "see the messages above"
 
 mkdir -p "$NCM_BUILD/guest-logs"

@@ -5,7 +5,7 @@
 # and print the unpacked directory.  QEMU_VERSION picks the release line:
 #
 #   10.0 (default)  qemu/trixie, through the system's trixie deb-src entry
-#                   (scripts/install-deps.sh adds it)
+#                   (scripts/setup/install-deps.sh adds it)
 #   10.2            qemu=$QEMU_DEB_VERSION (default 1:10.2.2+ds-1) from sid,
 #                   through a private apt configuration under
 #                   $NCM_CACHE/apt-sid: /etc/apt is never touched, so
@@ -106,7 +106,7 @@ rm -rf "$dir"/qemu-* "$dir"/qemu_*
 (cd "$dir" && apt-get "${apt_opts[@]}" source -q "$want" \
     >"$dir/fetch.log" 2>&1) ||
     die "apt-get source $want failed (log: $dir/fetch.log)" \
-        "run scripts/install-deps.sh build (dpkg-dev; the trixie deb-src entry for 10.0)" \
+        "run scripts/setup/install-deps.sh build (dpkg-dev; the trixie deb-src entry for 10.0)" \
         "or use an existing tree: make QEMU_SRC=/path/to/qemu"
 src=$(ls -d "$dir"/qemu-*/ 2>/dev/null | head -n1)
 src=${src%/}

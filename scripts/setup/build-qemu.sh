@@ -3,13 +3,13 @@
 #
 # Copy a QEMU tree to build/qemu-src, lay our files over it at their upstream
 # paths, apply patches/ (the variants that fit the tree's release, see
-# scripts/qemu-tree.sh), configure x86_64-softmmu once and build
+# scripts/setup/qemu-tree.sh), configure x86_64-softmmu once and build
 # build/qemu/qemu-system-x86_64.  Re-running only copies files whose content
 # changed, so ninja rebuilds incrementally.  QEMU_VERSION=10.2 builds in
-# build/10.2/ instead (scripts/common.sh).
+# build/10.2/ instead (scripts/setup/common.sh).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-. "$NCM_TOP/scripts/qemu-tree.sh"
+. "$NCM_TOP/scripts/setup/qemu-tree.sh"
 
 SRC_COPY=$NCM_BUILD/qemu-src
 OBJ=$NCM_BUILD/qemu
@@ -21,8 +21,8 @@ if [ -z "${NCM_BUILD_LOCKED:-}" ]; then
     exec flock "$NCM_BUILD/.build-lock" bash "$0" "$@"
 fi
 
-bash "$NCM_TOP/scripts/install-deps.sh" build
-pristine=$(bash "$NCM_TOP/scripts/fetch-qemu.sh")
+bash "$NCM_TOP/scripts/setup/install-deps.sh" build
+pristine=$(bash "$NCM_TOP/scripts/setup/fetch-qemu.sh")
 note "QEMU source: $pristine ($(cat "$pristine/VERSION"))"
 
 mkdir -p "$NCM_BUILD"
@@ -85,7 +85,7 @@ if [ ! -f "$OBJ/build.ninja" ]; then
         tail -n 30 "$NCM_BUILD/configure.log" >&2
         rm -f "$OBJ/build.ninja"
         die "configure failed (full log: $NCM_BUILD/configure.log)" \
-            "missing packages: run scripts/install-deps.sh build"
+            "missing packages: run scripts/setup/install-deps.sh build"
     }
 fi
 

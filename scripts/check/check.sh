@@ -6,9 +6,9 @@
 # The last line is "N passed, N failed, N skipped"; exit status is non-zero
 # when anything failed.
 #
-#   scripts/check.sh [all|style|unit|tools|fuzz|device|qtest|guest|dropout]...
+#   scripts/check/check.sh [all|style|unit|tools|fuzz|device|qtest|guest|dropout]...
 set -uo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../setup/common.sh"
 
 CHECK_FUZZ_SECONDS=${CHECK_FUZZ_SECONDS:-20}
 LOG_DIR=$NCM_BUILD/check-logs
@@ -60,7 +60,7 @@ for s in $suites; do
     esac
 done
 step "installing what the suites need ($dep_sets)"
-if ! bash "$NCM_TOP/scripts/install-deps.sh" $dep_sets; then
+if ! bash "$NCM_TOP/scripts/setup/install-deps.sh" $dep_sets; then
     echo "FAIL: deps (could not install $dep_sets; see the messages above)"
     echo "0 passed, 1 failed"
     exit 1
@@ -68,7 +68,7 @@ fi
 
 if [ "$needs_qemu" = 1 ]; then
     step "making sure QEMU with usb-ncm-dl is built"
-    if ! bash "$NCM_TOP/scripts/build-qemu.sh"; then
+    if ! bash "$NCM_TOP/scripts/setup/build-qemu.sh"; then
         echo "FAIL: build/qemu (QEMU did not build; see the messages above)"
         echo "0 passed, 1 failed"
         exit 1
@@ -77,12 +77,12 @@ fi
 
 for s in $suites; do
     case $s in
-    style) run_suite style bash "$NCM_TOP/scripts/checkpatch.sh" ;;
-    unit) run_suite unit bash "$NCM_TOP/scripts/check-unit.sh" ;;
+    style) run_suite style bash "$NCM_TOP/scripts/check/checkpatch.sh" ;;
+    unit) run_suite unit bash "$NCM_TOP/scripts/check/check-unit.sh" ;;
     tools) run_suite tools python3 "$NCM_TOP/tests/tools/run.py" ;;
-    fuzz) run_suite fuzz bash "$NCM_TOP/scripts/fuzz.sh" "$CHECK_FUZZ_SECONDS" ;;
+    fuzz) run_suite fuzz bash "$NCM_TOP/scripts/check/fuzz.sh" "$CHECK_FUZZ_SECONDS" ;;
     device) run_suite device bash "$NCM_TOP/tests/device/check-properties.sh" ;;
-    qtest) run_suite qtest bash "$NCM_TOP/scripts/check-qtest.sh" ;;
+    qtest) run_suite qtest bash "$NCM_TOP/scripts/check/check-qtest.sh" ;;
     guest) run_suite guest bash "$NCM_TOP/tests/guest/run-all.sh" ;;
     dropout) run_suite dropout bash "$NCM_TOP/tests/guest/run-dropout-test.sh" ;;
     *) die "unknown suite '$s'" "use style, unit, tools, fuzz, device, qtest, guest, dropout or all" ;;

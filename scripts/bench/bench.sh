@@ -6,7 +6,7 @@
 #  - tap (first): a private network namespace holding a tap device
 #    (10.0.2.2/24), the iperf3 server and QEMU; the guest keeps 10.0.2.15.
 #    Nothing leaves the machine; the namespace is made and removed here
-#    (scripts/bench-netns.sh). This is where the device is the bottleneck.
+#    (tests/guest/netns.sh). This is where the device is the bottleneck.
 #  - slirp: -netdev user, the iperf3 server on the host's loopback.
 #
 # The same guest (kernel, -m 512, -smp 1, TCG) boots once per backend,
@@ -15,17 +15,17 @@
 # with 1 and 4 streams and a 64-byte UDP packet rate each way; QEMU's CPU
 # time and RSS are sampled throughout (CPU seconds per GB count the TCP
 # runs only). Medians, ratios, the targets, a JSON file and a chart per
-# backend land in build/bench/ (scripts/bench-report.py).
+# backend land in build/bench/ (scripts/bench/bench-report.py).
 #
 # Environment: BENCH_REPS (3), BENCH_TIME (5 s per iperf3 run),
 #   BENCH_UDP_MBPS (20, offered UDP load), BENCH_BACKENDS ("tap slirp"),
-#   BENCH_CONFIGS (names from scripts/bench-configs.sh, for every backend;
+#   BENCH_CONFIGS (names from scripts/bench/bench-configs.sh, for every backend;
 #   default BENCH_CONFIGS_TAP / BENCH_CONFIGS_SLIRP below), BENCH_OUT
 #   (build/bench), QEMU (another qemu-system-x86_64, for an A/B).
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
-. "$NCM_TOP/scripts/bench-configs.sh"
+. "$NCM_TOP/scripts/bench/bench-configs.sh"
 
 OUT=${BENCH_OUT:-$NCM_BUILD/bench}
 REPS=${BENCH_REPS:-3}
@@ -44,9 +44,9 @@ configs_of() {
     esac
 }
 
-bash "$NCM_TOP/scripts/install-deps.sh" build guest bench
-bash "$NCM_TOP/scripts/build-qemu.sh"
-GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir)
+bash "$NCM_TOP/scripts/setup/install-deps.sh" build guest bench
+bash "$NCM_TOP/scripts/setup/build-qemu.sh"
+GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir)
 # A previous run's logs would be read as more repetitions.
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -99,7 +99,7 @@ for rep in $(seq 1 "$REPS"); do
             printf '%s\n' "$(cut -d' ' -f1-3 /proc/loadavg)" > "$log.loadavg"
             bench_boot "$log" 600 "$CONFIG_QOM" || true
             if grep -q 'NCMTEST phase=done' "$log"; then
-                note "$(python3 "$NCM_TOP/scripts/bench-report.py" one "$log" "$TIME")"
+                note "$(python3 "$NCM_TOP/scripts/bench/bench-report.py" one "$log" "$TIME")"
             else
                 note "boot $b $c-$rep did not finish: see ${log#"$NCM_TOP"/}"
             fi
@@ -109,4 +109,4 @@ done
 cleanup
 
 step "summarising"
-python3 "$NCM_TOP/scripts/bench-report.py" bench "$OUT" | tee "$OUT/report.txt"
+python3 "$NCM_TOP/scripts/bench/bench-report.py" bench "$OUT" | tee "$OUT/report.txt"

@@ -19,8 +19,8 @@
 # sanitizer report in one case cannot hide the results of the others.
 
 set -euo pipefail
-# shellcheck source=scripts/common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+# shellcheck source=scripts/setup/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../setup/common.sh"
 
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
@@ -30,7 +30,7 @@ failed=0
 
 command -v meson >/dev/null ||
     die "meson not found" \
-        "install it: bash scripts/install-deps.sh (or apt-get install meson)"
+        "install it: bash scripts/setup/install-deps.sh (or apt-get install meson)"
 command -v ninja >/dev/null ||
     die "ninja not found" "install it: apt-get install ninja-build"
 
@@ -57,7 +57,7 @@ build() {
         echo "FAIL: $suite/build"
         tail -n 30 "$log" | sed 's/^/    | /'
         note "full log: $log"
-        note "fix the build error above, then rerun: bash scripts/check-unit.sh"
+        note "fix the build error above, then rerun: bash scripts/check/check-unit.sh"
         failed=1
         return 1
     fi

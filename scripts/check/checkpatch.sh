@@ -5,7 +5,7 @@
 # per file.  Paths are given relative to the repo so that checkpatch applies
 # its tests/ rules to the tests.
 set -uo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../setup/common.sh"
 
 CHECKPATCH=$NCM_BUILD/qemu-src/scripts/checkpatch.pl
 [ -f "$CHECKPATCH" ] || die "$CHECKPATCH is missing" \

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Usage: scripts/fuzz.sh [SECONDS]        (default 60)
+# Usage: scripts/check/fuzz.sh [SECONDS]        (default 60)
 #
 # Build the libFuzzer harnesses of the NTB codec with clang, ASan and UBSan
 # in build/fuzz and run each of them for SECONDS, one after the other (so
@@ -20,14 +20,14 @@
 # SKIP with exit status 0.
 
 set -euo pipefail
-# shellcheck source=scripts/common.sh
-source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+# shellcheck source=scripts/setup/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../setup/common.sh"
 
 FUZZERS=(ncm-parse ncm-roundtrip)
 fuzz_secs=${1:-60}
 [[ $fuzz_secs =~ ^[1-9][0-9]*$ ]] ||
     die "SECONDS must be a positive integer, got '$fuzz_secs'" \
-        "usage: scripts/fuzz.sh [SECONDS]"
+        "usage: scripts/check/fuzz.sh [SECONDS]"
 
 skip_all() {
     local name
@@ -74,7 +74,7 @@ if ! "${setup[@]}" >"$log" 2>&1 ||
     done
     tail -n 30 "$log" | sed 's/^/    | /'
     die "fuzzer build failed (full log: $log)" \
-        "fix the error above and rerun: bash scripts/fuzz.sh $fuzz_secs" \
+        "fix the error above and rerun: bash scripts/check/fuzz.sh $fuzz_secs" \
         "if build/fuzz was configured with another compiler: rm -rf $dir"
 fi
 

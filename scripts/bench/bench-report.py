@@ -10,10 +10,10 @@
 #   bench-report.py scaling OUT    the scaling table; OUT/scaling.json
 #   bench-report.py one LOG SECS   one line about one boot (progress)
 #
-# OUT/run.json (written by scripts/bench.sh or bench-scaling.sh) says what
+# OUT/run.json (written by scripts/bench/bench.sh or bench-scaling.sh) says what
 # ran. Per boot, LOG is the console (NCMTEST lines), LOG.phases the guest's
 # phases with host times, LOG.proc QEMU's CPU seconds and RSS over time
-# (scripts/bench-proc-sampler.py), LOG.stats.json the device counters.
+# (scripts/bench/bench-proc-sampler.py), LOG.stats.json the device counters.
 # CPU seconds per GB count the TCP phases only: boot, ping and UDP are out.
 # Charts: matplotlib when python3 has it, else gnuplot.
 import glob

@@ -5,7 +5,7 @@
 # line.  Sourced after tests/guest/lib.sh; config_field NAME FIELD prints
 # one field (2: controller, 3: -device argument, 4: extra guest kernel
 # parameters), config_guest_cmd prepares a boot of one on a backend
-# (scripts/bench-netns.sh: tap or slirp).
+# (tests/guest/netns.sh: tap or slirp).
 #
 # virtio-net-nooff is virtio-net-pci with every offload off (checksum, GSO,
 # TSO, ECN, UFO, USO, both directions): one frame per packet each way, the
@@ -31,7 +31,7 @@ virtio-net|pci|virtio-net-pci|
 virtio-net-nooff|pci|virtio-net-pci,csum=off,gso=off,host_tso4=off,host_tso6=off,host_ecn=off,host_ufo=off,host_uso=off,guest_csum=off,guest_tso4=off,guest_tso6=off,guest_ecn=off,guest_ufo=off,guest_uso4=off,guest_uso6=off|
 "
 
-. "$(dirname "${BASH_SOURCE[0]}")/bench-netns.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../../tests/guest/netns.sh"
 
 config_field() {
     awk -F'|' -v n="$1" -v f="$2" '$1 == n { print $f }' <<<"$CONFIG_TABLE"
@@ -69,13 +69,13 @@ bench_snapshot_qemu() {
 
 # bench_boot LOG TIMEOUT QOM-ID [PIDFILE]: guest_run_with_stats with the
 # guest's phases (LOG.phases) and QEMU's CPU time and RSS every 0.25 s
-# (LOG.proc, scripts/bench-proc-sampler.py) recorded next to LOG;
+# (LOG.proc, scripts/bench/bench-proc-sampler.py) recorded next to LOG;
 # PIDFILE gets QEMU's pid as soon as it runs.
 bench_boot() {
     local log=$1 tmo=$2 qom=$3 pidfile=${4:--} sock spid rc=0
     sock=$(mktemp -u /tmp/ncm-bench-qmp.XXXXXX)
     GUEST_CMD+=(-qmp "unix:$sock,server=on,wait=off")
-    python3 "$NCM_TOP/scripts/bench-proc-sampler.py" "$sock" "$log.proc" \
+    python3 "$NCM_TOP/scripts/bench/bench-proc-sampler.py" "$sock" "$log.proc" \
         "$pidfile" "$tmo" 2>"$log.proc.err" &
     spid=$!
     rm -f "$log.phases"

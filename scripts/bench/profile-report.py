@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Tables for make profile (scripts/profile.sh): for each configuration and
+# Tables for make profile (scripts/bench/profile.sh): for each configuration and
 # TCP direction, how busy each QEMU thread was and in what (host perf
 # samples), and where the guest's vCPU was (RIP samples resolved with the
 # guest's /proc/kallsyms). Only the middle of each iperf3 run counts: from

@@ -4,19 +4,19 @@
 # make profile: where the time goes while a guest moves TCP data, on both
 # sides of the emulation, for usb-ncm-dl and the NICs it is compared with.
 #
-# Each configuration (names from scripts/bench-configs.sh) boots the bench
-# guest once per backend (scripts/bench-netns.sh: tap, the default, in a
+# Each configuration (names from scripts/bench/bench-configs.sh) boots the bench
+# guest once per backend (tests/guest/netns.sh: tap, the default, in a
 # private network namespace made and removed here, or slirp) and runs one
 # TCP upload and one download. Meanwhile:
 #  - perf samples the whole QEMU process on the host (cpu-clock, 999 Hz,
 #    every thread): how busy each thread is, and in what: TCG-generated
 #    guest code, the TCG runtime, the usb-ncm device, xHCI, the USB core,
 #    slirp, memcpy, the host kernel...;
-#  - scripts/guest-sampler.py samples the guest's RIP over QMP (~200 Hz):
+#  - scripts/bench/guest-sampler.py samples the guest's RIP over QMP (~200 Hz):
 #    idle (HLT), user space, or which kernel function; the guest sends its
 #    /proc/kallsyms at the end so that module functions resolve too;
 #  - the guest counts its NIC's interrupts per run (/proc/interrupts).
-# scripts/profile-report.py prints the tables (build/profile/report.txt);
+# scripts/bench/profile-report.py prints the tables (build/profile/report.txt);
 # build/profile/<backend>/<config>/ keeps the raw data.
 #
 # With PROFILE_TRACE=1, QEMU also logs (with host timestamps) the trace
@@ -32,9 +32,9 @@
 #   PROFILE_TIME (8 s per direction), PROFILE_TRACE (0), PROFILE_OUT
 #   (build/profile), QEMU (another qemu-system-x86_64).
 set -euo pipefail
-. "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/../setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
-. "$NCM_TOP/scripts/bench-configs.sh"
+. "$NCM_TOP/scripts/bench/bench-configs.sh"
 
 OUT=${PROFILE_OUT:-$NCM_BUILD/profile}
 TIME=${PROFILE_TIME:-8}
@@ -46,11 +46,11 @@ TRACE_EVENTS="usb_xhci_doorbell_write usb_xhci_ep_kick usb_xhci_xfer_start
  usb_ncm_out_ntb usb_ncm_in_flush virtio_queue_notify virtio_notify"
 NS=ncm-profile
 
-bash "$NCM_TOP/scripts/install-deps.sh" build guest bench
+bash "$NCM_TOP/scripts/setup/install-deps.sh" build guest bench
 command -v perf >/dev/null ||
     die "perf is missing" "run: apt-get install linux-perf"
-bash "$NCM_TOP/scripts/build-qemu.sh"
-GDIR=$(bash "$NCM_TOP/scripts/guest-image.sh" --print-dir)
+bash "$NCM_TOP/scripts/setup/build-qemu.sh"
+GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir)
 rm -rf "$OUT"
 mkdir -p "$OUT"
 bench_snapshot_qemu "$OUT"
@@ -91,9 +91,9 @@ for b in $BACKENDS; do
     mkdir -p "$dir"
     step "profile $n/$total: $b $c ($TIME s up, $TIME s down)"
     case $b in
-    tap) ip netns exec "$NS" python3 "$NCM_TOP/scripts/recv-file.py" \
+    tap) ip netns exec "$NS" python3 "$NCM_TOP/scripts/bench/recv-file.py" \
             "$dir/port" "$dir/guest.tgz" 600 10.0.2.2 2>"$dir/recv.err" & ;;
-    *) python3 "$NCM_TOP/scripts/recv-file.py" "$dir/port" "$dir/guest.tgz" 600 \
+    *) python3 "$NCM_TOP/scripts/bench/recv-file.py" "$dir/port" "$dir/guest.tgz" 600 \
             2>"$dir/recv.err" & ;;
     esac
     recv=$!
@@ -111,7 +111,7 @@ for b in $BACKENDS; do
         GUEST_CMD+=(-msg timestamp=on -D "$dir/trace.log")
         for e in $TRACE_EVENTS; do GUEST_CMD+=(-trace "enable=$e"); done
     fi
-    python3 "$NCM_TOP/scripts/guest-sampler.py" "$sampler_sock" \
+    python3 "$NCM_TOP/scripts/bench/guest-sampler.py" "$sampler_sock" \
         "$dir/guest-rip.txt" 600 2>"$dir/sampler.err" &
     sampler=$!
     rm -f "$dir/qemu.pid"
@@ -140,5 +140,5 @@ step "summarising"
 for b in $BACKENDS; do
     echo "##### backend: $b"
     # shellcheck disable=SC2086 # CONFIGS is a list of names
-    python3 "$NCM_TOP/scripts/profile-report.py" "$OUT/$b" $CONFIGS
+    python3 "$NCM_TOP/scripts/bench/profile-report.py" "$OUT/$b" $CONFIGS
 done | tee "$OUT/report.txt"
