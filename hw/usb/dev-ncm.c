@@ -306,6 +306,7 @@ struct USBNcmState {
     bool wake_notify;
     bool notify_nakd;               /* as USBNcmBulk.nakd */
     USBNcmPacketCounters packet_stats;
+    char *trace_name;               /* fn.cfg.name */
     char mac_string[13];
     USBNcmDescriptors descs;
 };
@@ -518,9 +519,11 @@ static void usb_ncm_wakeup_nakd(USBNcmBulk *b)
 
 static void usb_ncm_park(USBNcmBulk *b, USBPacket *p, bool attached)
 {
+    USBNcmState *s = USB_NCM_BASE(p->ep->dev);
+
     b->parked = p;
     p->status = USB_RET_ASYNC;
-    trace_usb_ncm_park(p->ep->nr, p->iov.size, attached);
+    trace_usb_ncm_park(s->fn.cfg.name, p->ep->nr, p->iov.size, attached);
 }
 
 /*
@@ -553,7 +556,7 @@ static bool usb_ncm_adopt(USBNcmState *s, USBNcmBulk *b)
     usb_packet_set_state(p, USB_PACKET_ASYNC);
     b->parked = p;
     s->packet_stats.packets_adopted++;
-    trace_usb_ncm_adopt(p->ep->nr, p->iov.size);
+    trace_usb_ncm_adopt(s->fn.cfg.name, p->ep->nr, p->iov.size);
     return true;
 }
 
@@ -572,7 +575,8 @@ static void usb_ncm_hand_back(USBNcmState *s)
         /* datagrams in the host's buffer stay with the function */
         ncm_function_in_detach(&s->fn);
         s->packet_stats.packets_handed_back++;
-        trace_usb_ncm_hand_back(NCM_EP_BULK_IN, s->in.parked->iov.size);
+        trace_usb_ncm_hand_back(s->fn.cfg.name, NCM_EP_BULK_IN,
+                                s->in.parked->iov.size);
         usb_ncm_complete_parked(s, &s->in);
     }
     s->handing_back = false;
@@ -634,7 +638,7 @@ static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
 
     if (s->handing_back) {
         s->packet_stats.packets_handed_back++;
-        trace_usb_ncm_hand_back(p->ep->nr, p->iov.size);
+        trace_usb_ncm_hand_back(s->fn.cfg.name, p->ep->nr, p->iov.size);
         return;                             /* empty, successful */
     }
     if (!p->iov.size) {
@@ -773,7 +777,8 @@ static void usb_ncm_out_drain(USBNcmState *s)
     }
     if (s->handing_back) {
         s->packet_stats.packets_handed_back++;
-        trace_usb_ncm_hand_back(NCM_EP_BULK_OUT, s->out.parked->iov.size);
+        trace_usb_ncm_hand_back(s->fn.cfg.name, NCM_EP_BULK_OUT,
+                                s->out.parked->iov.size);
     }
     s->out_draining = true;
     usb_ncm_out_process(s, s->out.parked);
@@ -831,13 +836,13 @@ static void usb_ncm_cancel_packet(USBDevice *dev, USBPacket *p)
         /* what was built in its buffer goes out in the next one */
         ncm_function_in_detach(&s->fn);
         s->in.parked = NULL;
-        trace_usb_ncm_in_cancelled(p->iov.size);
+        trace_usb_ncm_in_cancelled(s->fn.cfg.name, p->iov.size);
         usb_ncm_schedule_wakeup(s, true, false);
     }
     if (p == s->out.parked) {
         /* the host took its transfer back before the device read it */
         s->out.parked = NULL;
-        trace_usb_ncm_out_cancelled(p->iov.size);
+        trace_usb_ncm_out_cancelled(s->fn.cfg.name, p->iov.size);
         qemu_bh_schedule(s->out_bh);
     }
 }
@@ -848,7 +853,7 @@ static void usb_ncm_handle_reset(USBDevice *dev)
 {
     USBNcmState *s = USB_NCM_BASE(dev);
 
-    trace_usb_ncm_reset(dev->addr);
+    trace_usb_ncm_reset(s->fn.cfg.name);
     s->func_remote_wakeup = false;
     usb_ncm_hand_back(s);
     ncm_function_reset(&s->fn);
@@ -1047,7 +1052,7 @@ static void usb_ncm_link_status_changed(NetClientState *nc)
 {
     USBNcmState *s = qemu_get_nic_opaque(nc);
 
-    trace_usb_ncm_link(s->dev.addr, !nc->link_down);
+    trace_usb_ncm_link(s->fn.cfg.name, !nc->link_down);
     ncm_function_set_link(&s->fn, !nc->link_down);
     usb_ncm_schedule_wakeup(s, false, true);
 }
@@ -1166,7 +1171,7 @@ static void usb_ncm_replug_detach(USBNcmState *s)
 {
     if (s->dev.attached) {
         s->packet_stats.replugs++;
-        trace_usb_ncm_replug(s->dev.addr, 0, s->replug_ms);
+        trace_usb_ncm_replug(s->fn.cfg.name, 0, s->replug_ms);
         usb_device_detach(&s->dev);
         /* what the firmware knew is gone with it */
         ncm_function_reset(&s->fn);
@@ -1193,7 +1198,7 @@ static void usb_ncm_replug_timer(void *opaque)
             warn_report_err(err);
             return;
         }
-        trace_usb_ncm_replug(s->dev.addr, 1, 0);
+        trace_usb_ncm_replug(s->fn.cfg.name, 1, 0);
     }
     if (s->replug_every_ms) {
         uint32_t jitter = s->replug_every_ms / 4 + 1;
@@ -1259,7 +1264,7 @@ static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
     } else if (!strcmp(name, "x-fault-replug-seed")) {
         s->replug_seed = value;
     }
-    trace_usb_ncm_fault(name, value);
+    trace_usb_ncm_fault(s->fn.cfg.name, name, value);
 }
 
 static void usb_ncm_get_fault_u32(Object *obj, Visitor *v, const char *name,
@@ -1516,6 +1521,11 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
                          (s->ntb32 ? NCM_NTB_FORMAT_32 : 0);
     memcpy(s->fn.cfg.mac, mac, sizeof(s->fn.cfg.mac));
     s->fn.cfg.link_speed_bps = 1000 * 1000 * 1000;
+    g_free(s->trace_name);
+    s->trace_name = DEVICE(s)->id ? g_strdup(DEVICE(s)->id) :
+                    g_strdup_printf("usb-ncm@%s", dev->port ? dev->port->path
+                                                            : "?");
+    s->fn.cfg.name = s->trace_name;
     ncm_function_init(&s->fn, &s->fn.cfg);
 
     s->ep_notify = usb_ep_get(dev, USB_TOKEN_IN, NCM_EP_NOTIFY);
@@ -1556,6 +1566,8 @@ static void usb_ncm_unrealize(USBDevice *dev)
     timer_free(s->fault_link_timer);
     timer_free(s->fault_busy_timer);
     timer_free(s->replug_timer);
+    g_free(s->trace_name);
+    s->trace_name = NULL;
     s->in.parked = NULL;            /* the detach cancelled them */
     s->out.parked = NULL;
     qemu_del_nic(s->nic);

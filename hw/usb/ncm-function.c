@@ -68,7 +68,7 @@ static void ncm_in_flush(NcmFunction *f)
 
     if (lost) {
         f->stats.in_flushed_datagrams += lost;
-        trace_usb_ncm_in_flush(lost);
+        trace_usb_ncm_in_flush(f->cfg.name, lost);
     }
     f->in_zlp_owed = false;
     ncm_in_restart(f);
@@ -103,6 +103,9 @@ void ncm_function_init(NcmFunction *f, const NcmConfig *cfg)
 {
     NcmConfig c = *cfg;
 
+    if (!c.name) {
+        c.name = "usb-ncm";
+    }
     memset(f, 0, sizeof(*f));
     f->cfg = c;
     f->out_buf_size = cfg->ntb_out_max_size;
@@ -137,7 +140,7 @@ void ncm_function_reset(NcmFunction *f)
 
 void ncm_function_set_data_alt(NcmFunction *f, int alt)
 {
-    trace_usb_ncm_data_alt(alt);
+    trace_usb_ncm_data_alt(f->cfg.name, alt);
     if (alt == 0) {
         ncm_function_reset(f);
         return;
@@ -239,7 +242,8 @@ uint32_t ncm_function_notify_next(NcmFunction *f, uint8_t *buf,
             return 0;
         }
         f->stats.notifications++;
-        trace_usb_ncm_notify(f->notify_buf[1], lduw_le_p(f->notify_buf + 2));
+        trace_usb_ncm_notify(f->cfg.name, f->notify_buf[1],
+                             lduw_le_p(f->notify_buf + 2));
         if (f->faults.corrupt == NCM_CORRUPT_SHORT_NOTIFY &&
             f->faults.corrupt_remaining) {
             f->faults.corrupt_remaining--;
@@ -258,7 +262,7 @@ static int ncm_bad_request(NcmFunction *f, int request, int value,
                            int length, const char *why)
 {
     f->stats.bad_requests++;
-    trace_usb_ncm_bad_request(request, value, length);
+    trace_usb_ncm_bad_request(f->cfg.name, request, value, length);
     qemu_log_mask(LOG_GUEST_ERROR,
                   "usb-ncm: stalling request 0x%04x value 0x%x length %d: "
                   "%s\n", request, value, length, why);
@@ -309,7 +313,7 @@ static int ncm_set_ntb_input_size(NcmFunction *f, int request, int length,
         /* the builder holds at most this many: a tighter limit is kept */
         max_datagrams = NCM_MAX_DATAGRAMS;
     }
-    trace_usb_ncm_ntb_input_size(size, max_datagrams);
+    trace_usb_ncm_ntb_input_size(f->cfg.name, size, max_datagrams);
     if (length == 8) {
         f->stats.input_size_requests_8++;
     } else {
@@ -386,8 +390,8 @@ static int ncm_set_mc_filters(NcmFunction *f, int request, int value,
     }
     ncm_mc_rehash(f);
     f->stats.mc_filter_requests++;
-    trace_usb_ncm_mc_filters(value, !!(f->cfg.mc_filters &
-                                       CDC_MC_FILTERS_IMPERFECT));
+    trace_usb_ncm_mc_filters(f->cfg.name, value,
+                             !!(f->cfg.mc_filters & CDC_MC_FILTERS_IMPERFECT));
     return 0;
 }
 
@@ -495,7 +499,7 @@ int ncm_function_control(NcmFunction *f, int request, int value, int index,
         } else {
             break;
         }
-        trace_usb_ncm_ntb_format(f->format->name);
+        trace_usb_ncm_ntb_format(f->cfg.name, f->format->name);
         ncm_in_restart(f);
         return 0;
 
@@ -569,7 +573,7 @@ int ncm_function_control(NcmFunction *f, int request, int value, int index,
             return ncm_bad_request(f, request, value, length,
                                    "SET_CRC_MODE while data alt 1");
         }
-        trace_usb_ncm_crc_mode(value);
+        trace_usb_ncm_crc_mode(f->cfg.name, value);
         f->crc_mode = value == NCM_CRC_APPENDED;
         f->stats.crc_mode_requests++;
         ncm_in_restart(f);
@@ -587,7 +591,7 @@ int ncm_function_control(NcmFunction *f, int request, int value, int index,
             break;
         }
         f->stats.statistic_requests++;
-        trace_usb_ncm_statistic(value, v);
+        trace_usb_ncm_statistic(f->cfg.name, value, v);
         stl_le_p(data, (uint32_t)v);
         return 4;
     }
@@ -597,7 +601,7 @@ int ncm_function_control(NcmFunction *f, int request, int value, int index,
             (value & ~0x1f)) {
             break;
         }
-        trace_usb_ncm_packet_filter(value);
+        trace_usb_ncm_packet_filter(f->cfg.name, value);
         f->packet_filter = value;
         return 0;
     }
@@ -651,7 +655,7 @@ static void ncm_out_emit_one(void *opaque, const uint8_t *data, size_t len)
         /* the parser has checked that the CRC lies inside the NTB */
         if (!ncm_datagram_crc_ok(data, len)) {
             f->stats.out_crc_errors++;
-            trace_usb_ncm_out_crc_error(len, ldl_le_p(data + len),
+            trace_usb_ncm_out_crc_error(f->cfg.name, len, ldl_le_p(data + len),
                                         ncm_crc32(data, len));
             qemu_log_mask(LOG_GUEST_ERROR,
                           "usb-ncm: dropping OUT datagram of %zu bytes "
@@ -692,7 +696,7 @@ static void ncm_out_parse_error(NcmFunction *f, NcmParseError err,
                                 uint32_t len)
 {
     f->stats.out_parse_errors[err]++;
-    trace_usb_ncm_out_parse_error(ncm_parse_error_name(err), len);
+    trace_usb_ncm_out_parse_error(f->cfg.name, ncm_parse_error_name(err), len);
     qemu_log_mask(LOG_GUEST_ERROR,
                   "usb-ncm: dropping malformed OUT %s (%u bytes): %s\n",
                   f->format->name, len, ncm_parse_error_name(err));
@@ -714,7 +718,7 @@ static uint32_t ncm_out_take_ntb(NcmFunction *f, const uint8_t *buf,
         return 0;
     }
     f->stats.out_ntbs++;
-    trace_usb_ncm_out_ntb(view->block_len, view->n_datagrams);
+    trace_usb_ncm_out_ntb(f->cfg.name, view->block_len, view->n_datagrams);
     for (i = 0; i < view->n_datagrams; i++) {
         ncm_out_emit_one(&ctx, buf + view->datagrams[i].offset,
                          view->datagrams[i].len);
@@ -838,7 +842,7 @@ static void ncm_out_end_required(NcmFunction *f, const uint8_t *buf,
             off += extent;
         }
         f->stats.out_merge_lost_datagrams += lost;
-        trace_usb_ncm_out_merged(len, first, lost);
+        trace_usb_ncm_out_merged(f->cfg.name, len, first, lost);
     }
 }
 
@@ -855,7 +859,7 @@ void ncm_function_out_packet(NcmFunction *f, uint32_t packet_len,
     bool terminated = packet_len == 0 ||
                       (max_packet && packet_len % max_packet != 0);
 
-    trace_usb_ncm_out_packet(packet_len, f->out_len, terminated);
+    trace_usb_ncm_out_packet(f->cfg.name, packet_len, f->out_len, terminated);
     if (packet_len == 0) {
         f->stats.out_zlps++;
     }
@@ -902,7 +906,7 @@ bool ncm_function_out_direct(NcmFunction *f, const uint8_t *buf,
         len > f->out_buf_size) {
         return false;
     }
-    trace_usb_ncm_out_packet(len, 0, true);
+    trace_usb_ncm_out_packet(f->cfg.name, len, 0, true);
     f->stats.out_transfers++;
     f->stats.out_direct_transfers++;
     if (f->cfg.zlp == NCM_ZLP_REQUIRED) {
@@ -988,7 +992,7 @@ NcmRxResult ncm_function_rx(NcmFunction *f, const uint8_t *frame, size_t len)
     }
     if (len < NCM_ETH_HEADER_LEN || len > f->max_datagram_size) {
         f->stats.rx_oversize++;
-        trace_usb_ncm_rx_drop(len, "length");
+        trace_usb_ncm_rx_drop(f->cfg.name, len, "length");
         return NCM_RX_DROPPED;
     }
     if (!ncm_rx_filter_accepts(f, frame)) {
@@ -1011,7 +1015,7 @@ NcmRxResult ncm_function_rx(NcmFunction *f, const uint8_t *frame, size_t len)
             return NCM_RX_BUSY;
         }
         f->stats.rx_oversize++;
-        trace_usb_ncm_rx_drop(len, "ntb-input-size");
+        trace_usb_ncm_rx_drop(f->cfg.name, len, "ntb-input-size");
         return NCM_RX_DROPPED;
     }
     memcpy(dst, frame, len);
@@ -1054,7 +1058,7 @@ static void ncm_in_corrupt(NcmFunction *f, NcmInCorruption how)
         return;
     }
     f->stats.fault_corrupted_in_ntbs++;
-    trace_usb_ncm_fault_corrupt(ncm_in_corruption_names[how]);
+    trace_usb_ncm_fault_corrupt(f->cfg.name, ncm_in_corruption_names[how]);
 }
 
 /*
@@ -1073,7 +1077,7 @@ static bool ncm_in_finish(NcmFunction *f)
         faults->in_ntb_counter % faults->drop_in_every == 0) {
         f->stats.fault_dropped_in_ntbs++;
         f->stats.in_flushed_datagrams += b->n_datagrams;
-        trace_usb_ncm_fault_drop(f->in_ntb_len, b->n_datagrams);
+        trace_usb_ncm_fault_drop(f->cfg.name, f->in_ntb_len, b->n_datagrams);
         f->in_ntb_len = 0;
         ncm_ntb_builder_init(b, f->format, &b->layout, b->buf);
         return false;
@@ -1082,7 +1086,7 @@ static bool ncm_in_finish(NcmFunction *f)
     f->stats.in_datagrams += b->n_datagrams;
     f->stats.in_bytes += f->in_ntb_len;
     f->stats.in_crc_ntbs += b->layout.crc;
-    trace_usb_ncm_in_ntb(f->in_ntb_len, b->n_datagrams);
+    trace_usb_ncm_in_ntb(f->cfg.name, f->in_ntb_len, b->n_datagrams);
     if (faults->corrupt != NCM_CORRUPT_NONE &&
         faults->corrupt != NCM_CORRUPT_SHORT_NOTIFY &&
         faults->corrupt_remaining) {
@@ -1161,7 +1165,7 @@ void ncm_function_in_detach(NcmFunction *f)
     if (b->n_datagrams) {
         memcpy(f->in_buf, b->buf, b->len);
         f->stats.in_rescued_datagrams += b->n_datagrams;
-        trace_usb_ncm_in_rescue(b->n_datagrams, b->len);
+        trace_usb_ncm_in_rescue(f->cfg.name, b->n_datagrams, b->len);
     }
     b->buf = f->in_buf;
     b->layout.max_len = MIN(f->ntb_in_size, f->format->max_block_len);
@@ -1188,7 +1192,7 @@ bool ncm_function_in_babble(NcmFunction *f, uint32_t room,
     }
     f->stats.in_babbles++;
     f->stats.in_flushed_datagrams += f->in_builder.n_datagrams;
-    trace_usb_ncm_in_babble(room, remaining);
+    trace_usb_ncm_in_babble(f->cfg.name, room, remaining);
     qemu_log_mask(LOG_GUEST_ERROR,
                   "usb-ncm: bulk IN buffer of %u bytes ends inside a "
                   "packet with %u bytes of an NTB to send: babble, NTB "
@@ -1233,7 +1237,7 @@ bool ncm_function_in_sent(NcmFunction *f, uint32_t len, uint32_t room,
     if (f->in_zlp_owed) {
         f->in_zlp_owed = false;
         f->stats.in_zlps++;
-        trace_usb_ncm_in_zlp();
+        trace_usb_ncm_in_zlp(f->cfg.name);
         return false;
     }
     f->in_send_off += len;

@@ -257,6 +257,9 @@ def trace_counts(path, win):
             if not m or not win[0] <= float(m["t"]) < win[1]:
                 continue
             ev, args = m["ev"], m["args"]
+            if ev.startswith("usb_ncm_"):
+                # "<device id>: ..." (the device's id or USB port first)
+                args = args.split(": ", 1)[-1]
             c[ev] += 1
             if ev == "usb_xhci_doorbell_write":
                 off, val = re.findall(r"0x([0-9a-f]+)", args)[:2]

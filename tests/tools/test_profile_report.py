@@ -83,7 +83,11 @@ def make_run(d):
     for i in range(400):
         t = T0 + 1 + i * 0.01
         tr.append(f"42@{t:.6f}:usb_xhci_doorbell_write off 0x0004, val 0x00000003")
-        tr.append(f"42@{t:.6f}:usb_ncm_in_ntb IN NTB 30000 bytes, 20 datagrams")
+        # trace events of the device start with its id (here "nic 7")
+        tr.append(f"42@{t:.6f}:usb_ncm_in_ntb nic 7: IN NTB 30000 bytes, "
+                  "20 datagrams")
+        tr.append(f"42@{t:.6f}:usb_ncm_park nic 7: ep 1: packet of 65536 "
+                  "bytes parked, NTB built in place 1")
     with open(os.path.join(d, "trace.log"), "w") as f:
         f.write("\n".join(tr) + "\n")
     with open(os.path.join(d, "console.log"), "w") as f:
@@ -141,6 +145,7 @@ class ProfileReportTest(unittest.TestCase):
         self.assertEqual(c["usb_ncm_in_ntb"], 400)
         self.assertEqual(c["usb_ncm_in_ntb datagrams"], 8000)
         self.assertEqual(c["usb_ncm_in_ntb bytes"], 12000000)
+        self.assertEqual(c["usb_ncm_park ep 1"], 400)
 
     def test_summary(self):
         out = io.StringIO()

@@ -24,6 +24,8 @@ typedef enum NcmZlpPolicy {
 
 /* What the device advertises; fixed at realize from the properties. */
 typedef struct NcmConfig {
+    /* the device's name in trace events (its id, else its USB port) */
+    const char *name;
     uint32_t ntb_in_max_size;
     uint32_t ntb_out_max_size;
     uint16_t in_divisor;
