@@ -1825,6 +1825,48 @@ static const VMStateDescription vmstate_usb_ncm_ext = {
     },
 };
 
+/*
+ * The counters of the NCM 1.0 requests, CRC mode and the per-destination
+ * statistics GET_ETHERNET_STATISTIC reports.  Always sent (the statistics
+ * count from the first frame); a subsection, so that a QEMU that does not
+ * know them refuses the stream instead of misreading it.
+ */
+static bool usb_ncm_ext_counters_needed(void *opaque)
+{
+    return true;
+}
+
+static const VMStateDescription vmstate_usb_ncm_ext_counters = {
+    .name = "usb-ncm/ext-counters",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = usb_ncm_ext_counters_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_NCM_STAT(input_size_requests_4),
+        VMSTATE_NCM_STAT(input_size_requests_8),
+        VMSTATE_NCM_STAT(crc_mode_requests),
+        VMSTATE_NCM_STAT(mc_filter_requests),
+        VMSTATE_NCM_STAT(mc_filter_rejects),
+        VMSTATE_NCM_STAT(statistic_requests),
+        VMSTATE_NCM_STAT(out_crc_datagrams),
+        VMSTATE_NCM_STAT(out_crc_errors),
+        VMSTATE_NCM_STAT(in_crc_ntbs),
+        VMSTATE_NCM_STAT(out_directed_frames),
+        VMSTATE_NCM_STAT(out_directed_bytes),
+        VMSTATE_NCM_STAT(out_multicast_frames),
+        VMSTATE_NCM_STAT(out_multicast_bytes),
+        VMSTATE_NCM_STAT(out_broadcast_frames),
+        VMSTATE_NCM_STAT(out_broadcast_bytes),
+        VMSTATE_NCM_STAT(in_directed_frames),
+        VMSTATE_NCM_STAT(in_directed_bytes),
+        VMSTATE_NCM_STAT(in_multicast_frames),
+        VMSTATE_NCM_STAT(in_multicast_bytes),
+        VMSTATE_NCM_STAT(in_broadcast_frames),
+        VMSTATE_NCM_STAT(in_broadcast_bytes),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_usb_ncm = {
     .name = "usb-ncm",
     .version_id = 1,
@@ -1915,6 +1957,7 @@ static const VMStateDescription vmstate_usb_ncm = {
     .subsections = (const VMStateDescription * const []) {
         &vmstate_usb_ncm_func_remote_wakeup,
         &vmstate_usb_ncm_ext,
+        &vmstate_usb_ncm_ext_counters,
         NULL
     },
 };

@@ -854,6 +854,30 @@ uint64_t ncm_delta(NcmEnv *e, const char *name)
     return stat_delta(e->mark, now, name);
 }
 
+/* No counter is lower than at the mark (a migration lost none of them). */
+void ncm_assert_counters_kept(NcmEnv *e)
+{
+    g_autoptr(QDict) now = ncm_stats(e);
+    const QDictEntry *ent;
+
+    g_assert(e->mark);
+    for (ent = qdict_first(e->mark); ent; ent = qdict_next(e->mark, ent)) {
+        const char *key = qdict_entry_key(ent);
+
+        if (qobject_type(qdict_entry_value(ent)) != QTYPE_QNUM) {
+            continue;
+        }
+        g_assert(qdict_haskey(now, key));
+        if (qdict_get_int(now, key) < qdict_get_int(e->mark, key)) {
+            g_test_message("counter %s went back from %" PRId64 " to %"
+                           PRId64, key, qdict_get_int(e->mark, key),
+                           qdict_get_int(now, key));
+        }
+        g_assert_cmpint(qdict_get_int(now, key), >=,
+                        qdict_get_int(e->mark, key));
+    }
+}
+
 void ncm_assert_parse_errors(NcmEnv *e, const char *name, uint64_t n)
 {
     g_autoptr(QDict) now = ncm_stats(e);

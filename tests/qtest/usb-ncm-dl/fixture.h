@@ -236,6 +236,7 @@ void ncm_assert_deltas_n(NcmEnv *e, const NcmDelta *want, size_t n);
                         ARRAY_SIZE(((const NcmDelta[]) { __VA_ARGS__ })))
 uint64_t ncm_delta(NcmEnv *e, const char *name);
 void ncm_assert_parse_errors(NcmEnv *e, const char *name, uint64_t n);
+void ncm_assert_counters_kept(NcmEnv *e);
 
 void fault_set(NcmEnv *e, const char *prop, uint32_t value);
 void fault_corrupt(NcmEnv *e, const char *how);

@@ -655,6 +655,8 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 1);
+    /* every counter came along; none starts again from 0 */
+    ncm_assert_counters_kept(e);
     /* saving took them out of the source's TD; the destination sent them */
     ncm_assert_deltas(e, { "in_rescued_datagrams", rx->len }, { "in_ntbs", 1 },
                       { "out_datagrams", tx->len },
