@@ -140,6 +140,27 @@ guest_qemu_cmd() {
 #   keyboard over QMP (tests/guest/qmp-sysrq.py: every message to the
 #   console, blocked tasks, CPU backtraces, all tasks), and QEMU is killed
 #   30 s later ("# killed: guest stalled").
+# guest_cues_start LOG QOM [qmp-cues.py options...]: a QMP socket on
+# GUEST_CMD and tests/guest/qmp-cues.py on it, carrying out the guest's
+# "NCMTEST cue=" requests for device QOM (results in LOG.cues.json);
+# sets QMP_SOCK and CUES_PID.  guest_cues_wait: wait for it to finish.
+guest_cues_start() {
+    local log=$1 qom=$2
+
+    shift 2
+    QMP_SOCK=$(mktemp -u /tmp/ncm-cues.XXXXXX)
+    GUEST_CMD+=(-qmp "unix:$QMP_SOCK,server=on,wait=off")
+    python3 "$NCM_TOP/tests/guest/qmp-cues.py" --qmp "$QMP_SOCK" \
+        --log "$log" --out "$log.cues.json" --device "$qom" \
+        --timeout "$GUEST_TIMEOUT" "$@" 2>"$log.cues.err" &
+    CUES_PID=$!
+}
+
+guest_cues_wait() {
+    wait "$CUES_PID" 2>/dev/null || true
+    CUES_PID=""
+}
+
 guest_run_logged() {
     local log=$1 tmo=$2 rc pidfile qmp
     mkdir -p "$(dirname "$log")"

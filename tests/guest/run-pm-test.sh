@@ -109,12 +109,7 @@ for i in "${!GUEST_CMD[@]}"; do
         GUEST_CMD[i]="user,id=n0,hostfwd=udp:127.0.0.1:$UDP_FWD-10.0.2.15:$WAKE_PORT"
 done
 [ "$GMODE" = suspend ] && GUEST_CMD+=(-global ICH9-LPC.disable_s3=0)
-QMP_SOCK=$(mktemp -u /tmp/ncm-cues.XXXXXX)
-GUEST_CMD+=(-qmp "unix:$QMP_SOCK,server=on,wait=off")
-python3 "$NCM_TOP/tests/guest/qmp-cues.py" --qmp "$QMP_SOCK" --log "$LOG" \
-    --out "$LOG.cues.json" --device "$QOM" --udp-fwd "$UDP_FWD" \
-    --timeout "$GUEST_TIMEOUT" 2>"$LOG.cues.err" &
-CUES_PID=$!
+guest_cues_start "$LOG" "$QOM" --udp-fwd "$UDP_FWD"
 
 step "booting the guest (TCG, timeout ${GUEST_TIMEOUT}s); log: $REL_LOG"
 rc=0
@@ -124,8 +119,7 @@ t0=$SECONDS
 # seconds after a system_wakeup)
 guest_run_logged "$LOG" "$GUEST_TIMEOUT" || rc=$?
 boot_s=$((SECONDS - t0))
-wait "$CUES_PID" 2>/dev/null || true
-CUES_PID=""
+guest_cues_wait
 guest_iperf_stop
 step "guest finished (QEMU exit status $rc) after ${boot_s}s"
 

@@ -96,20 +96,14 @@ trap cleanup EXIT
 guest_iperf_start "$LOG.iperf3-server.log"
 guest_qemu_cmd "$GDIR" "ncm.mode=profiles ncm.profiles=${#DEVS[@]} \
 ncm.driver=cdc_ncm ncm.port=$GUEST_IPERF_PORT ncm.time=$IPERF_TIME ${NCM_APPEND:-}"
-QMP_SOCK=$(mktemp -u /tmp/ncm-cues.XXXXXX)
-GUEST_CMD+=(-qmp "unix:$QMP_SOCK,server=on,wait=off")
-python3 "$NCM_TOP/tests/guest/qmp-cues.py" --qmp "$QMP_SOCK" --log "$LOG" \
-    --out "$LOG.cues.json" --device /machine/peripheral/ncm0 \
-    --timeout "$GUEST_TIMEOUT" 2>"$LOG.cues.err" &
-CUES_PID=$!
+guest_cues_start "$LOG" /machine/peripheral/ncm0
 
 step "booting the guest (TCG, timeout ${GUEST_TIMEOUT}s); log: $REL_LOG"
 rc=0
 t0=$SECONDS
 guest_run_logged "$LOG" "$GUEST_TIMEOUT" || rc=$?
 boot_s=$((SECONDS - t0))
-wait "$CUES_PID" 2>/dev/null || true
-CUES_PID=""
+guest_cues_wait
 guest_iperf_stop
 step "guest finished (QEMU exit status $rc) after ${boot_s}s"
 
