@@ -13,6 +13,13 @@
 # programmed, then HLT): take the idle share from the guest's /proc/stat.
 # Stops when QEMU goes away or after TIMEOUT seconds.
 #
+# It also turns on QEMU's lock profiler (the sync-profile command) and
+# writes its table to OUTFILE.sync every SYNC_PERIOD seconds, each after a
+# "@ <host time>" line: how long QEMU's threads waited for the BQL and its
+# other locks, per call site (cumulative; profile-report.py takes the
+# difference across a phase). A vCPU that waits for the BQL before a
+# device register access shows there, not in perf's CPU samples.
+#
 #   guest-sampler.py SOCKET OUTFILE TIMEOUT-SECONDS
 import os
 import random
@@ -27,6 +34,7 @@ from qmplib import Qmp  # noqa: E402
 RIP = re.compile(r"RIP=([0-9a-f]+)")
 CPL = re.compile(r"CPL=(\d)")
 HLT = re.compile(r"HLT=(\d)")
+SYNC_PERIOD = 0.5
 
 
 def main():
@@ -34,11 +42,20 @@ def main():
     deadline = time.time() + timeout
     qmp = Qmp(path, deadline)
     n = 0
-    with open(out, "w") as f:
+    hmp = "human-monitor-command"
+    next_sync = 0.0
+    with open(out, "w") as f, open(out + ".sync", "w") as sync:
         while time.time() < deadline:
             try:
-                text = qmp.cmd("human-monitor-command",
-                               **{"command-line": "info registers"})
+                if next_sync == 0.0:
+                    qmp.cmd(hmp, **{"command-line": "sync-profile on"})
+                if time.time() >= next_sync:
+                    table = qmp.cmd(hmp, **{"command-line":
+                                            "info sync-profile 40"})
+                    sync.write(f"@ {time.time():.6f}\n{table}")
+                    sync.flush()
+                    next_sync = time.time() + SYNC_PERIOD
+                text = qmp.cmd(hmp, **{"command-line": "info registers"})
             except (SystemExit, OSError):
                 break
             rip, cpl, hlt = RIP.search(text), CPL.search(text), HLT.search(text)

@@ -277,6 +277,45 @@ def trace_counts(path, win):
     return c
 
 
+SYNC_ROW = re.compile(r"^(?P<what>.*?)\s+(?P<site>\S+:\d+)\s+(?P<wait>[\d.]+)"
+                      r"\s+(?P<count>\d+)\s+[\d.]+\s*$")
+
+
+def sync_tables(path):
+    """[(host time, {(lock type, call site): [wait seconds, count]})] from
+    guest-sampler.py's sync-profile dumps (cumulative since it was on)."""
+    tables = []
+    if not os.path.exists(path):
+        return tables
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("@ "):
+                tables.append((float(line.split()[1]), collections.defaultdict(
+                    lambda: [0.0, 0])))
+                continue
+            m = SYNC_ROW.match(line.rstrip())
+            if m and tables:
+                kind = "BQL" if m["what"].startswith("BQL") else m["what"].split()[0]
+                cell = tables[-1][1][(kind, m["site"])]
+                cell[0] += float(m["wait"])
+                cell[1] += int(m["count"])
+    return tables
+
+
+def sync_waits(path, win):
+    """{(lock type, call site): (wait seconds, count)} inside win: the last
+    dump before its end minus the last one before its start."""
+    tables = sync_tables(path)
+    before = [t for t in tables if t[0] <= win[0]]
+    inside = [t for t in tables if t[0] <= win[1]]
+    if not before or not inside or inside[-1][0] <= before[-1][0]:
+        return None
+    a, b = before[-1][1], inside[-1][1]
+    secs = inside[-1][0] - before[-1][0]
+    return secs, {k: (b[k][0] - a.get(k, [0.0, 0])[0],
+                      b[k][1] - a.get(k, [0.0, 0])[1]) for k in b}
+
+
 def guest_stat(raw):
     """user/system/idle/irq+softirq shares from two /proc/stat cpu lines."""
     if raw is None:
@@ -403,6 +442,25 @@ def main():
                         row[f"{label} bytes per NTB"] = tc[ev + " bytes"] / tc[ev]
                         print(f"    {label} NTBs: {tc[ev + ' datagrams'] / tc[ev]:.1f} "
                               f"datagrams, {tc[ev + ' bytes'] / tc[ev]:.0f} bytes each")
+            sw = sync_waits(os.path.join(d, "guest-rip.txt.sync"), win)
+            if sw:
+                span, waits = sw
+                print(f"QEMU lock waits (sync-profile over {span:.1f} s: "
+                      "% of that time; waits/s; mean us):")
+                top = sorted(waits.items(), key=lambda kv: -kv[1][0])[:6]
+                for (kind, site), (w, n) in top:
+                    if w <= 0:
+                        continue
+                    print(f"    {kind:8s} {site:36s} {pct(w, span):6.1f} "
+                          f"{n / span:9.0f} {1e6 * w / n if n else 0:9.1f}")
+                bql = [(site, w, n) for (kind, site), (w, n) in waits.items()
+                       if kind == "BQL"]
+                main_loop = [x for x in bql if x[0].startswith("util/main-loop")]
+                others = [x for x in bql if x not in main_loop]
+                row["BQL wait, main loop, % time"] = pct(
+                    sum(w for _, w, _ in main_loop), span)
+                row["BQL wait, other threads, % time"] = pct(
+                    sum(w for _, w, _ in others), span)
             st = guest_stat(gfiles.get(f"{key}.stat"))
             if st:
                 print("Guest's own accounting (/proc/stat): " +

@@ -556,17 +556,40 @@ run_iperf() {
             printf "NCMTEST iperf_%s_retr=%s\n", d, $(i + 1) }' /tmp/iperf.out
 }
 
-# run_udp up|down: small-datagram packet rate at an offered load of $UDP Mbit/s
+# rx_drop_counters: where received datagrams can be dropped on their way to
+# a socket, one line: the NIC's rx_packets and rx_dropped, the backlog's
+# drops (/proc/net/softnet_stat, column 2), UDP InDatagrams, RcvbufErrors
+# and InErrors (/proc/net/snmp).
+rx_drop_counters() {
+    local backlog=0 v
+    for v in $(awk '{ print $2 }' /proc/net/softnet_stat); do
+        backlog=$((backlog + 0x$v))
+    done
+    echo "$(cat "/sys/class/net/$IFACE/statistics/rx_packets") \
+$(cat "/sys/class/net/$IFACE/statistics/rx_dropped") $backlog \
+$(awk '$1 == "Udp:" && $2 ~ /^[0-9]/ { print $2, $6, $4 }' /proc/net/snmp)"
+}
+
+# run_udp up|down: small-datagram packet rate at an offered load of $UDP
+# Mbit/s. After a download, udp_down_drops says where datagrams were lost
+# in the guest: NIC frames received, NIC drops, backlog drops, UDP
+# datagrams delivered, socket buffer overflows, UDP errors (deltas).
 run_udp() {
-    local dir=$1 flag= rc
+    local dir=$1 flag= rc before
     [ "$dir" = down ] && flag=-R
     t "phase=udp-$dir"
+    before=$(rx_drop_counters)
     timeout $((TIME + 40)) iperf3 -c "$SERVER" -p "$PORT" -t "$TIME" -u \
         -l 64 -b "${UDP}M" -f m --connect-timeout 10000 $flag \
         > /tmp/udp.out 2>&1
     rc=$?
     grep -E 'receiver$|error' /tmp/udp.out
     t "udp_${dir}_rc=$rc"
+    echo "$before $(rx_drop_counters)" | awk -v d="$dir" '{
+        printf "NCMTEST udp_%s_drops=nic_rx %d nic_dropped %d backlog %d ",
+            d, $7 - $1, $8 - $2, $9 - $3
+        printf "udp_in %d rcvbuf %d udp_errors %d\n",
+            $10 - $4, $11 - $5, $12 - $6 }'
     # receiver line: ... Mbits/sec  jitter ms  lost/total (pct%)  receiver
     awk -v d="$dir" -v t="$TIME" '/receiver$/ {
         for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\/[0-9]+$/) {

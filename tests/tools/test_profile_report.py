@@ -90,6 +90,27 @@ def make_run(d):
                   "bytes parked, NTB built in place 1")
     with open(os.path.join(d, "trace.log"), "w") as f:
         f.write("\n".join(tr) + "\n")
+    # sync-profile dumps (cumulative) before the window, inside it near
+    # its end, and after it (must not count): over the 4.4 s between the
+    # first two, the vCPU's BQL waits grow by 1.1 s, the main loop's 0.4 s
+    head = ("Type               Object  Call site                   Wait Time "
+            "(s)         Count  Average (us)\n" + "-" * 96 + "\n")
+    dumps = []
+    for t, vcpu, vn, main, mn in ((T0 + 0.5, 1.0, 1000, 0.5, 100),
+                                  (T0 + 4.9, 2.1, 12000, 0.9, 500),
+                                  (T0 + 5.1, 9.9, 99000, 0.9, 500)):
+        dumps.append(
+            f"@ {t:.6f}\n{head}"
+            f"BQL mutex  0x55f5a0a9ee60  system/physmem.c:2866  {vcpu:.5f}"
+            f"  {vn}  1.00\n"
+            f"condvar    0x55f5b6d1c100  system/cpus.c:463  10.00000  20"
+            f"  500000.00\n"
+            f"BQL mutex  0x55f5a0a9ee60  util/main-loop.c:308  {main:.5f}"
+            f"  {mn}  1.09\n"
+            f"mutex      [           3]  include/qemu/lockable.h:56"
+            f"  0.00001  428  0.03\n" + "-" * 96 + "\n")
+    with open(os.path.join(d, "guest-rip.txt.sync"), "w") as f:
+        f.write("".join(dumps))
     with open(os.path.join(d, "console.log"), "w") as f:
         f.write("NCMTEST iperf_down_receiver_mbps=123\n"
                 "NCMTEST irq_down=800 1000 4.00\n")
@@ -147,6 +168,17 @@ class ProfileReportTest(unittest.TestCase):
         self.assertEqual(c["usb_ncm_in_ntb bytes"], 12000000)
         self.assertEqual(c["usb_ncm_park ep 1"], 400)
 
+    def test_sync_waits(self):
+        span, waits = report.sync_waits(
+            os.path.join(self.run_dir, "guest-rip.txt.sync"), (T0 + 1, T0 + 5))
+        self.assertAlmostEqual(span, 4.4)
+        w, n = waits[("BQL", "system/physmem.c:2866")]
+        self.assertAlmostEqual(w, 1.1)
+        self.assertEqual(n, 11000)
+        self.assertAlmostEqual(waits[("condvar", "system/cpus.c:463")][0], 0)
+        self.assertAlmostEqual(waits[("mutex", "include/qemu/lockable.h:56")][0],
+                               0)
+
     def test_summary(self):
         out = io.StringIO()
         sys.argv = ["profile-report.py", self.tmp.name, "ncm-64k"]
@@ -158,7 +190,8 @@ class ProfileReportTest(unittest.TestCase):
                                  "guest idle (/proc/stat)",
                                  "device model", "slirp, %",
                                  "guest NIC interrupts/s",
-                                 "xHCI doorbells", "IN datagrams per NTB"))}
+                                 "xHCI doorbells", "IN datagrams per NTB",
+                                 "BQL wait"))}
         self.assertEqual(rows["Mbit/s"], "123")
         self.assertEqual(rows["vCPU thread, % core"], "75.0")
         self.assertEqual(rows["main-loop thread, % core"], "25.0")
@@ -168,6 +201,8 @@ class ProfileReportTest(unittest.TestCase):
         self.assertEqual(rows["guest NIC interrupts/s"], "200.0")
         self.assertEqual(rows["xHCI doorbells (virtio kicks)/s"], "100.0")
         self.assertEqual(rows["IN datagrams per NTB"], "20.0")
+        self.assertEqual(rows["BQL wait, other threads, % time"], "25.0")
+        self.assertEqual(rows["BQL wait, main loop, % time"], "9.1")
 
 
 if __name__ == "__main__":
