@@ -1150,6 +1150,12 @@ uint32_t ncm_function_in_attached_finish(NcmFunction *f, uint32_t room,
     return len;
 }
 
+bool ncm_function_in_attached_has_room(const NcmFunction *f)
+{
+    return f->in_attached && f->in_builder.n_datagrams && !f->faults.busy &&
+           ncm_ntb_builder_fits(&f->in_builder, f->max_datagram_size);
+}
+
 void ncm_function_in_detach(NcmFunction *f)
 {
     NcmNtbBuilder *b = &f->in_builder;

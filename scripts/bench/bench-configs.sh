@@ -13,6 +13,8 @@
 # them virtio-net moves 64 KiB segments per descriptor.
 #
 # ncm-64k-sync reads bulk OUT in the vCPU thread, as before the bottom half.
+# ncm-64k-nocoalesce sends every IN NTB at the end of the main-loop
+# iteration that filled it, as before in-coalesce-us (default 200).
 # ncm-64k-dN advertise wNtbOutMaxDatagrams N, so that cdc_ncm sends an NTB
 # as soon as it holds N datagrams instead of waiting for its TX timer.
 # name | controller | device | kernel parameters
@@ -20,6 +22,7 @@ CONFIG_TABLE="
 ncm-16k|xhci|usb-ncm-dl,id=ncm|ncm.rx_max=16384 ncm.tx_max=16384
 ncm-32k|xhci|usb-ncm-dl,id=ncm|ncm.rx_max=32768 ncm.tx_max=32768
 ncm-64k|xhci|usb-ncm-dl,id=ncm|ncm.rx_max=65536 ncm.tx_max=65536
+ncm-64k-nocoalesce|xhci|usb-ncm-dl,id=ncm,in-coalesce-us=0|ncm.rx_max=65536 ncm.tx_max=65536
 ncm-64k-sync|xhci|usb-ncm-dl,id=ncm,x-deferred-out=off|ncm.rx_max=65536 ncm.tx_max=65536
 ncm-64k-t20|xhci|usb-ncm-dl,id=ncm|ncm.rx_max=65536 ncm.tx_max=65536 ncm.sysfs=tx_timer_usecs=20
 ncm-64k-d2|xhci|usb-ncm-dl,id=ncm,ntb-out-max-datagrams=2|ncm.rx_max=65536 ncm.tx_max=65536

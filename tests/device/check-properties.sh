@@ -22,7 +22,7 @@ for prop in netdev mac ntb-in-max-size ntb-out-max-size ntb-in-divisor \
             ntb-out-max-datagrams max-segment-size ntb32 zlp vendorid \
             productid x-deferred-out profile network-capabilities \
             multicast-filters ethernet-statistics bcd-cdc \
-            in-datagrams-per-ntb; do
+            in-datagrams-per-ntb in-coalesce-us; do
     if grep -q "^  $prop=" <<<"$help"; then
         echo "PASS: device/help-lists/$prop"
     else
@@ -73,6 +73,7 @@ bad_cases=(
     "ethernet-statistics=0x20000|feature selectors 1..17 only"
     "bcd-cdc=0x0100|use 0x0110 or 0x0120"
     "in-datagrams-per-ntb=1025|in-datagrams-per-ntb must be in 0..1024"
+    "in-coalesce-us=100001|in-coalesce-us 100001 is above 100000"
 )
 for c in "${bad_cases[@]}"; do
     prop=${c%%|*}

@@ -425,6 +425,38 @@ static void test_in_attach_jumbo(void)
     fixture_free(&fx);
 }
 
+/*
+ * What IN coalescing asks before keeping an NTB: an attached NTB with
+ * datagrams and room for a largest one more; not an empty one, not a
+ * full one, not while the firmware is busy, not without a buffer.
+ */
+static void test_in_attach_has_room(void)
+{
+    g_autofree uint8_t *host = g_malloc0(4096);
+    Fixture fx;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 1514);
+    ncm_function_set_data_alt(&fx.f, 1);
+    g_assert(!ncm_function_in_attached_has_room(&fx.f));
+    g_assert(ncm_function_in_attach(&fx.f, host, 4096));
+    g_assert(!ncm_function_in_attached_has_room(&fx.f));     /* empty */
+    rx(&fx, 10, 100);
+    g_assert(ncm_function_in_attached_has_room(&fx.f));
+    fx.f.faults.busy = true;
+    g_assert(!ncm_function_in_attached_has_room(&fx.f));
+    fx.f.faults.busy = false;
+    /* 4096 bytes hold 100 + 1514 + 1514, not a fourth of 1514 */
+    rx(&fx, 11, 1514);
+    g_assert(ncm_function_in_attached_has_room(&fx.f));
+    rx(&fx, 12, 1514);
+    g_assert(fx.f.in_attached);
+    g_assert(!ncm_function_in_attached_has_room(&fx.f));
+    g_assert_cmpuint(ncm_function_in_attached_finish(&fx.f, 4096, 512), >,
+                     0);
+    g_assert(!ncm_function_in_attached_has_room(&fx.f));     /* detached */
+    fixture_free(&fx);
+}
+
 /* A smaller input size drops what no longer fits; RX may go on. */
 static void test_in_input_size_flush(void)
 {
@@ -1211,6 +1243,8 @@ int main(int argc, char **argv)
                     test_in_no_zlp_at_input_size);
     g_test_add_func("/ncm-function/in/attach/rescue", test_in_attach_rescue);
     g_test_add_func("/ncm-function/in/attach/jumbo", test_in_attach_jumbo);
+    g_test_add_func("/ncm-function/in/attach/has-room",
+                    test_in_attach_has_room);
     g_test_add_func("/ncm-function/in/babble", test_in_babble);
     g_test_add_func("/ncm-function/in/power-on-filter",
                     test_in_power_on_filter);

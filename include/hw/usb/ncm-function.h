@@ -294,6 +294,11 @@ bool ncm_function_in_attach(NcmFunction *f, uint8_t *buf, uint32_t size);
 uint32_t ncm_function_in_attached_finish(NcmFunction *f, uint32_t room,
                                          uint32_t max_packet);
 /*
+ * The NTB in the attached buffer holds datagrams and still has room for a
+ * largest one: it could wait for more.
+ */
+bool ncm_function_in_attached_has_room(const NcmFunction *f);
+/*
  * The attached buffer goes away (cancelled or handed back): the datagrams
  * already in it move to the device's own buffer and go out later.
  */

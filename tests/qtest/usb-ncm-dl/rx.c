@@ -118,6 +118,203 @@ static QXhciTransfer *in_park(NcmEnv *e, uint32_t len, uint32_t first_len)
     return t;
 }
 
+/*
+ * Cases: IN coalescing (in-coalesce-us=200).  The host queues three IN TDs;
+ * while fewer are queued it is busy with NTBs it has, and the NTB in the
+ * parked TD keeps taking datagrams.
+ */
+
+static void in_drain(NcmEnv *e, GPtrArray *got);
+
+#define COALESCE_NS             (200 * 1000)
+#define COALESCE_POLL_NS        (50 * 1000)
+
+/* @n IN TDs, queued with one doorbell */
+static void in_submit_n(NcmEnv *e, QXhciTransfer **t, unsigned n)
+{
+    unsigned i;
+
+    qxhci_hold_doorbells(e->dev, true);
+    for (i = 0; i < n; i++) {
+        t[i] = qxhci_submit(e->dev, e->ep_in.address, NULL, e->p.in_max);
+    }
+    qxhci_hold_doorbells(e->dev, false);
+    qxhci_ring_doorbell(e->dev, e->ep_in.address);
+}
+
+/* Virtual time by @ns (not the driver's 1 ms steps), then events. */
+static void step_ns(NcmEnv *e, int64_t ns)
+{
+    qtest_clock_step(e->qts, ns);
+    qxhci_poll(e->xhci);
+}
+
+/*
+ * As sock_settle(), but in 1 ns steps: the kept NTB's limit is 200 us of
+ * virtual time, which sock_settle()'s 1 ms steps would pass.
+ */
+static void sock_settle_now(NcmEnv *e)
+{
+    int i;
+
+    for (i = 0; i < 2000 && sock_unread(e) != 0; i++) {
+        step_ns(e, 1);
+    }
+    for (i = 0; i < 5; i++) {
+        step_ns(e, 1);
+    }
+}
+
+/* @t completed with exactly @want, in one NTB */
+static void in_td_expect(NcmEnv *e, QXhciTransfer *t, GPtrArray *want)
+{
+    g_autoptr(GPtrArray) got = frames_new();
+    unsigned ntbs = e->rx_ntbs;
+
+    g_assert(t->done);
+    in_td_parse(e, t, e->in_size, got);
+    g_assert_cmpuint(e->rx_ntbs, ==, ntbs + 1);
+    frames_assert_equal(got, want);
+    qxhci_transfer_free(t);
+}
+
+/* Three TDs queued; the first frame goes at once (the host waits). */
+static void coalesce_start(NcmEnv *e, QXhciTransfer **t, uint32_t tag)
+{
+    g_autoptr(GPtrArray) a = frames_new();
+
+    ncm_set_alt(e, 1);
+    in_submit_n(e, t, 3);
+    frames_add(a, ncm_mac, tag, 300);
+    sock_send_frames(e, a);
+    sock_settle_now(e);
+    step_ns(e, 1);
+    in_td_expect(e, t[0], a);
+    ncm_mark(e);
+}
+
+static void test_rx_coalesce(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) b = frames_new();
+    g_autoptr(GPtrArray) more = frames_new();
+    g_autoptr(GPtrArray) d = frames_new();
+    QXhciTransfer *t[4];
+
+    coalesce_start(e, t, 13000);
+    /* two of three queued: the host is busy, the NTB keeps taking */
+    frames_add(b, ncm_mac, 13001, 400);
+    sock_send_frames(e, b);
+    sock_settle_now(e);
+    step_ns(e, COALESCE_POLL_NS / 2);
+    g_assert(!t[1]->done);
+    frames_add(more, bcast_mac, 13002, 1514);
+    sock_send_frames(e, more);
+    g_ptr_array_add(b, g_ptr_array_steal_index(more, 0));
+    sock_settle_now(e);
+    step_ns(e, COALESCE_POLL_NS / 2 - 1000);
+    g_assert(!t[1]->done);
+    /* the host is back (three queued again): both go, in one NTB */
+    t[3] = qxhci_submit(e->dev, e->ep_in.address, NULL, e->p.in_max);
+    step_ns(e, COALESCE_POLL_NS);
+    in_td_expect(e, t[1], b);
+    ncm_assert_deltas(e, { "in_coalesced", 1 }, { "in_coalesce_timeouts", 0 },
+                      { "in_ntbs", 1 }, { "in_datagrams", 2 });
+    /* the last two TDs take what comes, within the limit */
+    frames_add(d, ncm_mac, 13003, 60);
+    sock_send_frames(e, d);
+    g_assert(qxhci_wait(t[2], RX_TIMEOUT_NS));
+    in_td_expect(e, t[2], d);
+    g_ptr_array_set_size(d, 0);
+    frames_add(d, ncm_mac, 13004, 61);
+    sock_send_frames(e, d);
+    g_assert(qxhci_wait(t[3], RX_TIMEOUT_NS));
+    in_td_expect(e, t[3], d);
+    ncm_expect_no_rx(e);
+}
+
+/*
+ * The host does not come back: the NTB goes at in-coalesce-us, and the
+ * device learns that the host keeps fewer TDs queued now.
+ */
+static void test_rx_coalesce_timeout(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) b = frames_new();
+    QXhciTransfer *t[3];
+    int64_t waited;
+
+    coalesce_start(e, t, 13100);
+    frames_add(b, ncm_mac, 13101, 800);
+    sock_send_frames(e, b);
+    sock_settle_now(e);
+    for (waited = 0; !t[1]->done; waited += COALESCE_POLL_NS) {
+        g_assert_cmpint(waited, <=, COALESCE_NS + COALESCE_POLL_NS);
+        step_ns(e, COALESCE_POLL_NS);
+    }
+    g_assert_cmpint(waited, >=, COALESCE_NS);
+    in_td_expect(e, t[1], b);
+    ncm_assert_deltas(e, { "in_coalesced", 1 }, { "in_coalesce_timeouts", 1 });
+    /* the last TD: the host keeps two queued now, so it waits again */
+    g_ptr_array_set_size(b, 0);
+    frames_add(b, ncm_mac, 13102, 90);
+    sock_send_frames(e, b);
+    g_assert(qxhci_wait(t[2], RX_TIMEOUT_NS));
+    in_td_expect(e, t[2], b);
+    ncm_expect_no_rx(e);
+}
+
+/* A full NTB goes at once, kept or not; the rest starts the next. */
+static void test_rx_coalesce_full(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) b = frames_new();
+    g_autoptr(GPtrArray) got = frames_new();
+    QXhciTransfer *t[3];
+    unsigned i, n = e->in_size / 1514 + 2;
+
+    coalesce_start(e, t, 13200);
+    for (i = 0; i < n; i++) {
+        frames_add(b, ncm_mac, 13201 + i, 1514);
+    }
+    sock_send_frames(e, b);
+    sock_settle_now(e);
+    step_ns(e, 1);
+    g_assert(t[1]->done);
+    in_td_parse(e, t[1], e->in_size, got);
+    g_assert_cmpuint(got->len, <, n);
+    qxhci_transfer_free(t[1]);
+    g_assert(qxhci_wait(t[2], RX_TIMEOUT_NS));
+    in_td_parse(e, t[2], e->in_size, got);
+    qxhci_transfer_free(t[2]);
+    in_drain(e, got);
+    frames_assert_equal(got, b);
+    ncm_assert_deltas(e, { "in_datagrams", n }, { "in_flushed_datagrams", 0 });
+}
+
+/*
+ * The host takes the data interface to alt 0 while an NTB is kept: the
+ * TDs come back, and traffic after alt 1 flows as on a fresh device.
+ */
+static void test_rx_coalesce_alt_change(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) b = frames_new();
+    QXhciTransfer *t[3];
+
+    coalesce_start(e, t, 13300);
+    frames_add(b, ncm_mac, 13301, 500);
+    sock_send_frames(e, b);
+    sock_settle_now(e);
+    step_ns(e, 1);
+    g_assert(!t[1]->done);
+    ncm_set_alt(e, 0);
+    g_assert(qxhci_wait(t[1], RX_TIMEOUT_NS));
+    g_assert(qxhci_wait(t[2], RX_TIMEOUT_NS));
+    g_assert_cmpuint(t[1]->actual, ==, 0);
+    g_assert_cmpuint(t[2]->actual, ==, 0);
+    qxhci_transfer_free(t[1]);
+    qxhci_transfer_free(t[2]);
+    ncm_set_alt(e, 1);
+    queue_check_traffic(e, 13310);
+}
+
 /* Bulk IN until a TD stays NAK'd: everything the device still holds. */
 static void in_drain(NcmEnv *e, GPtrArray *got)
 {
@@ -712,6 +909,14 @@ void ncm_add_rx_cases(bool ss)
                  test_rx_jumbo_small_td, NULL, "max-segment-size=8192");
     ncm_add_case(ss, NCM_DL, "rx/babble-buffer-ends-inside-packet",
                  test_rx_babble, NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "rx/coalesce/keeps-ntb-while-host-busy",
+                 test_rx_coalesce, NULL, "in-coalesce-us=200");
+    ncm_add_case(ss, NCM_DL, "rx/coalesce/sent-at-limit",
+                 test_rx_coalesce_timeout, NULL, "in-coalesce-us=200");
+    ncm_add_case(ss, NCM_DL, "rx/coalesce/full-ntb-goes-at-once",
+                 test_rx_coalesce_full, NULL, "in-coalesce-us=200");
+    ncm_add_case(ss, NCM_DL, "rx/coalesce/alt-0-while-kept",
+                 test_rx_coalesce_alt_change, NULL, "in-coalesce-us=200");
     for (m = 0; m < ARRAY_SIZE(models); m++) {
         ncm_add_case(ss, models[m], "rx/frames", test_rx_frames, NULL, NULL);
         ncm_add_case(ss, models[m], "rx/direct-into-waiting-transfer",
