@@ -178,6 +178,18 @@ static void in_td_expect(NcmEnv *e, QXhciTransfer *t, GPtrArray *want)
     qxhci_transfer_free(t);
 }
 
+/* One frame of @len bytes, which @t must bring (within the limit). */
+static void in_one_frame(NcmEnv *e, QXhciTransfer *t, uint32_t tag,
+                         size_t len)
+{
+    g_autoptr(GPtrArray) f = frames_new();
+
+    frames_add(f, ncm_mac, tag, len);
+    sock_send_frames(e, f);
+    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    in_td_expect(e, t, f);
+}
+
 /* Three TDs queued; the first frame goes at once (the host waits). */
 static void coalesce_start(NcmEnv *e, QXhciTransfer **t, uint32_t tag)
 {
@@ -197,7 +209,6 @@ static void test_rx_coalesce(NcmEnv *e, const NcmCase *c)
 {
     g_autoptr(GPtrArray) b = frames_new();
     g_autoptr(GPtrArray) more = frames_new();
-    g_autoptr(GPtrArray) d = frames_new();
     QXhciTransfer *t[4];
 
     coalesce_start(e, t, 13000);
@@ -220,15 +231,8 @@ static void test_rx_coalesce(NcmEnv *e, const NcmCase *c)
     ncm_assert_deltas(e, { "in_coalesced", 1 }, { "in_coalesce_timeouts", 0 },
                       { "in_ntbs", 1 }, { "in_datagrams", 2 });
     /* the last two TDs take what comes, within the limit */
-    frames_add(d, ncm_mac, 13003, 60);
-    sock_send_frames(e, d);
-    g_assert(qxhci_wait(t[2], RX_TIMEOUT_NS));
-    in_td_expect(e, t[2], d);
-    g_ptr_array_set_size(d, 0);
-    frames_add(d, ncm_mac, 13004, 61);
-    sock_send_frames(e, d);
-    g_assert(qxhci_wait(t[3], RX_TIMEOUT_NS));
-    in_td_expect(e, t[3], d);
+    in_one_frame(e, t[2], 13003, 60);
+    in_one_frame(e, t[3], 13004, 61);
     ncm_expect_no_rx(e);
 }
 
@@ -254,11 +258,7 @@ static void test_rx_coalesce_timeout(NcmEnv *e, const NcmCase *c)
     in_td_expect(e, t[1], b);
     ncm_assert_deltas(e, { "in_coalesced", 1 }, { "in_coalesce_timeouts", 1 });
     /* the last TD: the host keeps two queued now, so it waits again */
-    g_ptr_array_set_size(b, 0);
-    frames_add(b, ncm_mac, 13102, 90);
-    sock_send_frames(e, b);
-    g_assert(qxhci_wait(t[2], RX_TIMEOUT_NS));
-    in_td_expect(e, t[2], b);
+    in_one_frame(e, t[2], 13102, 90);
     ncm_expect_no_rx(e);
 }
 
@@ -885,6 +885,15 @@ void ncm_add_rx_cases(bool ss)
     static const ZlpCase zlps[] = {
         ZLP_PACKET_TDS, ZLP_FILLED_TD, ZLP_SHORT_TD, ZLP_INPUT_SIZE,
     };
+    static const struct {
+        const char *name;
+        void (*fn)(NcmEnv *e, const NcmCase *c);
+    } coalesce[] = {
+        { "rx/coalesce/keeps-ntb-while-host-busy", test_rx_coalesce },
+        { "rx/coalesce/sent-at-limit", test_rx_coalesce_timeout },
+        { "rx/coalesce/full-ntb-goes-at-once", test_rx_coalesce_full },
+        { "rx/coalesce/alt-0-while-kept", test_rx_coalesce_alt_change },
+    };
     static const char *const zlp_names[] = {
         "zlp/ntb-over-packet-sized-tds", "zlp/ntb-fills-td",
         "zlp/none-when-td-ends-short", "zlp/none-at-input-size",
@@ -909,14 +918,10 @@ void ncm_add_rx_cases(bool ss)
                  test_rx_jumbo_small_td, NULL, "max-segment-size=8192");
     ncm_add_case(ss, NCM_DL, "rx/babble-buffer-ends-inside-packet",
                  test_rx_babble, NULL, NULL);
-    ncm_add_case(ss, NCM_DL, "rx/coalesce/keeps-ntb-while-host-busy",
-                 test_rx_coalesce, NULL, "in-coalesce-us=200");
-    ncm_add_case(ss, NCM_DL, "rx/coalesce/sent-at-limit",
-                 test_rx_coalesce_timeout, NULL, "in-coalesce-us=200");
-    ncm_add_case(ss, NCM_DL, "rx/coalesce/full-ntb-goes-at-once",
-                 test_rx_coalesce_full, NULL, "in-coalesce-us=200");
-    ncm_add_case(ss, NCM_DL, "rx/coalesce/alt-0-while-kept",
-                 test_rx_coalesce_alt_change, NULL, "in-coalesce-us=200");
+    for (i = 0; i < ARRAY_SIZE(coalesce); i++) {
+        ncm_add_case(ss, NCM_DL, coalesce[i].name, coalesce[i].fn, NULL,
+                     "in-coalesce-us=200");
+    }
     for (m = 0; m < ARRAY_SIZE(models); m++) {
         ncm_add_case(ss, models[m], "rx/frames", test_rx_frames, NULL, NULL);
         ncm_add_case(ss, models[m], "rx/direct-into-waiting-transfer",
