@@ -190,6 +190,23 @@ static void in_one_frame(NcmEnv *e, QXhciTransfer *t, uint32_t tag,
     in_td_expect(e, t, f);
 }
 
+/*
+ * One frame of @len bytes into @b and to the device, taken in without
+ * virtual time passing but @ns; @t must still be waiting (kept).
+ */
+static void coalesce_kept(NcmEnv *e, QXhciTransfer *t, GPtrArray *b,
+                          uint32_t tag, size_t len, int64_t ns)
+{
+    g_autoptr(GPtrArray) f = frames_new();
+
+    frames_add(f, ncm_mac, tag, len);
+    sock_send_frames(e, f);
+    g_ptr_array_add(b, g_ptr_array_steal_index(f, 0));
+    sock_settle_now(e);
+    step_ns(e, ns);
+    g_assert(!t->done);
+}
+
 /* Three TDs queued; the first frame goes at once (the host waits). */
 static void coalesce_start(NcmEnv *e, QXhciTransfer **t, uint32_t tag)
 {
@@ -208,22 +225,12 @@ static void coalesce_start(NcmEnv *e, QXhciTransfer **t, uint32_t tag)
 static void test_rx_coalesce(NcmEnv *e, const NcmCase *c)
 {
     g_autoptr(GPtrArray) b = frames_new();
-    g_autoptr(GPtrArray) more = frames_new();
     QXhciTransfer *t[4];
 
     coalesce_start(e, t, 13000);
     /* two of three queued: the host is busy, the NTB keeps taking */
-    frames_add(b, ncm_mac, 13001, 400);
-    sock_send_frames(e, b);
-    sock_settle_now(e);
-    step_ns(e, COALESCE_POLL_NS / 2);
-    g_assert(!t[1]->done);
-    frames_add(more, bcast_mac, 13002, 1514);
-    sock_send_frames(e, more);
-    g_ptr_array_add(b, g_ptr_array_steal_index(more, 0));
-    sock_settle_now(e);
-    step_ns(e, COALESCE_POLL_NS / 2 - 1000);
-    g_assert(!t[1]->done);
+    coalesce_kept(e, t[1], b, 13001, 400, COALESCE_POLL_NS / 2);
+    coalesce_kept(e, t[1], b, 13002, 1514, COALESCE_POLL_NS / 2 - 1000);
     /* the host is back (three queued again): both go, in one NTB */
     t[3] = qxhci_submit(e->dev, e->ep_in.address, NULL, e->p.in_max);
     step_ns(e, COALESCE_POLL_NS);
@@ -247,9 +254,7 @@ static void test_rx_coalesce_timeout(NcmEnv *e, const NcmCase *c)
     int64_t waited;
 
     coalesce_start(e, t, 13100);
-    frames_add(b, ncm_mac, 13101, 800);
-    sock_send_frames(e, b);
-    sock_settle_now(e);
+    coalesce_kept(e, t[1], b, 13101, 800, 1);
     for (waited = 0; !t[1]->done; waited += COALESCE_POLL_NS) {
         g_assert_cmpint(waited, <=, COALESCE_NS + COALESCE_POLL_NS);
         step_ns(e, COALESCE_POLL_NS);
@@ -299,11 +304,7 @@ static void test_rx_coalesce_alt_change(NcmEnv *e, const NcmCase *c)
     QXhciTransfer *t[3];
 
     coalesce_start(e, t, 13300);
-    frames_add(b, ncm_mac, 13301, 500);
-    sock_send_frames(e, b);
-    sock_settle_now(e);
-    step_ns(e, 1);
-    g_assert(!t[1]->done);
+    coalesce_kept(e, t[1], b, 13301, 500, 1);
     ncm_set_alt(e, 0);
     g_assert(qxhci_wait(t[1], RX_TIMEOUT_NS));
     g_assert(qxhci_wait(t[2], RX_TIMEOUT_NS));
