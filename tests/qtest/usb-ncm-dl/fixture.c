@@ -118,8 +118,18 @@ int sock_unread(NcmEnv *e)
     return -1;
 }
 
-/* Let QEMU take in what the test wrote, as far as it is willing to. */
-void sock_settle(NcmEnv *e)
+/* One virtual-time step of @step_ns (0: the driver's), then events. */
+static void settle_step(NcmEnv *e, int64_t step_ns)
+{
+    if (step_ns) {
+        qtest_clock_step(e->qts, step_ns);
+        qxhci_poll(e->xhci);
+    } else {
+        qxhci_step(e->xhci);
+    }
+}
+
+void sock_settle_by(NcmEnv *e, int64_t step_ns)
 {
     int last = -2, same = 0, i;
 
@@ -131,12 +141,18 @@ void sock_settle(NcmEnv *e)
         }
         same = n == last ? same + 1 : 0;
         last = n;
-        qxhci_step(e->xhci);
+        settle_step(e, step_ns);
     }
     /* and give the device's bottom halves a few more iterations */
     for (i = 0; i < 5; i++) {
-        qxhci_step(e->xhci);
+        settle_step(e, step_ns);
     }
+}
+
+/* Let QEMU take in what the test wrote, as far as it is willing to. */
+void sock_settle(NcmEnv *e)
+{
+    sock_settle_by(e, 0);
 }
 
 bool sock_read_exact(NcmEnv *e, uint8_t *buf, size_t len,
@@ -523,6 +539,19 @@ void out_td(NcmEnv *e, const uint8_t *data, uint32_t len)
                              &actual, RX_TIMEOUT_NS);
     g_assert_cmpint(cc, ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, len);
+}
+
+void in_submit_queued(NcmEnv *e, QXhciTransfer **t, unsigned n,
+                      uint32_t len)
+{
+    unsigned i;
+
+    qxhci_hold_doorbells(e->dev, true);
+    for (i = 0; i < n; i++) {
+        t[i] = qxhci_submit(e->dev, e->ep_in.address, NULL, len);
+    }
+    qxhci_hold_doorbells(e->dev, false);
+    qxhci_ring_doorbell(e->dev, e->ep_in.address);
 }
 
 /* One OUT transfer, ended by a ZLP when it is an exact multiple. */
@@ -1054,16 +1083,10 @@ void queue_check_traffic(NcmEnv *e, uint32_t tag)
     g_autoptr(GPtrArray) rx = frames_new();
     g_autoptr(GPtrArray) rx2 = frames_new();
     QXhciTransfer *t[2];
-    unsigned i;
 
     ncm_check_marker(e, tag);
     /* two IN TDs at once: the first takes the NTB, the second waits */
-    qxhci_hold_doorbells(e->dev, true);
-    for (i = 0; i < 2; i++) {
-        t[i] = qxhci_submit(e->dev, e->ep_in.address, NULL, e->p.in_max);
-    }
-    qxhci_hold_doorbells(e->dev, false);
-    qxhci_ring_doorbell(e->dev, e->ep_in.address);
+    in_submit_queued(e, t, 2, e->p.in_max);
     frames_add(rx, ncm_mac, tag + 10, 700);
     frames_add(rx2, bcast_mac, tag + 11, 1514);
     in_fill_in_turn(e, t, rx, rx2, e->in_size);

@@ -128,6 +128,8 @@ int sock_unread(NcmEnv *e);
 
 /* Let QEMU take in what the test wrote, as far as it is willing to. */
 void sock_settle(NcmEnv *e);
+/* The same in virtual-time steps of @step_ns (sock_settle: the driver's). */
+void sock_settle_by(NcmEnv *e, int64_t step_ns);
 bool sock_read_exact(NcmEnv *e, uint8_t *buf, size_t len,
                      int timeout_ms, bool started);
 GByteArray *sock_recv_frame(NcmEnv *e, int timeout_ms);
@@ -173,6 +175,10 @@ void assert_alive(NcmEnv *e);
 
 /* Data path helpers */
 void out_td(NcmEnv *e, const uint8_t *data, uint32_t len);
+
+/* @n bulk IN TDs of @len bytes into @t, queued before one doorbell. */
+void in_submit_queued(NcmEnv *e, QXhciTransfer **t, unsigned n,
+                      uint32_t len);
 
 /* One OUT transfer, ended by a ZLP when it is an exact multiple. */
 void ncm_send(NcmEnv *e, const uint8_t *data, uint32_t len);

@@ -596,12 +596,7 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
      * An IN NTB under construction in the host's waiting TD (built in
      * place), held there by the busy fault.
      */
-    qxhci_hold_doorbells(e->dev, true);
-    for (i = 0; i < 2; i++) {
-        in[i] = qxhci_submit(e->dev, e->ep_in.address, NULL, 16384);
-    }
-    qxhci_hold_doorbells(e->dev, false);
-    qxhci_ring_doorbell(e->dev, e->ep_in.address);
+    in_submit_queued(e, in, 2, 16384);
     for (i = 0; i < 5; i++) {
         qxhci_step(e->xhci);
     }
@@ -685,12 +680,7 @@ static void test_migrate_queued_tds(NcmEnv *e, const NcmCase *c)
     unsigned i;
 
     ncm_set_alt(e, 1);
-    qxhci_hold_doorbells(e->dev, true);
-    for (i = 0; i < 3; i++) {
-        in[i] = qxhci_submit(e->dev, e->ep_in.address, NULL, e->p.in_max);
-    }
-    qxhci_hold_doorbells(e->dev, false);
-    qxhci_ring_doorbell(e->dev, e->ep_in.address);
+    in_submit_queued(e, in, 3, e->p.in_max);
     frames_add(rx, ncm_mac, 36400, 700);
     sock_send_frames(e, rx);
     g_assert(qxhci_wait(in[0], RX_TIMEOUT_NS));

@@ -129,40 +129,11 @@ static void in_drain(NcmEnv *e, GPtrArray *got);
 #define COALESCE_NS             (200 * 1000)
 #define COALESCE_POLL_NS        (50 * 1000)
 
-/* @n IN TDs, queued with one doorbell */
-static void in_submit_n(NcmEnv *e, QXhciTransfer **t, unsigned n)
-{
-    unsigned i;
-
-    qxhci_hold_doorbells(e->dev, true);
-    for (i = 0; i < n; i++) {
-        t[i] = qxhci_submit(e->dev, e->ep_in.address, NULL, e->p.in_max);
-    }
-    qxhci_hold_doorbells(e->dev, false);
-    qxhci_ring_doorbell(e->dev, e->ep_in.address);
-}
-
 /* Virtual time by @ns (not the driver's 1 ms steps), then events. */
 static void step_ns(NcmEnv *e, int64_t ns)
 {
     qtest_clock_step(e->qts, ns);
     qxhci_poll(e->xhci);
-}
-
-/*
- * As sock_settle(), but in 1 ns steps: the kept NTB's limit is 200 us of
- * virtual time, which sock_settle()'s 1 ms steps would pass.
- */
-static void sock_settle_now(NcmEnv *e)
-{
-    int i;
-
-    for (i = 0; i < 2000 && sock_unread(e) != 0; i++) {
-        step_ns(e, 1);
-    }
-    for (i = 0; i < 5; i++) {
-        step_ns(e, 1);
-    }
 }
 
 /* @t completed with exactly @want, in one NTB */
@@ -202,7 +173,7 @@ static void coalesce_kept(NcmEnv *e, QXhciTransfer *t, GPtrArray *b,
     frames_add(f, ncm_mac, tag, len);
     sock_send_frames(e, f);
     g_ptr_array_add(b, g_ptr_array_steal_index(f, 0));
-    sock_settle_now(e);
+    sock_settle_by(e, 1);
     step_ns(e, ns);
     g_assert(!t->done);
 }
@@ -213,10 +184,10 @@ static void coalesce_start(NcmEnv *e, QXhciTransfer **t, uint32_t tag)
     g_autoptr(GPtrArray) a = frames_new();
 
     ncm_set_alt(e, 1);
-    in_submit_n(e, t, 3);
+    in_submit_queued(e, t, 3, e->p.in_max);
     frames_add(a, ncm_mac, tag, 300);
     sock_send_frames(e, a);
-    sock_settle_now(e);
+    sock_settle_by(e, 1);
     step_ns(e, 1);
     in_td_expect(e, t[0], a);
     ncm_mark(e);
@@ -280,7 +251,7 @@ static void test_rx_coalesce_full(NcmEnv *e, const NcmCase *c)
         frames_add(b, ncm_mac, 13201 + i, 1514);
     }
     sock_send_frames(e, b);
-    sock_settle_now(e);
+    sock_settle_by(e, 1);
     step_ns(e, 1);
     g_assert(t[1]->done);
     in_td_parse(e, t[1], e->in_size, got);
@@ -724,12 +695,7 @@ static void test_zlp(NcmEnv *e, const NcmCase *c)
     ncm_set_alt(e, 1);
     rx = frames_for_ntb_len(e, ntb_len, 31000);
     before = ncm_stats(e);
-    qxhci_hold_doorbells(e->dev, true);
-    for (i = 0; i < n_td; i++) {
-        t[i] = qxhci_submit(e->dev, e->ep_in.address, NULL, td_len);
-    }
-    qxhci_hold_doorbells(e->dev, false);
-    qxhci_ring_doorbell(e->dev, e->ep_in.address);
+    in_submit_queued(e, t, n_td, td_len);
     g_test_message("first TD in %u TRBs, first %u bytes", t[0]->ntrbs,
                    t[0]->trb_len[0]);
     sock_send_frames(e, rx);
