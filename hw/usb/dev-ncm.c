@@ -248,7 +248,9 @@ typedef struct USBNcmPacketCounters {
  */
 typedef struct USBNcmInCoalesce {
     uint32_t max_us;                /* property in-coalesce-us; 0: off */
-    uint32_t host_queue;            /* most IN packets seen queued at once */
+    uint32_t host_queue;            /* most IN packets seen queued at */
+                                    /* once; lowered when one kept NTB */
+                                    /* reaches max_us */
     int64_t since_ns;               /* QEMU_CLOCK_VIRTUAL; 0: not kept */
     QEMUTimer *timer;               /* looks again while kept */
 } USBNcmInCoalesce;
@@ -527,6 +529,7 @@ static void usb_ncm_build_descriptors(USBNcmState *s, uint8_t caps)
 static void usb_ncm_flush_rx(USBNcmState *s);
 static void usb_ncm_out_drain(USBNcmState *s);
 static void usb_ncm_in_coalesce_end(USBNcmState *s);
+static void usb_ncm_in_coalesce_forget(USBNcmState *s);
 static void usb_ncm_schedule_wakeup(USBNcmState *s, bool bulk_in,
                                     bool notify);
 static void usb_ncm_vm_state_change(void *opaque, bool running,
@@ -693,9 +696,10 @@ static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
 }
 
 /*
- * A kept NTB goes after this long at most: in A/B runs on tap 200 us won
- * 17-25 % of 1-stream TCP both ways and lost nothing with 4 streams or on
- * slirp, where 1000 us lost 15 % (docs/performance.md).
+ * A kept NTB goes after this long at most: in interleaved A/B runs on tap
+ * 200 us won 17-25 % of 1-stream TCP both ways and stayed within the
+ * boots' spread with 4 streams and on slirp, where 1000 us lost 12-16 %
+ * (docs/performance.md; two runs apart in time differed by only 2 %).
  */
 #define NCM_IN_COALESCE_US_DEFAULT 200
 /* Re-check a kept NTB this often: the host queues transfers silently. */
@@ -720,6 +724,13 @@ static void usb_ncm_in_coalesce_end(USBNcmState *s)
 {
     s->in_coalesce.since_ns = 0;
     timer_del(s->in_coalesce.timer);
+}
+
+/* A new host, or the same one starting over: learn its queue again. */
+static void usb_ncm_in_coalesce_forget(USBNcmState *s)
+{
+    s->in_coalesce.host_queue = 0;
+    usb_ncm_in_coalesce_end(s);
 }
 
 /*
@@ -959,7 +970,7 @@ static void usb_ncm_handle_reset(USBDevice *dev)
 
     trace_usb_ncm_reset(s->fn.cfg.name);
     s->func_remote_wakeup = false;
-    s->in_coalesce.host_queue = 0;
+    usb_ncm_in_coalesce_forget(s);
     usb_ncm_hand_back(s);
     ncm_function_reset(&s->fn);
     usb_ncm_flush_rx(s);
@@ -975,7 +986,7 @@ static void usb_ncm_set_interface(USBDevice *dev, int iface,
         return;
     }
     ncm_function_set_data_alt(&s->fn, alt_new);
-    s->in_coalesce.host_queue = 0;
+    usb_ncm_in_coalesce_forget(s);
     if (alt_new) {
         usb_ncm_schedule_wakeup(s, false, true);
     }
@@ -1857,9 +1868,7 @@ static int usb_ncm_post_load(void *opaque, int version_id)
     USBNcmState *s = opaque;
     const char *why;
 
-    /* relearnt from the destination's host */
-    s->in_coalesce.host_queue = 0;
-    usb_ncm_in_coalesce_end(s);
+    usb_ncm_in_coalesce_forget(s);      /* the destination's host */
     s->fn.faults.corrupt = s->mig.corrupt < NCM_CORRUPT__MAX ?
                            s->mig.corrupt : NCM_CORRUPT__MAX;
     why = ncm_function_post_load(&s->fn, s->mig.ntb32, s->mig.in_bytes);
