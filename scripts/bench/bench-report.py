@@ -368,13 +368,16 @@ def scaling(out):
             v = ncmtest(log)
             samples = proc_samples(log + ".proc")
             ph = phases(log + ".phases")
-            r = {k: num(v.get(f"scale_{k}_mbps")) for k in ("up", "down")}
+            r = {}
             for k in ("up", "down"):
+                r[k] = num(v.get(f"scale_{k}_mbps"))
+                r[f"irq_{k}"] = irq_rate(v, f"scale_{k}")
                 if clock_jumped(v, f"scale_{k}", seconds):
                     print(f"not counted: {name} {log}, {k}: the guest's clock "
                           f"measured {guest_seconds(v, f'scale_{k}')} s")
-                    r[k] = None
-            gb = sum(x for x in r.values() if x) * seconds / 8 / 1000
+                    r[k] = r[f"irq_{k}"] = None
+            gb = (sum(r[k] for k in ("up", "down") if r[k]) *
+                  seconds / 8 / 1000)
             cpu = cpu_in(samples, [w for w in ph
                                    if w[0] in ("scale-up", "scale-down")])
             r["cpu_s_per_gb"] = cpu / gb if cpu and gb else None
@@ -386,8 +389,6 @@ def scaling(out):
                                        max)
             r["each_up"] = v.get("scale_up_each")
             r["each_down"] = v.get("scale_down_each")
-            r["irq_up"] = irq_rate(v, "scale_up")
-            r["irq_down"] = irq_rate(v, "scale_down")
             per.append(r)
         m = {k: median([r[k] for r in per]) for k in
              ("up", "down", "cpu_s_per_gb", "rss_idle_mib", "rss_load_mib",

@@ -183,6 +183,27 @@ class BenchReportTest(unittest.TestCase):
         self.assertEqual(m["rss_load_mib"], 300)
         self.assertEqual(m["irq_up"], 100)
         self.assertIn("ncm-2", out.getvalue())
+        # a second boot whose guest clock jumped during the download: its
+        # download and interrupt rate are left out, its upload counts
+        with open(log) as f:
+            text = f.read()
+        log2 = os.path.join(d, "tap", "logs", "ncm-2-2.log")
+        with open(log2, "w") as f:
+            f.write(text.replace("scale_up_mbps=400", "scale_up_mbps=500") +
+                    "NCMTEST irq_scale_down=800 0 187235.39\n")
+        for ext in (".phases", ".proc"):
+            shutil.copy(log + ext, log2 + ext)
+        out = io.StringIO()
+        with redirect_stdout(out):
+            report.scaling(d)
+        with open(os.path.join(d, "scaling.json")) as f:
+            r = json.load(f)["results"]["ncm-2"]
+        self.assertEqual(r["medians"]["up"], 450)
+        self.assertEqual(r["medians"]["down"], 600)
+        self.assertIsNone(r["boots"][1]["down"])
+        self.assertIsNone(r["boots"][1]["irq_down"])
+        self.assertIn("the guest's clock measured 187235.39 s",
+                      out.getvalue())
 
 
 def have_chart_tool():
