@@ -1426,3 +1426,115 @@ int qxhci_deconfigure(QXhciDevice *d)
     }
     return qxhci_configure_endpoints(d, NULL, 0, drop, n);
 }
+
+/* Raw access for fuzz targets */
+
+unsigned qxhci_ring_space(QXhciDevice *d, uint8_t ep)
+{
+    QXhciRing *r = d->rings[ep_dci(ep)];
+
+    return r ? ring_free_trbs(r) : 0;
+}
+
+uint64_t qxhci_ring_base(QXhciDevice *d, uint8_t ep, unsigned *trbs)
+{
+    QXhciRing *r = d->rings[ep_dci(ep)];
+
+    if (trbs) {
+        *trbs = r ? r->size : 0;
+    }
+    return r ? r->base : 0;
+}
+
+unsigned qxhci_ctx_size(QXhci *x)
+{
+    return x->ctx_size;
+}
+
+int qxhci_cmd_raw(QXhci *x, uint64_t param, uint32_t status,
+                  uint32_t control, int *slot)
+{
+    /* the type and fields are the caller's; the cycle bit is the ring's */
+    return qxhci_command(x, param, status, control & ~TRB_C, slot);
+}
+
+QXhciTransfer *qxhci_control_submit(QXhciDevice *d, uint8_t request_type,
+                                    uint8_t request, uint16_t value,
+                                    uint16_t index, const void *data,
+                                    uint16_t length)
+{
+    QXhci *x = d->xhci;
+    QXhciRing *r = d->rings[1];
+    bool in = request_type & 0x80;
+    QXhciTransfer *t;
+    uint64_t setup;
+    uint32_t first_control = 0, trt;
+
+    if (d->gone || !r || ring_free_trbs(r) < 3) {
+        return NULL;
+    }
+    t = transfer_new(d, 1, length);
+    t->control = true;
+    t->in = in;
+    t->length = length;
+    t->data_len = length;
+    if (!in && length) {
+        qtest_bufwrite(x->qts, t->buf, data, length);
+    }
+    setup = request_type | ((uint64_t)request << 8) |
+            ((uint64_t)value << 16) | ((uint64_t)index << 32) |
+            ((uint64_t)length << 48);
+    trt = length ? (in ? 3 : 2) : 0;
+    t->trb_len[t->ntrbs] = 8;
+    t->trb_addr[t->ntrbs++] = ring_put(x, r, setup, 8,
+                                       TRB_TYPE(TRB_SETUP) | TRB_IDT |
+                                       TRB_SETUP_TRT(trt), true,
+                                       &first_control);
+    if (length) {
+        t->trb_len[t->ntrbs] = length;
+        t->trb_addr[t->ntrbs++] = ring_put(x, r, t->buf, length,
+                                           TRB_TYPE(TRB_DATA) |
+                                           (in ? TRB_DIR_IN | TRB_ISP : 0),
+                                           false, NULL);
+    }
+    t->trb_len[t->ntrbs] = 0;
+    t->trb_addr[t->ntrbs++] = ring_put(x, r, 0, 0, TRB_TYPE(TRB_STATUS) |
+                                       TRB_IOC |
+                                       (length && in ? 0 : TRB_DIR_IN),
+                                       false, NULL);
+    r->used += t->ntrbs;
+    d->pending = g_list_append(d->pending, t);
+    ring_release(x, t->trb_addr[0], first_control);
+    doorbell(x, d->slot, 1);
+    return t;
+}
+
+void qxhci_abandon(QXhci *x)
+{
+    unsigned i, j;
+
+    for (i = 0; i < ARRAY_SIZE(x->slots); i++) {
+        QXhciDevice *d = x->slots[i];
+        GList *l;
+
+        if (!d) {
+            continue;
+        }
+        for (l = d->pending; l; l = l->next) {
+            QXhciTransfer *t = l->data;
+
+            t->done = true;
+            t->cc = QXHCI_CC_CANCELLED;
+            t->dev = NULL;
+        }
+        g_list_free(d->pending);
+        /* guest memory goes with the allocator the caller drops */
+        for (j = 0; j < ARRAY_SIZE(d->rings); j++) {
+            g_free(d->rings[j]);
+        }
+        g_free(d);
+        x->slots[i] = NULL;
+    }
+    g_free(x->scratch_pages);
+    g_free(x);
+}

@@ -222,4 +222,38 @@ int qxhci_transfer_sync(QXhciDevice *d, uint8_t ep, void *data,
 int qxhci_endpoint_cancel(QXhciDevice *d, uint8_t ep);
 int qxhci_endpoint_max_packet(QXhciDevice *d, uint8_t ep);
 
+/*
+ * For fuzz targets, which drive the controller into states the helpers
+ * above assert against: raw access that leaves the checking to the caller.
+ */
+/* Free TRBs on @ep's transfer ring (0 when the endpoint has no ring). */
+unsigned qxhci_ring_space(QXhciDevice *d, uint8_t ep);
+/* Base of @ep's transfer ring and its size in TRBs (0 when none). */
+uint64_t qxhci_ring_base(QXhciDevice *d, uint8_t ep, unsigned *trbs);
+/* Context size in bytes (32 or 64). */
+unsigned qxhci_ctx_size(QXhci *x);
+/*
+ * Queue one command TRB of any type and fields (the cycle bit is the
+ * driver's) and wait for its completion; QXHCI_CC_TIMEOUT if none came.
+ */
+int qxhci_cmd_raw(QXhci *x, uint64_t param, uint32_t status,
+                  uint32_t control, int *slot);
+/*
+ * Queue a control TD (setup, data, status stages) and ring the doorbell
+ * without waiting: the caller waits with qxhci_wait() and recovers a
+ * stalled or unanswered endpoint 0 with qxhci_endpoint_cancel(d, 0).
+ * NULL when the ring has no room.
+ */
+QXhciTransfer *qxhci_control_submit(QXhciDevice *d, uint8_t request_type,
+                                    uint8_t request, uint16_t value,
+                                    uint16_t index, const void *data,
+                                    uint16_t length);
+/*
+ * Forget the controller without touching it or guest memory (the machine
+ * is about to be reset): every device is freed and every pending TD is
+ * marked cancelled and detached, so that qxhci_transfer_free() only frees
+ * its buffer.
+ */
+void qxhci_abandon(QXhci *x);
+
 #endif /* LIBQOS_XHCI_DRIVER_H */

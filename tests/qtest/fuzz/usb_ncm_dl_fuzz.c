@@ -1,0 +1,1370 @@
+/*
+ * usb-ncm-dl fuzz targets: guest operations through qemu-xhci, and
+ * mutated migration streams
+ *
+ * usb-ncm-dl-fuzz enumerates the device through qemu-xhci with the libqos
+ * xHCI driver, then reads the input as a sequence of operations a guest
+ * (or the host side) can perform: control requests, bulk and interrupt
+ * transfers of any length, queued IN transfers, cancellations, raw xHCI
+ * commands with fuzzed contexts, configuration and interface changes,
+ * port resets, suspend, unplug and replug, frames from the netdev, clock
+ * steps and x-fault-* changes.
+ *
+ * usb-ncm-dl-migration-fuzz brings the device into a state chosen by the
+ * first input byte, saves its VMState in-process, mutates the stream with
+ * the rest of the input (the USBDevice part the USB core writes included),
+ * loads it into the device and, when the load is accepted, runs transfers.
+ * A refused stream is an accepted outcome.
+ *
+ * State is isolated per input the way QEMU's other fuzzers do it since
+ * fork-based fuzzing was dropped: the machine is reset, and the device is
+ * unplugged and created again, after every input.
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include <sys/ioctl.h>
+
+#include "qemu/bswap.h"
+#include "qemu/main-loop.h"
+#include "qapi/error.h"
+#include "qapi/qapi-commands-net.h"
+#include "qobject/qdict.h"
+#include "qom/object.h"
+#include "hw/qdev-core.h"
+#include "hw/usb.h"
+#include "monitor/qdev.h"
+#include "io/channel-buffer.h"
+#include "migration/vmstate.h"
+#include "migration/qemu-file-types.h"
+#include "migration/qemu-file.h"
+#include "tests/qtest/libqtest.h"
+#include "tests/qtest/libqos/libqos-malloc.h"
+#include "tests/qtest/libqos/malloc-pc.h"
+#include "tests/qtest/libqos/pci-pc.h"
+#include "tests/qtest/libqos/xhci-driver.h"
+#include "fuzz.h"
+
+#define NCM_ID              "ncm0"
+#define NCM_NETDEV          "n0"
+#define NCM_MAC             "52:54:00:12:34:56"
+#define NCM_MODEL           "usb-ncm-dl"
+/* every optional request on, so that the fuzzer can reach them all */
+#define NCM_PROPS           "network-capabilities=0x3b,multicast-filters=16"
+#define XHCI_DEVFN          QPCI_DEVFN(4, 0)
+
+#define IF_CONTROL          0
+#define IF_DATA             1
+
+/* Bounds that keep one input short and guest memory from running out */
+#define MAX_XFERS           48
+#define MAX_OPS             256
+#define MAX_WAIT_STEPS      40
+#define STEP_NS             (5 * 1000 * 1000)
+
+typedef struct FuzzIn {
+    const uint8_t *p;
+    size_t len;
+} FuzzIn;
+
+typedef struct NcmFuzz {
+    QTestState *qts;
+    QGuestAllocator alloc;
+    QPCIBus *bus;
+    QPCIDevice *pdev;
+    QXhci *x;
+    QXhciDevice *d;
+    uint8_t config[512];
+    uint32_t config_len;
+    QXhciEndpoint ep_notify;
+    QXhciEndpoint ep_in;
+    QXhciEndpoint ep_out;
+    uint32_t mps;
+    bool ntb32;
+    bool crc;
+    uint16_t seq;
+    GPtrArray *xfers;       /* QXhciTransfer the target still owns */
+    bool dead;              /* the controller stopped answering */
+} NcmFuzz;
+
+static int sockfds[2] = { -1, -1 };
+static bool ncm_fuzz_active;
+
+/*
+ * The xHCI driver waits by stepping the virtual clock, which runs timers
+ * but not bottom halves or fd handlers; the device completes parked
+ * transfers and takes frames from the netdev in those.  Linked with
+ * -Wl,-wrap,qtest_clock_step (tests/qtest/fuzz/meson.build), this runs
+ * the main loop after every step while one of these targets is active.
+ */
+/* prototypes of the --wrap pair (through a macro: they are not externs) */
+#define NCM_DECLARE(ret, name, args) ret name args
+
+NCM_DECLARE(int64_t, __real_qtest_clock_step, (QTestState *s, int64_t step));
+NCM_DECLARE(int64_t, __wrap_qtest_clock_step, (QTestState *s, int64_t step));
+
+static void sock_drain(void)
+{
+    uint8_t buf[4096];
+
+    /* what the device sent to the netdev: nobody checks it here */
+    while (recv(sockfds[0], buf, sizeof(buf), MSG_DONTWAIT) > 0) {
+        continue;
+    }
+}
+
+int64_t __wrap_qtest_clock_step(QTestState *s, int64_t step)
+{
+    int64_t ret = __real_qtest_clock_step(s, step);
+
+    if (ncm_fuzz_active) {
+        flush_events(s);
+        sock_drain();
+    }
+    return ret;
+}
+
+/* Input */
+
+static uint8_t in_u8(FuzzIn *in)
+{
+    if (!in->len) {
+        return 0;
+    }
+    in->len--;
+    return *in->p++;
+}
+
+static uint16_t in_u16(FuzzIn *in)
+{
+    return in_u8(in) | (uint16_t)in_u8(in) << 8;
+}
+
+/* Fill @buf with the next input bytes, repeated when they run out. */
+static void in_fill(FuzzIn *in, uint8_t *buf, size_t len, size_t take)
+{
+    size_t n = MIN(MIN(len, take), in->len), i;
+
+    if (n) {
+        memcpy(buf, in->p, n);
+    }
+    in->p += n;
+    in->len -= n;
+    for (i = n; i < len; i++) {
+        buf[i] = n ? buf[i % n] : (uint8_t)(i * 7);
+    }
+}
+
+/* Device creation, outside the guest's reach */
+
+static DeviceState *ncm_find(void)
+{
+    Object *obj = object_resolve_path_type("", NCM_MODEL, NULL);
+
+    return obj ? DEVICE(obj) : NULL;
+}
+
+static void ncm_unplug(void)
+{
+    DeviceState *dev = ncm_find();
+
+    if (dev) {
+        qdev_unplug(dev, &error_abort);
+    }
+}
+
+static void ncm_plug(void)
+{
+    QDict *opts;
+    DeviceState *dev;
+
+    if (ncm_find()) {
+        return;
+    }
+    opts = qdict_new();
+    qdict_put_str(opts, "driver", NCM_MODEL);
+    qdict_put_str(opts, "id", NCM_ID);
+    qdict_put_str(opts, "bus", "xhci.0");
+    qdict_put_str(opts, "netdev", NCM_NETDEV);
+    qdict_put_str(opts, "mac", NCM_MAC);
+    qdict_put_str(opts, "network-capabilities", "0x3b");
+    qdict_put_str(opts, "multicast-filters", "16");
+    dev = qdev_device_add_from_qdict(opts, false, &error_abort);
+    object_unref(OBJECT(dev));
+    qobject_unref(opts);
+}
+
+static void ncm_set_u32(const char *prop, uint32_t value)
+{
+    DeviceState *dev = ncm_find();
+
+    if (dev) {
+        object_property_set_uint(OBJECT(dev), prop, value, NULL);
+    }
+}
+
+/* Bytes written to the socket that QEMU has not read yet, or -1. */
+static int sock_unread(void)
+{
+    int n;
+
+    if (ioctl(sockfds[0], TIOCOUTQ, &n) == 0) {
+        return n;
+    }
+    return -1;
+}
+
+/* One netdev frame, as -netdev socket frames them: a length, the bytes */
+static void sock_frame(const uint8_t *data, uint32_t len)
+{
+    g_autofree uint8_t *buf = g_malloc(len + 4);
+    ssize_t n;
+
+    stl_be_p(buf, len);
+    memcpy(buf + 4, data, len);
+    /* a full socket drops the frame: the netdev is not read, as on a host */
+    n = send(sockfds[0], buf, len + 4, MSG_DONTWAIT);
+    (void)n;
+}
+
+/* Driver plumbing */
+
+static unsigned ep_dci(uint8_t ep)
+{
+    unsigned num = ep & 0x0f;
+
+    return num ? num * 2 + ((ep & 0x80) ? 1 : 0) : 1;
+}
+
+static bool dev_usable(NcmFuzz *f)
+{
+    return f->d && !f->d->gone && !f->dead;
+}
+
+static bool ep_usable(NcmFuzz *f, uint8_t ep, unsigned trbs)
+{
+    return dev_usable(f) && (f->d->ep_mask & (1u << ep_dci(ep))) &&
+           qxhci_ring_space(f->d, ep) >= trbs &&
+           f->xfers->len < MAX_XFERS;
+}
+
+static void xfers_reap(NcmFuzz *f)
+{
+    guint i = 0;
+
+    while (i < f->xfers->len) {
+        QXhciTransfer *t = g_ptr_array_index(f->xfers, i);
+
+        if (t->done) {
+            qxhci_transfer_free(t);
+            g_ptr_array_remove_index_fast(f->xfers, i);
+        } else {
+            i++;
+        }
+    }
+}
+
+static void settle(NcmFuzz *f, int steps)
+{
+    int i;
+
+    flush_events(f->qts);
+    for (i = 0; i < steps; i++) {
+        qxhci_step(f->x);
+    }
+    qxhci_poll(f->x);
+    sock_drain();
+    xfers_reap(f);
+}
+
+/* Wait until no TD is pending, for at most @steps clock steps. */
+static void wait_idle(NcmFuzz *f, int steps)
+{
+    int i;
+
+    for (i = 0; i < steps; i++) {
+        xfers_reap(f);
+        if (!f->xfers->len) {
+            break;
+        }
+        qxhci_step(f->x);
+    }
+    sock_drain();
+    xfers_reap(f);
+}
+
+static void submit(NcmFuzz *f, uint8_t ep, const void *data, uint32_t len)
+{
+    QXhciTransfer *t;
+
+    /* 64 KiB + 1 spans three TRBs at most (buffers are page aligned) */
+    if (!ep_usable(f, ep, 3)) {
+        return;
+    }
+    t = qxhci_submit(f->d, ep, data, len);
+    g_ptr_array_add(f->xfers, t);
+}
+
+/*
+ * A control transfer, waited for a while; a stalled or unanswered
+ * endpoint 0 is stopped or reset and moved past the TD, as a host does.
+ */
+static int control(NcmFuzz *f, uint8_t type, uint8_t req, uint16_t value,
+                   uint16_t index, const void *data, uint16_t len)
+{
+    QXhciTransfer *t;
+    int i, cc = QXHCI_CC_TIMEOUT;
+
+    if (!dev_usable(f) || f->xfers->len >= MAX_XFERS) {
+        return -1;
+    }
+    t = qxhci_control_submit(f->d, type, req, value, index, data, len);
+    if (!t) {
+        return -1;
+    }
+    g_ptr_array_add(f->xfers, t);
+    for (i = 0; i < MAX_WAIT_STEPS && !t->done; i++) {
+        qxhci_step(f->x);
+    }
+    if (t->done) {
+        cc = t->cc;
+    }
+    if ((!t->done || cc == QXHCI_CC_STALL) && dev_usable(f) &&
+        qxhci_endpoint_cancel(f->d, 0) == QXHCI_CC_TIMEOUT) {
+        f->dead = true;
+    }
+    xfers_reap(f);
+    return cc;
+}
+
+static bool configure_data(NcmFuzz *f, bool add)
+{
+    uint8_t drop[2] = { f->ep_in.address, f->ep_out.address };
+    QXhciEndpoint eps[2] = { f->ep_in, f->ep_out };
+
+    if (!dev_usable(f)) {
+        return false;
+    }
+    return (add ? qxhci_configure_endpoints(f->d, eps, 2, NULL, 0) :
+            qxhci_configure_endpoints(f->d, NULL, 0, drop, 2)) ==
+           QXHCI_CC_SUCCESS;
+}
+
+/*
+ * Enumerate as a host driver does: address the device, read its
+ * configuration, configure the notification endpoint, SET_CONFIGURATION(1)
+ * and, with @data, the data interface's alternate setting 1.
+ */
+static bool ncm_enumerate(NcmFuzz *f, bool data)
+{
+    QXhciEndpoint eps[4];
+    uint32_t actual = 0;
+    int port, n;
+
+    if (f->dead || qxhci_cmd_noop(f->x) != QXHCI_CC_SUCCESS) {
+        f->dead = true;
+        return false;
+    }
+    port = qxhci_find_connected_port(f->x);
+    if (!port) {
+        return false;
+    }
+    f->d = qxhci_device_enumerate(f->x, port);
+    if (!f->d) {
+        return false;
+    }
+    if (qxhci_get_descriptor(f->d, 2, 0, 0, f->config, sizeof(f->config),
+                             &actual) != QXHCI_CC_SUCCESS || actual < 9) {
+        return false;
+    }
+    f->config_len = actual;
+    n = qxhci_config_find_endpoints(f->config, f->config_len, IF_CONTROL, 0,
+                                    eps, ARRAY_SIZE(eps));
+    if (n != 1) {
+        return false;
+    }
+    f->ep_notify = eps[0];
+    n = qxhci_config_find_endpoints(f->config, f->config_len, IF_DATA, 1,
+                                    eps, ARRAY_SIZE(eps));
+    if (n != 2) {
+        return false;
+    }
+    f->ep_in = (eps[0].address & 0x80) ? eps[0] : eps[1];
+    f->ep_out = (eps[0].address & 0x80) ? eps[1] : eps[0];
+    f->mps = MAX(f->ep_out.max_packet & 0x7ff, 8);
+    f->ntb32 = false;
+    f->crc = false;
+    if (qxhci_configure_endpoints(f->d, &f->ep_notify, 1, NULL, 0) !=
+        QXHCI_CC_SUCCESS ||
+        control(f, 0x00, 9, 1, 0, NULL, 0) != QXHCI_CC_SUCCESS) {
+        return false;
+    }
+    if (data) {
+        if (!configure_data(f, true) ||
+            control(f, 0x01, 11, 1, IF_DATA, NULL, 0) != QXHCI_CC_SUCCESS) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The host forgets the device and finds it again, as after a reset. */
+static void reenumerate(NcmFuzz *f, bool data)
+{
+    if (f->d) {
+        if (!f->dead) {
+            qxhci_device_free(f->d);
+        }
+        f->d = NULL;
+    }
+    xfers_reap(f);
+    ncm_enumerate(f, data);
+}
+
+static void ncm_fuzz_begin(NcmFuzz *f, QTestState *s)
+{
+    QXhciOptions opts = {
+        /* small rings, so that inputs wrap them */
+        .cmd_ring_trbs = 16,
+        .event_ring_trbs = 32,
+        .xfer_ring_trbs = 32,
+        .max_slots = 4,
+        .clock_step_ns = STEP_NS,
+    };
+    int i;
+
+    memset(f, 0, sizeof(*f));
+    f->qts = s;
+    ncm_fuzz_active = true;
+    ncm_plug();
+    /* leftovers of the last input: let the netdev take them */
+    for (i = 0; i < 20 && sock_unread() > 0; i++) {
+        main_loop_wait(true);
+    }
+    sock_drain();
+    pc_alloc_init(&f->alloc, s, 0);
+    f->bus = qpci_new_pc(s, &f->alloc);
+    f->pdev = qpci_device_find(f->bus, XHCI_DEVFN);
+    g_assert(f->pdev);
+    f->x = qxhci_new(s, f->pdev, &f->alloc, &opts);
+    f->xfers = g_ptr_array_new();
+}
+
+static void ncm_fuzz_end(NcmFuzz *f)
+{
+    guint i;
+
+    qxhci_abandon(f->x);
+    for (i = 0; i < f->xfers->len; i++) {
+        qxhci_transfer_free(g_ptr_array_index(f->xfers, i));
+    }
+    g_ptr_array_free(f->xfers, true);
+    g_free(f->pdev);
+    qpci_free_pc(f->bus);
+    alloc_destroy(&f->alloc);
+    sock_drain();
+    /* a fresh device for the next input: nothing carries over */
+    ncm_unplug();
+    flush_events(f->qts);
+    fuzz_reset(f->qts);
+    ncm_fuzz_active = false;
+}
+
+/* NTBs */
+
+/*
+ * A well-formed NTB16 or NTB32 of up to 10 datagrams taken from the
+ * input, so that inputs get past the parser's first checks; padded
+ * inside the block to @pad_to bytes when that is larger.
+ */
+static GByteArray *build_ntb(NcmFuzz *f, FuzzIn *in, uint32_t pad_to)
+{
+    bool n32 = f->ntb32;
+    unsigned fs = n32 ? 4 : 2, n = in_u8(in) % 10 + 1, i;
+    uint32_t nth_len = n32 ? 16 : 12, ndp_hdr = n32 ? 16 : 8;
+    uint32_t ndp = 16;
+    uint32_t ndp_len = MAX(ndp_hdr + (n + 1) * 2 * fs, n32 ? 32 : 16);
+    uint32_t pos = ndp + ndp_len;
+    GByteArray *b = g_byte_array_new();
+    uint8_t *p;
+
+    g_byte_array_set_size(b, pos);
+    memset(b->data, 0, pos);
+    for (i = 0; i < n; i++) {
+        uint32_t dlen = 14 + in_u16(in) % 1501 + (f->crc ? 4 : 0);
+        uint32_t off = ROUND_UP(pos, 4);
+        uint8_t *e;
+
+        g_byte_array_set_size(b, off + dlen);
+        memset(b->data + pos, 0, off - pos);
+        in_fill(in, b->data + off, dlen, 64);
+        e = b->data + ndp + ndp_hdr + i * 2 * fs;
+        if (n32) {
+            stl_le_p(e, off);
+            stl_le_p(e + fs, dlen);
+        } else {
+            stw_le_p(e, off);
+            stw_le_p(e + fs, dlen);
+        }
+        pos = off + dlen;
+        if (pos > 60000) {
+            break;
+        }
+    }
+    if (pad_to > b->len) {
+        uint32_t old = b->len;
+
+        g_byte_array_set_size(b, pad_to);
+        memset(b->data + old, 0, pad_to - old);
+    }
+    p = b->data;
+    memcpy(p, n32 ? "ncmh" : "NCMH", 4);
+    stw_le_p(p + 4, nth_len);
+    stw_le_p(p + 6, f->seq++);
+    if (n32) {
+        stl_le_p(p + 8, b->len);
+        stl_le_p(p + 12, ndp);
+        memcpy(p + ndp, f->crc ? "ncm1" : "ncm0", 4);
+    } else {
+        /* a 64 KiB NTB16 says 0 */
+        stw_le_p(p + 8, b->len > 0xffff ? 0 : b->len);
+        stw_le_p(p + 10, ndp);
+        memcpy(p + ndp, f->crc ? "NCM1" : "NCM0", 4);
+    }
+    stw_le_p(p + ndp + 4, ndp_len);
+    return b;
+}
+
+/* Zeroes after the NTB, up to @len bytes of transfer */
+static void pad_zero(GByteArray *b, uint32_t len)
+{
+    uint32_t old = b->len;
+
+    if (len > old) {
+        g_byte_array_set_size(b, len);
+        memset(b->data + old, 0, len - old);
+    }
+}
+
+/* Operations of usb-ncm-dl-fuzz */
+
+enum {
+    OP_CONTROL,
+    OP_CLASS,
+    OP_BULK_OUT,
+    OP_BULK_IN,
+    OP_INTR_IN,
+    OP_CANCEL,
+    OP_XHCI_CMD,
+    OP_CONTEXT_CMD,
+    OP_SET_CONFIG,
+    OP_SET_ALT,
+    OP_PORT,
+    OP_PLUG,
+    OP_FRAME,
+    OP_CLOCK,
+    OP_FAULT,
+    OP_WAIT,
+    OP_REENUMERATE,
+    OP__MAX
+};
+
+/* Any request, any fields, any data stage */
+static void op_control(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t type = in_u8(in), req = in_u8(in);
+    uint16_t value = in_u16(in), index = in_u16(in), len = in_u16(in);
+    g_autofree uint8_t *buf = NULL;
+
+    /* most data stages are short; 4 KiB covers every request's reply */
+    if (len > 4096 && !(len & 1)) {
+        len &= 0xfff;
+    }
+    buf = g_malloc(MAX(len, 1));
+    in_fill(in, buf, len, len);
+    control(f, type, req, value, index, buf, len);
+}
+
+/*
+ * A class request to the control interface, the request number from the
+ * ones the device knows (or any), so that inputs reach them sooner.
+ */
+static void op_class(NcmFuzz *f, FuzzIn *in)
+{
+    static const uint8_t reqs[] = {
+        0x40, 0x41, 0x42, 0x43, 0x44, 0x80, 0x81, 0x82, 0x83, 0x84,
+        0x85, 0x86, 0x87, 0x88, 0x89, 0x8a,
+    };
+    uint8_t sel = in_u8(in), req = reqs[sel % ARRAY_SIZE(reqs)];
+    uint16_t value = in_u16(in), len = in_u16(in) % 512;
+    bool dir_in = sel & 0x80;
+    uint8_t buf[512];
+
+    in_fill(in, buf, len, len);
+    if (req == 0x84 && !dir_in) {
+        f->ntb32 = value & 1;
+    } else if (req == 0x8a && !dir_in) {
+        f->crc = value & 1;
+    }
+    if (control(f, dir_in ? 0xa1 : 0x21, req, value, IF_CONTROL, buf,
+                len) != QXHCI_CC_SUCCESS) {
+        /* not taken: the host's idea of the format may now be wrong */
+        return;
+    }
+}
+
+static void op_bulk_out(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t kind = in_u8(in);
+    uint16_t arg = in_u16(in);
+    g_autoptr(GByteArray) ntb = NULL;
+    g_autofree uint8_t *buf = NULL;
+    uint32_t len = 0;
+
+    switch (kind % 8) {
+    case 0:
+        len = arg % 4096;
+        break;
+    case 1:
+        len = 0;
+        break;
+    case 2:
+        len = 1;
+        break;
+    case 3:
+        /* an exact multiple of wMaxPacketSize: the end is a ZLP away */
+        len = MIN(f->mps * (1 + arg % 128), 65536);
+        break;
+    case 4:
+        len = 65537;
+        break;
+    case 5:
+        ntb = build_ntb(f, in, 0);
+        break;
+    case 6:
+        ntb = build_ntb(f, in, 0);
+        pad_zero(ntb, MIN(ROUND_UP(ntb->len, f->mps), 65536));
+        break;
+    default:
+        len = arg;
+        break;
+    }
+    if (ntb) {
+        submit(f, f->ep_out.address, ntb->data, ntb->len);
+        return;
+    }
+    buf = g_malloc(MAX(len, 1));
+    in_fill(in, buf, len, 256);
+    submit(f, f->ep_out.address, buf, len);
+}
+
+static uint32_t in_length(NcmFuzz *f, uint8_t kind, uint16_t arg)
+{
+    switch (kind % 8) {
+    case 0:
+        return arg;
+    case 1:
+        return 0;
+    case 2:
+        return f->mps;
+    case 3:
+        return 65536;
+    case 4:
+        return 65537;
+    case 5:
+        return 16384;
+    case 6:
+        return 1;
+    default:
+        return arg % 2048;
+    }
+}
+
+/*
+ * Up to 8 bulk IN TDs queued behind one doorbell, all of one length or
+ * (bit 7 of the count) of lengths that differ from one TD to the next
+ */
+static void op_bulk_in(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t count = in_u8(in), kind = in_u8(in);
+    unsigned n = count % 8 + 1, i;
+    uint16_t arg = in_u16(in);
+
+    if (!dev_usable(f)) {
+        return;
+    }
+    qxhci_hold_doorbells(f->d, true);
+    for (i = 0; i < n; i++) {
+        submit(f, f->ep_in.address, NULL,
+               in_length(f, count & 0x80 ? kind + i : kind, arg));
+    }
+    qxhci_hold_doorbells(f->d, false);
+    if (f->d->ep_mask & (1u << ep_dci(f->ep_in.address))) {
+        qxhci_ring_doorbell(f->d, f->ep_in.address);
+    }
+}
+
+static void op_intr_in(NcmFuzz *f, FuzzIn *in)
+{
+    submit(f, f->ep_notify.address, NULL, in_u8(in) % 64);
+}
+
+/* Stop Endpoint, cancel its TDs, Set TR Dequeue past them */
+static void op_cancel(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t eps[4] = { 0, f->ep_in.address, f->ep_out.address,
+                       f->ep_notify.address };
+    uint8_t ep = eps[in_u8(in) % 4];
+
+    if (!f->d || f->dead || !qxhci_ring_space(f->d, ep)) {
+        return;
+    }
+    if (qxhci_endpoint_cancel(f->d, ep) == QXHCI_CC_TIMEOUT) {
+        f->dead = true;
+    }
+}
+
+/*
+ * A command with fuzzed fields: Enable/Disable Slot, Reset/Stop
+ * Endpoint, Set TR Dequeue (a pointer into the endpoint's ring, any cycle
+ * state and stream id), Reset Device, No Op, and the context commands of
+ * OP_CONTEXT_CMD without a new context.
+ */
+static void op_xhci_cmd(NcmFuzz *f, FuzzIn *in)
+{
+    static const uint8_t types[] = {
+        9, 10, 11, 12, 13, 14, 15, 16, 17, 23,
+    };
+    uint8_t sel = in_u8(in), type = types[sel % ARRAY_SIZE(types)];
+    uint8_t dci = in_u8(in), flags = in_u8(in);
+    uint16_t arg = in_u16(in);
+    uint32_t control, status = 0;
+    uint64_t param = 0;
+    int slot = f->d ? f->d->slot : 1, cc, new_slot = 0;
+
+    if (f->dead) {
+        return;
+    }
+    /* mostly our slot; sometimes another, including invalid ones */
+    if (sel & 0x80) {
+        slot = arg >> 12;
+    }
+    dci = dci & 0x20 ? dci & 0x1f : ep_dci(dci & 1 ? f->ep_in.address :
+                                            dci & 2 ? f->ep_out.address :
+                                            dci & 4 ? f->ep_notify.address :
+                                            0);
+    control = (uint32_t)type << 10 | (uint32_t)slot << 24 |
+              (uint32_t)dci << 16;
+    switch (type) {
+    case 11:                            /* Address Device: BSR */
+    case 12:                            /* Configure Endpoint: DC */
+        control |= (flags & 1) << 9;
+        /* fall through */
+    case 13:
+        param = f->d ? f->d->in_ctx : 0;
+        break;
+    case 14:                            /* Reset Endpoint: TSP */
+        control |= (flags & 1) << 9;
+        break;
+    case 15:                            /* Stop Endpoint: SP */
+        control |= (flags & 1) << 23;
+        break;
+    case 16:
+        if (f->d) {
+            unsigned trbs;
+            uint64_t base = qxhci_ring_base(f->d, (dci / 2) |
+                                            (dci & 1 ? 0x80 : 0), &trbs);
+
+            if (dci == 1) {
+                base = qxhci_ring_base(f->d, 0, &trbs);
+            }
+            param = base + (trbs ? arg % trbs : arg) * 16;
+        }
+        param |= flags & 0xf;           /* DCS, SCT */
+        status = (uint32_t)(flags >> 4) << 16;  /* stream id */
+        break;
+    default:
+        break;
+    }
+    cc = qxhci_cmd_raw(f->x, param, status, control, &new_slot);
+    if (cc == QXHCI_CC_TIMEOUT) {
+        f->dead = true;
+        return;
+    }
+    /* a slot the driver does not know must not use up the controller's */
+    if (type == 9 && cc == QXHCI_CC_SUCCESS &&
+        (!f->d || new_slot != f->d->slot)) {
+        qxhci_cmd_disable_slot(f->x, new_slot);
+    }
+    settle(f, 1);
+}
+
+/*
+ * Evaluate Context, Configure Endpoint or Address Device with a context
+ * the guest wrote: the device context as the controller keeps it, copied
+ * into the input context, with fuzzed add/drop flags and fuzzed bytes.
+ */
+static void op_context_cmd(NcmFuzz *f, FuzzIn *in)
+{
+    static const uint8_t types[] = { 11, 12, 13 };
+    uint8_t sel = in_u8(in), type = types[sel % 3];
+    uint32_t drop = in_u16(in), add = in_u16(in) | 1;
+    unsigned npatch = in_u8(in) % 8, i, cs, size;
+    g_autofree uint8_t *ctx = NULL;
+    uint32_t control;
+    int cc;
+
+    if (!f->d || f->dead) {
+        return;
+    }
+    cs = qxhci_ctx_size(f->x);
+    size = 33 * cs;
+    ctx = g_malloc0(size);
+    qtest_memread(f->qts, f->d->out_ctx, ctx + cs, 32 * cs);
+    /* drop flags start at DCI 2; add flags at the slot context */
+    stl_le_p(ctx, drop << 2);
+    stl_le_p(ctx + 4, add);
+    for (i = 0; i < npatch; i++) {
+        uint16_t off = in_u16(in) % size;
+        uint8_t v = in_u8(in);
+
+        if (v & 0x80) {
+            ctx[off] ^= 1u << (v & 7);
+        } else {
+            ctx[off] = in_u8(in);
+        }
+    }
+    qtest_memwrite(f->qts, f->d->in_ctx, ctx, size);
+    control = (uint32_t)type << 10 | (uint32_t)f->d->slot << 24 |
+              (uint32_t)(sel & 0x40 ? 1 : 0) << 9;
+    cc = qxhci_cmd_raw(f->x, f->d->in_ctx, 0, control, NULL);
+    if (cc == QXHCI_CC_TIMEOUT) {
+        f->dead = true;
+        return;
+    }
+    settle(f, 1);
+}
+
+static void op_set_config(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t v = in_u8(in);
+
+    if (!dev_usable(f)) {
+        return;
+    }
+    if (v & 0x80) {
+        /* as a host does it: endpoints down first */
+        qxhci_deconfigure(f->d);
+    }
+    control(f, 0x00, 9, v & 0x3, 0, NULL, 0);
+    if ((v & 0x83) == 0x81 && dev_usable(f)) {
+        qxhci_configure_endpoints(f->d, &f->ep_notify, 1, NULL, 0);
+    }
+}
+
+static void op_set_alt(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t v = in_u8(in);
+    uint8_t alt = v & 0x3, iface = v & 0x4 ? IF_CONTROL : IF_DATA;
+
+    if (iface == IF_DATA && alt == 1 && !(v & 0x8)) {
+        configure_data(f, true);
+    }
+    control(f, 0x01, 11, alt, iface, NULL, 0);
+    if (iface == IF_DATA && alt == 0 && !(v & 0x8)) {
+        configure_data(f, false);
+    }
+    if (iface == IF_DATA) {
+        f->ntb32 = false;
+        f->crc = false;
+    }
+}
+
+/* Port reset (re-enumerating or not), suspend and resume */
+static void op_port(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t v = in_u8(in);
+    int port;
+
+    if (!f->d || f->dead) {
+        return;
+    }
+    port = f->d->port;
+    switch (v % 4) {
+    case 0:
+        qxhci_port_reset(f->x, port);
+        break;
+    case 1:
+        qxhci_port_reset(f->x, port);
+        reenumerate(f, v & 0x80);
+        break;
+    case 2:
+        qxhci_port_set_link_state(f->x, port, QXHCI_PLS_U3);
+        settle(f, v >> 4);
+        break;
+    default:
+        qxhci_port_set_link_state(f->x, port, QXHCI_PLS_U0);
+        settle(f, 1);
+        break;
+    }
+}
+
+/* Unplug, replug (then enumerate again or not), or the replug fault */
+static void op_plug(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t v = in_u8(in);
+
+    switch (v % 4) {
+    case 0:
+        ncm_unplug();
+        settle(f, 1);
+        break;
+    case 1:
+        ncm_plug();
+        settle(f, 1);
+        break;
+    case 2:
+        ncm_unplug();
+        settle(f, 1);
+        ncm_plug();
+        settle(f, 1);
+        reenumerate(f, v & 0x80);
+        break;
+    default:
+        ncm_set_u32("x-fault-replug-ms", (v >> 2) * 4);
+        settle(f, 1);
+        break;
+    }
+}
+
+static void op_frame(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t kind = in_u8(in);
+    uint32_t len = in_u16(in);
+    g_autofree uint8_t *buf = NULL;
+    static const uint8_t macs[4][6] = {
+        { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 },     /* the device's */
+        { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff },
+        { 0x33, 0x33, 0x00, 0x00, 0x00, 0x01 },
+        { 0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb },
+    };
+
+    len = kind & 0x80 ? len : 14 + len % 1501;
+    buf = g_malloc(MAX(len, 14));
+    in_fill(in, buf, len, 64);
+    if (len >= 6 && !(kind & 0x40)) {
+        memcpy(buf, macs[kind & 3], 6);
+    }
+    sock_frame(buf, len);
+    flush_events(f->qts);
+}
+
+static void op_clock(NcmFuzz *f, FuzzIn *in)
+{
+    uint16_t v = in_u16(in);
+
+    /* 10 us .. 655 ms in one step, timers in order */
+    qtest_clock_step(f->qts, ((int64_t)v + 1) * 10000);
+    if (f->x) {
+        qxhci_poll(f->x);
+    }
+    xfers_reap(f);
+}
+
+static void op_fault(NcmFuzz *f, FuzzIn *in)
+{
+    static const char *const u32_faults[] = {
+        "x-fault-link-down-ms", "x-fault-busy-ms", "x-fault-drop-in-every",
+        "x-fault-corrupt-count", "x-fault-replug-ms",
+        "x-fault-replug-every-ms",
+    };
+    static const char *const corruptions[] = {
+        "none", "ndp-at-end", "datagram-offset-wrap", "ndp-chain-loop",
+        "block-length-over-input-size", "short-notification",
+    };
+    uint8_t which = in_u8(in) % 8;
+    uint16_t v = in_u16(in);
+    DeviceState *dev = ncm_find();
+
+    if (!dev) {
+        return;
+    }
+    if (which < ARRAY_SIZE(u32_faults)) {
+        /* replugging every few ms would leave nothing else to fuzz */
+        if (which == 5 && v && v < 50) {
+            v = 50;
+        }
+        object_property_set_uint(OBJECT(dev), u32_faults[which], v, NULL);
+    } else if (which == 6) {
+        object_property_set_str(OBJECT(dev), "x-fault-corrupt-in",
+                                corruptions[v % ARRAY_SIZE(corruptions)],
+                                NULL);
+    } else {
+        qmp_set_link(NCM_NETDEV, v & 1, NULL);
+    }
+    flush_events(f->qts);
+}
+
+static void op_wait(NcmFuzz *f, FuzzIn *in)
+{
+    wait_idle(f, in_u8(in) % MAX_WAIT_STEPS + 1);
+}
+
+static void op_reenumerate(NcmFuzz *f, FuzzIn *in)
+{
+    reenumerate(f, in_u8(in) & 1);
+}
+
+static void usb_ncm_dl_fuzz(QTestState *s, const unsigned char *data,
+                            size_t size)
+{
+    static void (*const ops[OP__MAX])(NcmFuzz *, FuzzIn *) = {
+        [OP_CONTROL] = op_control,
+        [OP_CLASS] = op_class,
+        [OP_BULK_OUT] = op_bulk_out,
+        [OP_BULK_IN] = op_bulk_in,
+        [OP_INTR_IN] = op_intr_in,
+        [OP_CANCEL] = op_cancel,
+        [OP_XHCI_CMD] = op_xhci_cmd,
+        [OP_CONTEXT_CMD] = op_context_cmd,
+        [OP_SET_CONFIG] = op_set_config,
+        [OP_SET_ALT] = op_set_alt,
+        [OP_PORT] = op_port,
+        [OP_PLUG] = op_plug,
+        [OP_FRAME] = op_frame,
+        [OP_CLOCK] = op_clock,
+        [OP_FAULT] = op_fault,
+        [OP_WAIT] = op_wait,
+        [OP_REENUMERATE] = op_reenumerate,
+    };
+    FuzzIn in = { data, size };
+    NcmFuzz f;
+    int n = 0;
+
+    ncm_fuzz_begin(&f, s);
+    /* byte 0: stop after SET_CONFIGURATION, or go on to alt 1 */
+    if (ncm_enumerate(&f, !(in_u8(&in) & 0x80))) {
+        while (in.len && n++ < MAX_OPS && !f.dead) {
+            ops[in_u8(&in) % OP__MAX](&f, &in);
+            flush_events(s);
+            if (f.x) {
+                qxhci_poll(f.x);
+            }
+            sock_drain();
+            xfers_reap(&f);
+        }
+        if (!f.dead) {
+            wait_idle(&f, 4);
+        }
+    }
+    ncm_fuzz_end(&f);
+}
+
+/* usb-ncm-dl-migration-fuzz */
+
+/* Bits of the first input byte: the state the device is saved in */
+#define MIG_OUT_MID_NTB     (1 << 0)    /* OUT of a wMaxPacketSize multiple */
+#define MIG_IN_PARTIAL      (1 << 1)    /* an IN NTB partly sent */
+#define MIG_IN_PARKED       (1 << 2)    /* bulk IN TDs waiting for data */
+#define MIG_FAULT_BUSY      (1 << 3)
+#define MIG_FAULT_LINK      (1 << 4)
+#define MIG_CRC             (1 << 5)    /* SET_CRC_MODE(1) */
+#define MIG_MC_FILTERS      (1 << 6)    /* SET_ETHERNET_MULTICAST_FILTERS */
+#define MIG_NTB32           (1 << 7)    /* SET_NTB_FORMAT(NTB32) */
+
+static GByteArray *vmstate_save(const VMStateDescription *vmsd, void *obj)
+{
+    QIOChannelBuffer *bioc = qio_channel_buffer_new(4096);
+    QEMUFile *f = qemu_file_new_output(QIO_CHANNEL(bioc));
+    GByteArray *b = g_byte_array_new();
+
+    g_assert_cmpint(vmstate_save_state(f, vmsd, obj, NULL), ==, 0);
+    qemu_fflush(f);
+    g_byte_array_append(b, bioc->data, bioc->usage);
+    qemu_fclose(f);
+    object_unref(OBJECT(bioc));
+    return b;
+}
+
+static int vmstate_load(const VMStateDescription *vmsd, void *obj,
+                        const uint8_t *data, size_t len)
+{
+    QIOChannelBuffer *bioc = qio_channel_buffer_new(MAX(len, 1));
+    QEMUFile *f;
+    int ret;
+
+    memcpy(bioc->data, data, len);
+    bioc->usage = len;
+    f = qemu_file_new_input(QIO_CHANNEL(bioc));
+    ret = vmstate_load_state(f, vmsd, obj, vmsd->version_id);
+    qemu_fclose(f);
+    object_unref(OBJECT(bioc));
+    return ret;
+}
+
+static void mig_frames(NcmFuzz *f, unsigned n, uint32_t len)
+{
+    g_autofree uint8_t *buf = g_malloc0(len);
+    unsigned i;
+
+    memcpy(buf, "\x52\x54\x00\x12\x34\x56\x52\x54\x00\xaa\xbb\xcc", 12);
+    stw_be_p(buf + 12, 0x88b5);
+    for (i = 0; i < n; i++) {
+        buf[14] = i;
+        sock_frame(buf, len);
+    }
+    settle(f, 2);
+}
+
+static void mig_prepare(NcmFuzz *f, uint8_t state)
+{
+    static const uint8_t mc[4 * 6] = {
+        0x01, 0x00, 0x5e, 0x00, 0x00, 0x01, 0x33, 0x33, 0x00, 0x00, 0x00,
+        0x01, 0x01, 0x00, 0x5e, 0x7f, 0xff, 0xfa, 0x33, 0x33, 0xff, 0x12,
+        0x34, 0x56,
+    };
+    FuzzIn none = { NULL, 0 };
+
+    if (state & MIG_NTB32) {
+        f->ntb32 = control(f, 0x21, 0x84, 1, IF_CONTROL, NULL, 0) ==
+                   QXHCI_CC_SUCCESS;
+    }
+    if (state & MIG_CRC) {
+        f->crc = control(f, 0x21, 0x8a, 1, IF_CONTROL, NULL, 0) ==
+                 QXHCI_CC_SUCCESS;
+    }
+    if (state & MIG_MC_FILTERS) {
+        control(f, 0x21, 0x40, 4, IF_CONTROL, (void *)mc, sizeof(mc));
+    }
+    if (state & MIG_IN_PARTIAL) {
+        /* frames in, then an IN TD shorter than the NTB they make */
+        mig_frames(f, 6, 1400);
+        submit(f, f->ep_in.address, NULL, f->mps);
+        wait_idle(f, 8);
+    }
+    if (state & MIG_IN_PARKED) {
+        unsigned i;
+
+        if (dev_usable(f)) {
+            qxhci_hold_doorbells(f->d, true);
+            for (i = 0; i < 4; i++) {
+                submit(f, f->ep_in.address, NULL, 65536);
+            }
+            qxhci_hold_doorbells(f->d, false);
+            if (f->d->ep_mask & (1u << ep_dci(f->ep_in.address))) {
+                qxhci_ring_doorbell(f->d, f->ep_in.address);
+            }
+        }
+        submit(f, f->ep_notify.address, NULL, 16);
+        settle(f, 2);
+    }
+    if (state & MIG_OUT_MID_NTB) {
+        g_autoptr(GByteArray) ntb = build_ntb(f, &none, 0);
+
+        /* an NTB ending on a packet boundary and no ZLP after it */
+        pad_zero(ntb, ROUND_UP(ntb->len, f->mps));
+        submit(f, f->ep_out.address, ntb->data, ntb->len);
+        settle(f, 2);
+    }
+    if (state & MIG_FAULT_BUSY) {
+        ncm_set_u32("x-fault-busy-ms", 1000);
+    }
+    if (state & MIG_FAULT_LINK) {
+        ncm_set_u32("x-fault-link-down-ms", 1000);
+    }
+    flush_events(f->qts);
+}
+
+/*
+ * Mutations, 4 bytes each: kind, offset (16 bits, modulo the stream's
+ * length), value.  Offsets below @keep are left alone.
+ */
+static size_t mig_mutate(uint8_t *s, size_t len, FuzzIn *in, size_t keep)
+{
+    static const uint32_t words[8] = {
+        0, 1, 0xff, 0x100, 0x7fffffff, 0x80000000, 0xffffffff, 0x10000,
+    };
+
+    while (in->len && len > keep) {
+        uint8_t kind = in_u8(in);
+        uint16_t arg = in_u16(in);
+        uint8_t v = in_u8(in);
+        size_t off = keep + arg % (len - keep);
+
+        switch (kind % 6) {
+        case 0:
+            s[off] ^= v ? v : 0xff;
+            break;
+        case 1:
+            s[off] = v;
+            break;
+        case 2:
+            /* a stream that ends early */
+            len = off;
+            break;
+        case 3:
+            if (off + 4 <= len) {
+                stl_be_p(s + off, v & 0x80 ? words[v & 7] : v);
+            }
+            break;
+        case 4:
+            s[len - 1 - (arg % (len - keep))] ^= v ? v : 0xff;
+            break;
+        default:
+            if (off + 2 <= len) {
+                stw_be_p(s + off, v & 0x80 ? 0xffff : v);
+            }
+            break;
+        }
+    }
+    return len;
+}
+
+static void usb_ncm_dl_migration_fuzz(QTestState *s,
+                                      const unsigned char *data,
+                                      size_t size)
+{
+    FuzzIn in = { data, size };
+    uint8_t state = in_u8(&in);
+    g_autoptr(GByteArray) saved = NULL;
+    g_autoptr(GByteArray) mutated = NULL;
+    g_autoptr(GByteArray) usbdev = NULL;
+    const VMStateDescription *vmsd;
+    FuzzIn none = { NULL, 0 };
+    DeviceState *dev;
+    size_t keep = 0, len;
+    NcmFuzz f;
+    uint8_t buf[28];
+    unsigned i;
+
+    ncm_fuzz_begin(&f, s);
+    if (!ncm_enumerate(&f, true)) {
+        goto out;
+    }
+    mig_prepare(&f, state);
+    dev = ncm_find();
+    vmsd = DEVICE_GET_CLASS(dev)->vmsd;
+    saved = vmstate_save(vmsd, dev);
+    if (getenv("USB_NCM_FUZZ_KEEP_USBDEVICE")) {
+        /* the USBDevice part comes first: leave it as it was */
+        usbdev = vmstate_save(&vmstate_usb_device, USB_DEVICE(dev));
+        keep = usbdev->len;
+    }
+
+    /*
+     * A destination's device has no transfers in flight and was reset
+     * with the machine: take every TD back from the device first.
+     */
+    if (f.d && !f.dead) {
+        qxhci_endpoint_cancel(f.d, f.ep_in.address);
+        qxhci_endpoint_cancel(f.d, f.ep_out.address);
+        qxhci_endpoint_cancel(f.d, f.ep_notify.address);
+    }
+    xfers_reap(&f);
+    usb_device_reset(USB_DEVICE(dev));
+    flush_events(s);
+
+    mutated = g_byte_array_sized_new(saved->len);
+    g_byte_array_append(mutated, saved->data, saved->len);
+    len = mig_mutate(mutated->data, mutated->len, &in, keep);
+    if (vmstate_load(vmsd, dev, mutated->data, len) < 0) {
+        /*
+         * Refused, as it may be.  The device now holds part of the
+         * stream: put the saved state back before it is unplugged, as
+         * nothing else would run on it.
+         */
+        vmstate_load(vmsd, dev, saved->data, saved->len);
+        goto out;
+    }
+
+    /* accepted: the guest goes on using the device */
+    settle(&f, 1);
+    control(&f, 0xa1, 0x80, 0, IF_CONTROL, buf, sizeof(buf));
+    control(&f, 0x80, 0, 0, 0, buf, 2);
+    if (dev_usable(&f)) {
+        qxhci_hold_doorbells(f.d, true);
+        for (i = 0; i < 4; i++) {
+            submit(&f, f.ep_in.address, NULL, 65536);
+        }
+        qxhci_hold_doorbells(f.d, false);
+        if (f.d->ep_mask & (1u << ep_dci(f.ep_in.address))) {
+            qxhci_ring_doorbell(f.d, f.ep_in.address);
+        }
+    }
+    if (dev_usable(&f)) {
+        g_autoptr(GByteArray) ntb = build_ntb(&f, &none, 0);
+
+        submit(&f, f.ep_out.address, ntb->data, ntb->len);
+        if (ntb->len % f.mps == 0) {
+            submit(&f, f.ep_out.address, NULL, 0);
+        }
+    }
+    submit(&f, f.ep_notify.address, NULL, 16);
+    mig_frames(&f, 3, 600);
+    qtest_clock_step(s, 300 * 1000 * 1000);
+    wait_idle(&f, MAX_WAIT_STEPS);
+    ncm_set_u32("x-fault-busy-ms", 0);
+    ncm_set_u32("x-fault-link-down-ms", 0);
+    mig_frames(&f, 2, 100);
+    wait_idle(&f, 8);
+
+out:
+    ncm_fuzz_end(&f);
+}
+
+/* Registration */
+
+static GString *usb_ncm_dl_cmdline(FuzzTarget *t)
+{
+    const char *dirs = g_getenv("USB_NCM_QTEST_FIRMWARE");
+    g_auto(GStrv) v = g_strsplit(dirs ? dirs :
+                                 "/usr/share/seabios:/usr/share/qemu",
+                                 ":", -1);
+    GString *cmd = g_string_new(TARGET_NAME);
+    int i;
+
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sockfds), ==, 0);
+    g_unix_set_fd_nonblocking(sockfds[0], true, NULL);
+    /* the BIOS: Debian's QEMU source comes without firmware blobs */
+    for (i = 0; v[i]; i++) {
+        if (*v[i] && g_file_test(v[i], G_FILE_TEST_IS_DIR)) {
+            g_string_append_printf(cmd, " -L %s", v[i]);
+        }
+    }
+    g_string_append_printf(cmd,
+                           " -machine pc,accel=qtest -m 128M -display none"
+                           " -nodefaults"
+                           " -netdev socket,id=" NCM_NETDEV ",fd=%d"
+                           " -device qemu-xhci,id=xhci,addr=04.0"
+                           " -device " NCM_MODEL ",id=" NCM_ID
+                           ",bus=xhci.0,netdev=" NCM_NETDEV
+                           ",mac=" NCM_MAC "," NCM_PROPS " ",
+                           sockfds[1]);
+    return cmd;
+}
+
+static void register_usb_ncm_dl_fuzz_targets(void)
+{
+    fuzz_add_target(&(FuzzTarget){
+        .name = "usb-ncm-dl-fuzz",
+        .description = "Fuzz usb-ncm-dl behind qemu-xhci with guest "
+                       "operations: control requests, bulk and interrupt "
+                       "transfers, cancellations, xHCI commands and "
+                       "contexts, resets, replug, netdev frames, clock "
+                       "steps and x-fault-* changes",
+        .get_init_cmdline = usb_ncm_dl_cmdline,
+        .fuzz = usb_ncm_dl_fuzz,
+    });
+    fuzz_add_target(&(FuzzTarget){
+        .name = "usb-ncm-dl-migration-fuzz",
+        .description = "Save usb-ncm-dl's VMState in a chosen state, "
+                       "mutate it, load it and run transfers",
+        .get_init_cmdline = usb_ncm_dl_cmdline,
+        .fuzz = usb_ncm_dl_migration_fuzz,
+    });
+}
+
+fuzz_target_init(register_usb_ncm_dl_fuzz_targets);
