@@ -79,6 +79,14 @@ for d in $NCM_OVERLAY_DIRS; do
 done
 note "$changed overlay file(s) updated"
 
+# A build directory configured another way (NCM_QEMU_CC and friends, see
+# qemu_configure) is configured afresh.
+key=$(qemu_configure_key)
+if [ -f "$OBJ/build.ninja" ] &&
+   [ "$(cat "$OBJ/.ncm-configure-key" 2>/dev/null)" != "$key" ]; then
+    note "$OBJ was configured differently: configuring it afresh"
+    rm -rf "$OBJ"
+fi
 if [ ! -f "$OBJ/build.ninja" ]; then
     step "configuring x86_64-softmmu (about 30 s)"
     qemu_configure "$SRC_COPY" "$OBJ" "$NCM_BUILD/configure.log" || {
@@ -87,6 +95,7 @@ if [ ! -f "$OBJ/build.ninja" ]; then
         die "configure failed (full log: $NCM_BUILD/configure.log)" \
             "missing packages: run scripts/setup/install-deps.sh build"
     }
+    [ -z "$key" ] || echo "$key" >"$OBJ/.ncm-configure-key"
 fi
 
 # Let ccache hit across clones and build directories.
@@ -99,4 +108,4 @@ ninja -C "$OBJ" $targets 2>&1 | awk '
     { print; fflush() }' ||
     die "build of $targets failed (first error above)" \
         "re-run 'ninja -C $OBJ $targets' to see it again"
-step "built $OBJ/qemu-system-x86_64"
+step "built $targets in $OBJ"

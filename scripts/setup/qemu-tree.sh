@@ -105,17 +105,37 @@ apply_patch() {
 }
 
 # qemu_configure SRC OBJ LOG: configure x86_64-softmmu in OBJ, as small as
-# the device and its tests need
+# the device and its tests need.  Other builds of the same tree (the
+# fuzzers, scripts/check/fuzz-device.sh) set, in the environment:
+#   NCM_QEMU_CC, NCM_QEMU_CXX   compilers (default gcc, g++; ccache in front)
+#   NCM_QEMU_CONFIGURE_EXTRA    more configure arguments, one per line
 qemu_configure() {
     local src=$1 obj=$2 log=$3
-    local cc_args=()
+    local cc=${NCM_QEMU_CC:-gcc} cxx=${NCM_QEMU_CXX:-g++}
+    local cc_args=() extra=()
+    if [ -n "${NCM_QEMU_CC:-}" ]; then
+        cc_args=(--cc="$cc" --cxx="$cxx" --host-cc="$cc")
+    fi
     if command -v ccache >/dev/null; then
-        cc_args=(--cc="ccache gcc" --cxx="ccache g++" --host-cc=gcc)
+        cc_args=(--cc="ccache $cc" --cxx="ccache $cxx" --host-cc="$cc")
+    fi
+    if [ -n "${NCM_QEMU_CONFIGURE_EXTRA:-}" ]; then
+        mapfile -t extra <<<"$NCM_QEMU_CONFIGURE_EXTRA"
     fi
     mkdir -p "$obj"
     (cd "$obj" && "$src/configure" --python=/usr/bin/python3 \
         "${cc_args[@]}" --target-list=x86_64-softmmu \
         --without-default-features --enable-slirp --enable-fdt=system \
         --enable-tcg --disable-docs --disable-install-blobs \
-        --enable-trace-backends=log) >"$log" 2>&1
+        --enable-trace-backends=log "${extra[@]}") >"$log" 2>&1
+}
+
+# qemu_configure_key: what, besides the tree, decides how qemu_configure
+# configures ("" for the default build); build-qemu.sh configures again
+# when it changes
+qemu_configure_key() {
+    [ -n "${NCM_QEMU_CC:-}${NCM_QEMU_CXX:-}${NCM_QEMU_CONFIGURE_EXTRA:-}" ] ||
+        return 0
+    printf '%s\n' "${NCM_QEMU_CC:-}" "${NCM_QEMU_CXX:-}" \
+        "${NCM_QEMU_CONFIGURE_EXTRA:-}" | sha256sum | cut -c1-16
 }
