@@ -6,7 +6,7 @@
 
 SHELL := /bin/bash
 FUZZ_SECONDS ?= 60
-export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS
+export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS SANITIZE
 
 .PHONY: all qemu deps guest-image run shell check check-unit check-tools check-fuzz \
         check-qtest check-guest check-dropout fuzz bench-codec bench bench-scaling profile repro-dropout \

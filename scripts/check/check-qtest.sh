@@ -13,7 +13,8 @@
 #   PASS: qtest/<g_test path>
 #   FAIL: qtest/<g_test path> (<why>)
 #   SKIP: qtest/<g_test path> (<reason>)
-# A build failure is "FAIL: qtest/build (...)".  Exit status is non-zero
+# A build failure is "FAIL: qtest/build (...)"; an ASan/UBSan report in a
+# case's output (SANITIZE=1) is a FAIL of that case.  Exit status is non-zero
 # if anything failed.  Logs of failed cases: build/check-logs/qtest/.
 set -uo pipefail
 # shellcheck source=scripts/setup/common.sh
@@ -55,6 +56,12 @@ for path in "${cases[@]}"; do
         >"$log" 2>&1
     rc=$?
     name="qtest${path}"
+    # a sanitizer report (SANITIZE=1; QEMU's or the test's own) fails the
+    # case whatever the test said (scripts/setup/sanitize.sh)
+    if ! sanitizer_fail "$name" "$log"; then
+        failed=1
+        continue
+    fi
     result=$(grep -E "^(not )?ok [0-9]+ " "$log" | head -n 1)
     case $result in
     "ok "*"# SKIP"*)

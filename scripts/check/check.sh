@@ -73,6 +73,14 @@ if [ "$needs_qemu" = 1 ]; then
         echo "0 passed, 1 failed"
         exit 1
     fi
+    # SANITIZE=1 (scripts/setup/sanitize.sh): make sure it is the ASan one
+    if [ "${SANITIZE:-0}" != 0 ] &&
+       ! ldd "$NCM_BUILD/qemu/qemu-system-x86_64" | grep -q libasan; then
+        echo "FAIL: build/sanitize ($NCM_BUILD/qemu/qemu-system-x86_64 has no" \
+             "ASan: was $NCM_BUILD/qemu configured without --enable-asan?)"
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
 fi
 
 for s in $suites; do

@@ -14,10 +14,15 @@ if [ -z "${NCM_BUILD:-}" ]; then
     10.0) NCM_BUILD=$NCM_TOP/build ;;
     *) NCM_BUILD=$NCM_TOP/build/$QEMU_VERSION ;;
     esac
+    # SANITIZE=1: QEMU with ASan and UBSan in its own directory
+    # (build/sanitize/, build/10.2/sanitize/); scripts/setup/sanitize.sh
+    [ "${SANITIZE:-0}" = 0 ] || NCM_BUILD=$NCM_BUILD/sanitize
 fi
 NCM_CACHE=${NCM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/usb-ncm-dl}
 NCM_T0=${NCM_T0:-$(date +%s)}
 export NCM_T0
+# shellcheck source=scripts/setup/sanitize.sh
+. "$NCM_TOP/scripts/setup/sanitize.sh"
 
 step() {
     local now

@@ -9,12 +9,21 @@ set -uo pipefail
 QEMU=${QEMU:-$NCM_BUILD/qemu/qemu-system-x86_64}
 [ -x "$QEMU" ] || die "$QEMU not built" "run: make qemu"
 
+# Every QEMU's output also goes to QLOG, for the sanitizer check at the end
+QLOG=$NCM_BUILD/check-logs/device-qemu.log
+mkdir -p "$(dirname "$QLOG")"
+: >"$QLOG"
 qemu_try() {
-    timeout 60 "$QEMU" -M q35 -display none -nodefaults -S \
+    local out rc
+    out=$(timeout 60 "$QEMU" -M q35 -display none -nodefaults -S \
         -L /usr/share/seabios -L /usr/share/qemu \
         -netdev user,id=n0 -device qemu-xhci,id=xhci "$@" \
         -qmp stdio 2>&1 <<<'{"execute":"qmp_capabilities"}
-{"execute":"quit"}'
+{"execute":"quit"}')
+    rc=$?
+    printf '# %s (status %s)\n%s\n' "$*" "$rc" "$out" >>"$QLOG"
+    printf '%s\n' "$out"
+    return "$rc"
 }
 
 help=$("$QEMU" -device usb-ncm-dl,help 2>&1)
@@ -87,3 +96,7 @@ for c in "${bad_cases[@]}"; do
              "$(head -n 2 <<<"$out" | tr '\n' ' '))"
     fi
 done
+
+# SANITIZE=1: an ASan/UBSan report from any of these QEMUs (the rejected
+# ones exit through realize's error path) is a FAIL naming the log
+sanitizer_fail device/sanitizer "$QLOG" || true

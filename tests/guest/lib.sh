@@ -183,6 +183,9 @@ guest_run_logged() {
     set -e
     rm -f "$pidfile" "$qmp"
     [ "$rc" = 124 ] && printf '# timed out after %ss\n' "$tmo" >> "$log"
+    # SANITIZE=1: an ASan/UBSan report on the console is a FAIL of its own
+    # (scripts/setup/sanitize.sh), whatever the checks make of the run
+    sanitizer_fail "guest/sanitizer/$(basename "$log" .log)" "$log" || true
     return "$rc"
 }
 
@@ -240,8 +243,11 @@ guest_console() {
 }
 
 # guest_qemu_error LOG: the line QEMU left when it died on its own (an
-# assertion, a signal), if any
+# assertion, a signal, a sanitizer report), if any
 guest_qemu_error() {
+    local san
+    san=$(sanitizer_report "$1")
+    [ -z "$san" ] || { echo "$san"; return 0; }
     grep -a -v '^#' "$1" |
         grep -a -m1 -E 'Assertion .* failed|qemu-system-[a-z0-9_]+: .*(abort|assert|[Ee]rror|fault)|Segmentation fault|core dumped|^Aborted' |
         cut -c1-300 || true

@@ -245,6 +245,9 @@ is() { if [ "$(v "$1")" = "$2" ]; then echo 0; else echo 1; fi; }
 for f in src dst; do
     e=$(guest_qemu_error "$LOGDIR/console-$f.log")
     [ -n "$e" ] && QEMU_DIED="${QEMU_DIED:+$QEMU_DIED; }$f QEMU: $e"
+    # SANITIZE=1: an ASan/UBSan report is a FAIL naming its console log
+    sanitizer_fail "guest/$CNAME/sanitizer-$f" "$LOGDIR/console-$f.log" ||
+        nfail=$((nfail + 1))
 done
 lockup=$(guest_lockup "$LOG")
 hcerr=$(guest_hc_error "$LOG")
