@@ -326,6 +326,8 @@ static int control(NcmFuzz *f, uint8_t type, uint8_t req, uint16_t value,
         return -1;
     }
     g_ptr_array_add(f->xfers, t);
+    /* most requests complete at the doorbell: no virtual time needed */
+    qxhci_poll(f->x);
     for (i = 0; i < MAX_WAIT_STEPS && !t->done; i++) {
         qxhci_step(f->x);
     }
@@ -457,11 +459,13 @@ static void ncm_fuzz_end(NcmFuzz *f)
 {
     guint i;
 
-    qxhci_abandon(f->x);
+    /* the TDs' buffers go back through the driver, which goes last */
+    qxhci_abandon_devices(f->x);
     for (i = 0; i < f->xfers->len; i++) {
         qxhci_transfer_free(g_ptr_array_index(f->xfers, i));
     }
     g_ptr_array_free(f->xfers, true);
+    qxhci_abandon(f->x);
     g_free(f->pdev);
     qpci_free_pc(f->bus);
     alloc_destroy(&f->alloc);
@@ -719,7 +723,7 @@ static void op_cancel(NcmFuzz *f, FuzzIn *in)
                        f->ep_notify.address };
     uint8_t ep = eps[in_u8(in) % 4];
 
-    if (!f->d || f->dead || !qxhci_ring_space(f->d, ep)) {
+    if (!f->d || f->dead || !qxhci_ring_base(f->d, ep, NULL)) {
         return;
     }
     if (qxhci_endpoint_cancel(f->d, ep) == QXHCI_CC_TIMEOUT) {
@@ -1259,9 +1263,14 @@ static void usb_ncm_dl_migration_fuzz(QTestState *s,
      * with the machine: take every TD back from the device first.
      */
     if (f.d && !f.dead) {
-        qxhci_endpoint_cancel(f.d, f.ep_in.address);
-        qxhci_endpoint_cancel(f.d, f.ep_out.address);
-        qxhci_endpoint_cancel(f.d, f.ep_notify.address);
+        uint8_t eps[3] = { f.ep_in.address, f.ep_out.address,
+                           f.ep_notify.address };
+
+        for (i = 0; i < ARRAY_SIZE(eps); i++) {
+            if (qxhci_ring_base(f.d, eps[i], NULL)) {
+                qxhci_endpoint_cancel(f.d, eps[i]);
+            }
+        }
     }
     xfers_reap(&f);
     usb_device_reset(USB_DEVICE(dev));

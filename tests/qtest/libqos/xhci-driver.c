@@ -1509,7 +1509,7 @@ QXhciTransfer *qxhci_control_submit(QXhciDevice *d, uint8_t request_type,
     return t;
 }
 
-void qxhci_abandon(QXhci *x)
+void qxhci_abandon_devices(QXhci *x)
 {
     unsigned i, j;
 
@@ -1535,6 +1535,11 @@ void qxhci_abandon(QXhci *x)
         g_free(d);
         x->slots[i] = NULL;
     }
+}
+
+void qxhci_abandon(QXhci *x)
+{
+    qxhci_abandon_devices(x);
     g_free(x->scratch_pages);
     g_free(x);
 }

@@ -249,11 +249,12 @@ QXhciTransfer *qxhci_control_submit(QXhciDevice *d, uint8_t request_type,
                                     uint16_t index, const void *data,
                                     uint16_t length);
 /*
- * Forget the controller without touching it or guest memory (the machine
- * is about to be reset): every device is freed and every pending TD is
+ * Forget the devices without touching the controller or guest memory (the
+ * machine is about to be reset): each is freed and each of its pending TDs
  * marked cancelled and detached, so that qxhci_transfer_free() only frees
- * its buffer.
+ * the TD's buffer.  qxhci_abandon() then frees the driver itself.
  */
+void qxhci_abandon_devices(QXhci *x);
 void qxhci_abandon(QXhci *x);
 
 #endif /* LIBQOS_XHCI_DRIVER_H */
