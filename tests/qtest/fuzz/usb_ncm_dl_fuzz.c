@@ -587,8 +587,11 @@ static void op_control(NcmFuzz *f, FuzzIn *in)
     if (len > 4096 && !(len & 1)) {
         len &= 0xfff;
     }
-    buf = g_malloc(MAX(len, 1));
-    in_fill(in, buf, len, len);
+    buf = g_malloc0(MAX(len, 1));
+    if (!(type & 0x80)) {
+        /* only a host-to-device data stage takes bytes of the input */
+        in_fill(in, buf, len, len);
+    }
     control(f, type, req, value, index, buf, len);
 }
 
@@ -605,18 +608,20 @@ static void op_class(NcmFuzz *f, FuzzIn *in)
     uint8_t sel = in_u8(in), req = reqs[sel % ARRAY_SIZE(reqs)];
     uint16_t value = in_u16(in), len = in_u16(in) % 512;
     bool dir_in = sel & 0x80;
-    uint8_t buf[512];
+    uint8_t buf[512] = { 0 };
 
-    in_fill(in, buf, len, len);
-    if (req == 0x84 && !dir_in) {
-        f->ntb32 = value & 1;
-    } else if (req == 0x8a && !dir_in) {
-        f->crc = value & 1;
+    if (!dir_in) {
+        in_fill(in, buf, len, len);
     }
     if (control(f, dir_in ? 0xa1 : 0x21, req, value, IF_CONTROL, buf,
-                len) != QXHCI_CC_SUCCESS) {
-        /* not taken: the host's idea of the format may now be wrong */
+                len) != QXHCI_CC_SUCCESS || dir_in) {
         return;
+    }
+    /* what the OUT NTBs built from now on must look like */
+    if (req == 0x84) {
+        f->ntb32 = value & 1;
+    } else if (req == 0x8a) {
+        f->crc = value & 1;
     }
 }
 
@@ -745,7 +750,7 @@ static void op_xhci_cmd(NcmFuzz *f, FuzzIn *in)
     uint8_t sel = in_u8(in), type = types[sel % ARRAY_SIZE(types)];
     uint8_t dci = in_u8(in), flags = in_u8(in);
     uint16_t arg = in_u16(in);
-    uint32_t control, status = 0;
+    uint32_t ctl, status = 0;
     uint64_t param = 0;
     int slot = f->d ? f->d->slot : 1, cc, new_slot = 0;
 
@@ -760,21 +765,21 @@ static void op_xhci_cmd(NcmFuzz *f, FuzzIn *in)
                                             dci & 2 ? f->ep_out.address :
                                             dci & 4 ? f->ep_notify.address :
                                             0);
-    control = (uint32_t)type << 10 | (uint32_t)slot << 24 |
+    ctl = (uint32_t)type << 10 | (uint32_t)slot << 24 |
               (uint32_t)dci << 16;
     switch (type) {
     case 11:                            /* Address Device: BSR */
     case 12:                            /* Configure Endpoint: DC */
-        control |= (flags & 1) << 9;
+        ctl |= (flags & 1) << 9;
         /* fall through */
     case 13:
         param = f->d ? f->d->in_ctx : 0;
         break;
     case 14:                            /* Reset Endpoint: TSP */
-        control |= (flags & 1) << 9;
+        ctl |= (flags & 1) << 9;
         break;
     case 15:                            /* Stop Endpoint: SP */
-        control |= (flags & 1) << 23;
+        ctl |= (flags & 1) << 23;
         break;
     case 16:
         if (f->d) {
@@ -793,7 +798,7 @@ static void op_xhci_cmd(NcmFuzz *f, FuzzIn *in)
     default:
         break;
     }
-    cc = qxhci_cmd_raw(f->x, param, status, control, &new_slot);
+    cc = qxhci_cmd_raw(f->x, param, status, ctl, &new_slot);
     if (cc == QXHCI_CC_TIMEOUT) {
         f->dead = true;
         return;
@@ -818,7 +823,7 @@ static void op_context_cmd(NcmFuzz *f, FuzzIn *in)
     uint32_t drop = in_u16(in), add = in_u16(in) | 1;
     unsigned npatch = in_u8(in) % 8, i, cs, size;
     g_autofree uint8_t *ctx = NULL;
-    uint32_t control;
+    uint32_t ctl;
     int cc;
 
     if (!f->d || f->dead) {
@@ -842,9 +847,9 @@ static void op_context_cmd(NcmFuzz *f, FuzzIn *in)
         }
     }
     qtest_memwrite(f->qts, f->d->in_ctx, ctx, size);
-    control = (uint32_t)type << 10 | (uint32_t)f->d->slot << 24 |
+    ctl = (uint32_t)type << 10 | (uint32_t)f->d->slot << 24 |
               (uint32_t)(sel & 0x40 ? 1 : 0) << 9;
-    cc = qxhci_cmd_raw(f->x, f->d->in_ctx, 0, control, NULL);
+    cc = qxhci_cmd_raw(f->x, f->d->in_ctx, 0, ctl, NULL);
     if (cc == QXHCI_CC_TIMEOUT) {
         f->dead = true;
         return;
