@@ -8,7 +8,7 @@ SHELL := /bin/bash
 FUZZ_SECONDS ?= 60
 export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS SANITIZE
 
-.PHONY: all qemu deps guest-image run shell check check-unit check-tools check-fuzz \
+.PHONY: all qemu deps guest-image run shell record replay check check-unit check-tools check-fuzz \
         check-qtest check-guest check-dropout fuzz bench-codec bench bench-scaling profile repro-dropout \
         series series-verify clean
 
@@ -28,6 +28,16 @@ run: qemu guest-image
 
 shell: qemu guest-image
 	@bash tests/guest/run-guest.sh --shell
+
+# make run under record/replay: record into build/replay/run.*, replay it
+# (the same console output; REPLAY_GDB=1: stopped, with a gdbstub).
+# REPLAY=record|replay also works on make run, make shell and
+# tests/guest/dropout-run.sh.
+record: qemu guest-image
+	@REPLAY=record bash tests/guest/run-guest.sh
+
+replay: qemu
+	@REPLAY=replay bash tests/guest/run-guest.sh
 
 check:
 	@bash scripts/check/check.sh all

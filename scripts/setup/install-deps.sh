@@ -4,7 +4,7 @@
 # Install what building QEMU with usb-ncm-dl and running its tests needs.
 # Idempotent: every step checks first and does nothing when already done.
 #
-#   scripts/setup/install-deps.sh [build|guest|fuzz|bench|all]...
+#   scripts/setup/install-deps.sh [build|guest|fuzz|bench|replay|all]...
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -15,6 +15,9 @@ BPO_PKGS="meson python3-pycotap"
 GUEST_PKGS="cpio xz-utils zstd kmod iperf3 iputils-ping gcc libc6-dev"
 FUZZ_PKGS="clang libclang-rt-14-dev"
 BENCH_PKGS="gnuplot-nox linux-perf iproute2"
+# record/replay and captures (the guest tests use them too): qemu-img for
+# the snapshot image, tshark to decode the NTBs, gdb for the replay's gdbstub
+REPLAY_PKGS="qemu-utils tshark gdb"
 
 [ -r /etc/debian_version ] || die "this is not a Debian machine" \
     "install QEMU's build dependencies by hand and run: make QEMU_SRC=/path/to/qemu"
@@ -104,8 +107,16 @@ for w in $want; do
     guest|all) install_pkgs guest $GUEST_PKGS ;;&
     fuzz|all) install_pkgs fuzz $FUZZ_PKGS ;;&
     bench|all) install_pkgs bench $BENCH_PKGS ;;&
-    build|guest|fuzz|bench|all) ;;
-    *) die "unknown dependency set '$w'" "use build, guest, fuzz, bench or all" ;;
+    guest|replay|all)
+        # wireshark-common asks whether non-root users may capture: no
+        if [ -n "$(missing tshark)" ]; then
+            echo "wireshark-common wireshark-common/install-setuid boolean false" |
+                as_root debconf-set-selections
+        fi
+        install_pkgs replay $REPLAY_PKGS
+        ;;&
+    build|guest|fuzz|bench|replay|all) ;;
+    *) die "unknown dependency set '$w'" "use build, guest, fuzz, bench, replay or all" ;;
     esac
 done
 step "dependencies ready"

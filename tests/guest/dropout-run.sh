@@ -12,10 +12,15 @@
 #   dropout-run.sh dl                                  DisplayLink ids
 #   dropout-run.sh generic ,vendorid=0x46f4,productid=0x0010
 #
-# Environment: IPERF_TIME (10), GUEST_TIMEOUT (300), KERNEL, QEMU.
+# Environment: IPERF_TIME (10), GUEST_TIMEOUT (300), KERNEL, QEMU;
+# REPLAY=record records the run into build/replay/dropout-NAME.* (the log
+# is then build/replay/dropout-NAME.record.log), REPLAY=replay replays it
+# (.replay.log, and its own .stats.json), REPLAY_GDB=1 with a gdbstub (see
+# tests/guest/replay-lib.sh).
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
+. "$NCM_TOP/tests/guest/replay-lib.sh"
 
 NAME=${1:?usage: dropout-run.sh NAME [DEVICE-PROPERTIES]}
 PROPS=${2:-}
@@ -28,15 +33,25 @@ GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir) ||
     die "could not build the guest image" "see the messages above"
 mkdir -p "$(dirname "$LOG")"
 trap guest_iperf_stop EXIT
-guest_iperf_start "$LOG.iperf3-server.log"
+replay_check
+# a replay talks to nobody: its packets come from the recording
+[ "$REPLAY" = replay ] || guest_iperf_start "$LOG.iperf3-server.log"
 
 guest_device_args xhci "usb-ncm-dl,id=ncm,zlp=required$PROPS"
 guest_qemu_cmd "$GDIR" "ncm.mode=test ncm.driver=cdc_ncm \
 ncm.port=$GUEST_IPERF_PORT ncm.time=$IPERF_TIME ncm.intervals=1 \
 ncm.ping=10 ncm.carrier_wait=10 ncm.rx_max=max ncm.tx_max=max"
-step "dropout run '$NAME': usb-ncm-dl$PROPS (log: ${LOG#"$NCM_TOP"/})"
+replay_cmd "dropout-$NAME"
+if [ -n "$REPLAY" ]; then
+    LOG=$REPLAY_BASE.$REPLAY.log
+    [ "${REPLAY_GDB:-0}" != 0 ] && [ "$REPLAY" = replay ] &&
+        replay_gdb_hint "$(basename "$GDIR")"
+fi
+step "dropout run '$NAME': usb-ncm-dl$PROPS${REPLAY:+ ($REPLAY)} (log: ${LOG#"$NCM_TOP"/})"
 rc=0
+t0=$SECONDS
 guest_run_with_stats "$LOG" "$GUEST_TIMEOUT" ncm || rc=$?
+[ -z "$REPLAY" ] || echo "$((SECONDS - t0))" >"$REPLAY_BASE.$REPLAY.seconds"
 guest_iperf_stop
 [ -s "$LOG.stats.json" ] ||
     die "no device counters for run '$NAME' (QEMU status $rc)" \

@@ -86,6 +86,29 @@ usb-ncm*)
     done
     ;;
 esac
+# record/replay: TCP both ways with a link flap and a re-enumeration on
+# qemu-xhci and usb-ehci, and the ZLP dropout, each recorded and replayed
+# (the same console output, counters and trace; run-replay-test.sh);
+# GUEST_REPLAY="xhci ehci dropout" picks them ("" for none).  Then the
+# whole-NTB capture decoded by tshark (run-pcap-test.sh, GUEST_PCAP="xhci").
+case $DEVICE in
+usb-ncm-dl)
+    replay=${GUEST_REPLAY-xhci ehci dropout}
+    if [ -n "$replay" ]; then
+        t0=$SECONDS
+        # shellcheck disable=SC2086 # one scenario a word
+        bash "$NCM_TOP/tests/guest/run-replay-test.sh" $replay 2>&1 |
+            tee -a "$out" || status=1
+        timing+=("replay $((SECONDS - t0))s")
+    fi
+    for c in ${GUEST_PCAP-xhci}; do
+        t0=$SECONDS
+        bash "$NCM_TOP/tests/guest/run-pcap-test.sh" "$c" 2>&1 |
+            tee -a "$out" || status=1
+        timing+=("pcap-$c $((SECONDS - t0))s")
+    done
+    ;;
+esac
 npass=$(grep -c '^PASS: ' "$out" || true)
 nfail=$(grep -c '^FAIL: ' "$out" || true)
 [ "$nfail" = 0 ] || status=1

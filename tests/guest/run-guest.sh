@@ -32,9 +32,16 @@
 #   QEMU_EXTRA="..."                extra QEMU arguments
 #   NCM_APPEND="ncm.mtu=4000 ..."   extra guest kernel parameters (see
 #                                   tests/guest/init.sh for the ncm.* list)
+#   REPLAY=record|replay            record the run into build/replay/run.*
+#                                   (shell.* for --shell), or replay that
+#                                   recording: same console output (make
+#                                   record, make replay); REPLAY_GDB=1 starts
+#                                   the replay stopped with a gdbstub (see
+#                                   tests/guest/replay-lib.sh)
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
+. "$NCM_TOP/tests/guest/replay-lib.sh"
 
 SHELL_MODE=0
 CTRL=xhci
@@ -51,6 +58,9 @@ while [ $# -gt 0 ]; do
     shift
 done
 DEVICE=${NCM_DEVICE:-usb-ncm-dl}
+replay_check
+# usb-net does not migrate, so it cannot be in a snapshot
+case $DEVICE in usb-net*) REPLAY_SNAPSHOT=${REPLAY_SNAPSHOT:-0} ;; esac
 
 guest_need_qemu
 guest_device_args "$CTRL" "$DEVICE"
@@ -70,7 +80,8 @@ GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir) ||
 
 mkdir -p "$NCM_BUILD/guest-logs"
 trap guest_iperf_stop EXIT
-guest_iperf_start "$NCM_BUILD/guest-logs/run.iperf3-server.log"
+# a replay talks to nobody: its packets come from the recording
+[ "$REPLAY" = replay ] || guest_iperf_start "$NCM_BUILD/guest-logs/run.iperf3-server.log"
 where=$GUEST_DEV_NAME
 [ "$GUEST_IS_USB" = 1 ] && where="$GUEST_DEV_NAME on $CTRL"
 
@@ -81,6 +92,9 @@ if [ "$SHELL_MODE" = 1 ]; then
     fi
     guest_qemu_cmd "$GDIR" "ncm.mode=shell ncm.driver=$GUEST_DRIVER \
 ncm.port=$GUEST_IPERF_PORT $size ${NCM_APPEND:-}"
+    replay_cmd shell
+    [ "$REPLAY" = replay ] && note "replaying ${REPLAY_BASE#"$NCM_TOP"/}.bin: what was typed comes from the recording"
+    [ "${REPLAY_GDB:-0}" != 0 ] && [ "$REPLAY" = replay ] && replay_gdb_hint "$(basename "$GDIR")"
     step "booting $where into a shell (TCG: ~10-20 s)"
     note "host iperf3 server: 127.0.0.1:$GUEST_IPERF_PORT, in the guest: 10.0.2.2:$GUEST_IPERF_PORT"
     note "leave with 'exit' in the guest, or Ctrl-A X"
@@ -93,9 +107,21 @@ fi
 LOG=$NCM_BUILD/guest-logs/run.log
 guest_qemu_cmd "$GDIR" "ncm.mode=run ncm.driver=$GUEST_DRIVER \
 ncm.port=$GUEST_IPERF_PORT ncm.time=$TIME ${NCM_APPEND:-}"
-step "booting $where (TCG: about 30 s in all)"
+replay_cmd run
+t0=$SECONDS
+case $REPLAY in
+record)
+    LOG=$REPLAY_BASE.record.log
+    step "booting $where, recording into ${REPLAY_BASE#"$NCM_TOP"/}.bin (icount: slower than make run)" ;;
+replay)
+    LOG=$REPLAY_BASE.replay.log
+    [ "${REPLAY_GDB:-0}" != 0 ] && replay_gdb_hint "$(basename "$GDIR")"
+    step "replaying ${REPLAY_BASE#"$NCM_TOP"/}.bin" ;;
+*) step "booting $where (TCG: about 30 s in all)" ;;
+esac
 rc=0
 guest_run_logged "$LOG" "${GUEST_TIMEOUT:-300}" || rc=$?
+[ -z "$REPLAY" ] || echo "$((SECONDS - t0))" >"$REPLAY_BASE.$REPLAY.seconds"
 REL_LOG=${LOG#"$NCM_TOP"/}
 if ! grep -q 'NCMTEST phase=boot' "$LOG"; then
     die "the guest did not boot (QEMU status $rc)" \
@@ -146,4 +172,20 @@ echo
 echo "TCG numbers: compare devices within one run, not with real hardware."
 echo "Full console log (with the guest's dmesg): $REL_LOG"
 echo "Interactive: make shell    Other device: NCM_DEVICE=usb-net make run"
+if [ "$REPLAY" = replay ]; then
+    rec_s=$(cat "$REPLAY_BASE.record.seconds" 2>/dev/null || echo "?")
+    echo "Replay: $((SECONDS - t0)) s (the recording: $rec_s s)"
+    if [ -s "$REPLAY_BASE.record.log" ] &&
+       diff_line=$(replay_compare "$REPLAY_BASE.record.log" "$LOG"); then
+        echo "Replay: the console output is the recording's, line for line" \
+             "($(replay_console "$LOG" | wc -l) lines)"
+    else
+        die "the replay's console output differs from the recording's" \
+            "${diff_line:-no recording log}" \
+            "compare ${REPLAY_BASE#"$NCM_TOP"/}.record.log and .replay.log"
+    fi
+elif [ "$REPLAY" = record ]; then
+    echo "Recorded in $((SECONDS - t0)) s: ${REPLAY_BASE#"$NCM_TOP"/}.bin" \
+         "($(du -h "$REPLAY_BASE.bin" | cut -f1)); replay it: make replay"
+fi
 [ "$rc" = 0 ] || die "QEMU exited with status $rc" "see $REL_LOG"

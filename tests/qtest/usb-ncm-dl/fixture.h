@@ -291,5 +291,7 @@ void ncm_add_lifecycle_cases(bool ss); /* lifecycle.c: queues, resets, */
                                        /* hot-unplug, migration */
 void ncm_add_spec_cases(bool ss);      /* ncm-spec.c: NCM 1.0 requests */
                                        /* beyond the base, profile= */
+void ncm_add_replay_cases(bool ss);    /* replay.c: the same script, the */
+                                       /* same trace (record/replay) */
 
 #endif

@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# gdb commands for a replay of the test guest (tests/guest/replay-lib.sh,
+# REPLAY_GDB=1), loaded with: gdb -x tests/guest/gdb-ncm.py VMLINUX
+#
+#   ncm-modsyms [DIR]   add-symbol-file for the guest's loaded usbnet,
+#                       cdc_ncm and cdc_ether, from the module debug files
+#                       of Debian's -dbg package under DIR (default: next
+#                       to the vmlinux, as tests/guest/kernel-dbg.sh keeps
+#                       them).  A module's code starts at its core
+#                       layout's base (Linux 6.1: core_layout.base; 6.4+:
+#                       mem[MOD_TEXT].base).  Run it once the modules are
+#                       loaded (the interface is up).
+import os
+
+import gdb
+
+WANTED = ("usbnet", "cdc_ncm", "cdc_ether")
+
+
+def module_text_base(m):
+    fields = [f.name for f in m.type.target().fields()]
+    if "core_layout" in fields:
+        return int(m["core_layout"]["base"])
+    return int(m["mem"][0]["base"])
+
+
+class NcmModSyms(gdb.Command):
+    """Load the symbols of the guest's usbnet and cdc_ncm modules."""
+
+    def __init__(self):
+        super().__init__("ncm-modsyms", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        d = arg.strip()
+        if not d:
+            vml = gdb.current_progspace().filename or ""
+            # .../usr/lib/debug/boot/vmlinux-VER -> .../usr/lib/debug
+            d = os.path.dirname(os.path.dirname(vml))
+        ver = gdb.parse_and_eval("init_uts_ns.name.release").string()
+        kdir = os.path.join(d, "lib", "modules", ver, "kernel", "drivers",
+                            "net", "usb")
+        mod_t = gdb.lookup_type("struct module")
+        off = [f for f in mod_t.fields() if f.name == "list"][0].bitpos // 8
+        head = gdb.parse_and_eval("modules")
+        node = head["next"]
+        found = 0
+        while int(node) != int(head.address):
+            addr = int(node.cast(gdb.lookup_type("unsigned long"))) - off
+            m = gdb.Value(addr).cast(mod_t.pointer())
+            name = m["name"].string()
+            if name in WANTED:
+                f = os.path.join(kdir, name + ".ko")
+                if not os.path.exists(f):
+                    print(f"ncm-modsyms: no {f}")
+                else:
+                    base = module_text_base(m)
+                    gdb.execute(f"add-symbol-file {f} {base:#x}",
+                                to_string=True)
+                    print(f"ncm-modsyms: {name} .text at {base:#x}")
+                    found += 1
+            node = node["next"]
+        if not found:
+            print("ncm-modsyms: none of usbnet/cdc_ncm is loaded yet")
+
+
+NcmModSyms()

@@ -1,0 +1,220 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Record/replay of usb-ncm-dl under a Linux guest: each scenario is
+# recorded (-icount shift=auto,rr=record, filter-replay on the netdev, see
+# tests/guest/replay-lib.sh), then replayed, and the replay must show what
+# the recording showed:
+#   console   the guest's console output, line for line
+#   stats     the device's x-stats when the guest powered off
+#   trace     the device's trace events (NTBs both ways, merges, drops,
+#             faults, re-enumeration) in the same order with the same
+#             arguments
+#   icount    the instruction count at the end
+# Scenarios:
+#   xhci      qemu-xhci: ping, iperf3 up and down (TCP both ways); a link
+#             flap (x-fault-link-down-ms) as the upload starts and a
+#             re-enumeration (x-fault-replug-ms) as the download starts
+#   ehci      usb-ehci: the same, shorter
+#   dropout   the ZLP dropout (tests/guest/dropout-run.sh: generic ids,
+#             zlp=required, tx_max 65536): the same transfers merge and
+#             the same datagrams are lost, at the same points
+# The faults are set over QMP with the VM stopped: in the recording when
+# the guest prints the phase, at the instruction count noted then in the
+# replay (tests/guest/replay-qmp.py); a qom-set at another moment would
+# not replay.
+#
+#   tests/guest/run-replay-test.sh [xhci] [ehci] [dropout]   default all
+#
+# Environment: REPLAY_TEST_TIME (iperf3 seconds, 2), GUEST_TIMEOUT (600),
+# KERNEL, QEMU. Files: build/replay/test-*.{bin,cmd,record.log,...}
+set -uo pipefail
+. "$(dirname "$0")/../../scripts/setup/common.sh"
+. "$NCM_TOP/tests/guest/lib.sh"
+. "$NCM_TOP/tests/guest/replay-lib.sh"
+
+SCENARIOS=${*:-xhci ehci dropout}
+TIME=${REPLAY_TEST_TIME:-2}
+GUEST_TIMEOUT=${GUEST_TIMEOUT:-600}
+export REPLAY_TRACE="usb_ncm_out_ntb usb_ncm_in_ntb usb_ncm_out_merged
+ usb_ncm_out_parse_error usb_ncm_rx_drop usb_ncm_replug usb_ncm_fault
+ usb_ncm_notify usb_ncm_data_alt usb_ncm_reset usb_ncm_link
+ usb_ncm_in_coalesce_timeout"
+nfail=0
+
+check() {   # check NAME STATUS WHY
+    if [ "$2" = 0 ]; then
+        echo "PASS: replay/$1"
+    else
+        echo "FAIL: replay/$1 ($3)"
+        nfail=$((nfail + 1))
+    fi
+}
+
+json() {    # json FILE [KEY.KEY...]: a value of a JSON file
+    python3 - "$1" "${2:-}" <<'PY' 2>/dev/null
+import json, sys
+v = json.load(open(sys.argv[1]))
+for k in filter(None, sys.argv[2].split(".")):
+    v = v[k]
+print(json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v)
+PY
+}
+
+# device_stats FILE: the device's counters in a .stats.json, one a line
+# (replay-qmp.py's under "stats", qmp-stats.py's at the top level without
+# QEMU's CPU time)
+device_stats() {
+    python3 - "$1" <<'PY' 2>/dev/null
+import json, sys
+v = json.load(open(sys.argv[1]))
+if "actions" in v:
+    v = v["stats"]
+for k in ("qemu_cpu_seconds", "vm_status"):
+    v.pop(k, None)
+print(json.dumps(v, sort_keys=True, indent=0))
+PY
+}
+
+# same NAME RECORD-FILE REPLAY-FILE WHAT: the two files hold the same
+same() {
+    local d
+    if [ ! -s "$2" ]; then
+        check "$1" 1 "the recording wrote no $4 (${2#"$NCM_TOP"/})"
+    elif d=$(cmp "$2" "$3" 2>&1); then
+        check "$1" 0
+    else
+        check "$1" 1 "$4 differs: $d"
+    fi
+}
+
+# compare NAME: the checks common to every scenario, on build/replay/NAME.*
+compare() {
+    local n=$1 b=$REPLAY_DIR/$1 diff_line
+    if diff_line=$(replay_compare "$b.record.log" "$b.replay.log") &&
+       grep -aq 'NCMTEST phase=done' "$b.replay.log"; then
+        check "$n/console" 0
+    else
+        check "$n/console" 1 "${diff_line:-the replay did not reach phase=done}; ${b#"$NCM_TOP"/}.replay.log"
+    fi
+    device_stats "$b.record.log.stats.json" >"$b.record.stats"
+    device_stats "$b.replay.log.stats.json" >"$b.replay.stats"
+    same "$n/stats" "$b.record.stats" "$b.replay.stats" "x-stats"
+    same "$n/trace" "$b.record.trace" "$b.replay.trace" "trace"
+    echo "# $n: $(wc -l <"$b.record.trace" 2>/dev/null || echo 0) trace events;" \
+         "recorded in $(cat "$b.record.seconds" 2>/dev/null) s, replayed in" \
+         "$(cat "$b.replay.seconds" 2>/dev/null) s;" \
+         "log $(du -h "$b.bin" 2>/dev/null | cut -f1)"
+}
+
+GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir) ||
+    die "could not build the guest image" "see the messages above"
+guest_need_qemu
+trap guest_iperf_stop EXIT
+
+# faults CONTROLLER: the --cue options of replay-qmp.py into CUES
+faults() {
+    local flap=1500 replug=500
+    [ "$1" = ehci ] && flap=500 replug=200
+    CUES=(--cue "NCMTEST phase=iperf-up=x-fault-link-down-ms=$flap"
+          --cue "NCMTEST phase=iperf-down=x-fault-replug-ms=$replug")
+}
+
+# tour CONTROLLER: record, then replay, the faulted tour on CONTROLLER
+tour() {
+    local ctrl=$1 name=test-$1 mode sock qpid rc t0 time=$TIME
+    [ "$ctrl" = ehci ] && time=1
+    for mode in record replay; do
+        REPLAY=$mode
+        # the replay's port comes from the recorded command line
+        GUEST_IPERF_PORT=5201
+        mkdir -p "$REPLAY_DIR"
+        [ "$mode" = record ] &&
+            guest_iperf_start "$REPLAY_DIR/$name-iperf3-server.log"
+        guest_device_args "$ctrl" "usb-ncm-dl,id=ncm"
+        guest_qemu_cmd "$GDIR" "ncm.mode=run ncm.driver=cdc_ncm \
+ncm.port=$GUEST_IPERF_PORT ncm.time=$time ncm.ping=5 ncm.carrier_wait=10"
+        replay_cmd "$name"
+        LOG=$REPLAY_BASE.$mode.log
+        sock=$(mktemp -u /tmp/ncm-rr-qmp.XXXXXX)
+        GUEST_CMD+=(-S -no-shutdown -qmp "unix:$sock,server=on,wait=off")
+        faults "$ctrl"
+        python3 "$NCM_TOP/tests/guest/replay-qmp.py" --qmp "$sock" \
+            --mode "$mode" --actions "$REPLAY_BASE.actions.json" \
+            --log "$LOG" --device /machine/peripheral/ncm \
+            --stats "$LOG.stats.json" --timeout "$GUEST_TIMEOUT" \
+            "${CUES[@]}" 2>"$LOG.qmp.err" &
+        qpid=$!
+        step "replay/$name: $mode"
+        t0=$SECONDS
+        rc=0
+        GUEST_STALL=0 guest_run_logged "$LOG" "$GUEST_TIMEOUT" || rc=$?
+        echo "$((SECONDS - t0))" >"$REPLAY_BASE.$mode.seconds"
+        wait "$qpid" 2>/dev/null
+        rm -f "$sock"
+        guest_iperf_stop
+        if [ "$mode" = record ]; then
+            if ! grep -aq 'NCMTEST phase=done' "$LOG" || [ ! -s "$LOG.stats.json" ]; then
+                check "$name/recorded" 1 "the recorded run did not finish (QEMU status $rc; $(guest_qemu_error "$LOG")); ${LOG#"$NCM_TOP"/}"
+                return
+            fi
+            local acts replugs flaps
+            acts=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))))' \
+                   "$REPLAY_BASE.actions.json" 2>/dev/null)
+            replugs=$(json "$LOG.stats.json" stats.replugs)
+            flaps=$(grep -ac 'usb_ncm_fault .*x-fault-link-down-ms' "$REPLAY_BASE.record.trace")
+            check "$name/recorded" "$([ "${acts:-0}" = 2 ] && [ "${replugs:-0}" -ge 1 ] &&
+                                      [ "${flaps:-0}" -ge 1 ] && echo 0 || echo 1)" \
+                "faults set: $acts of 2, replugs $replugs, link flaps $flaps"
+        fi
+    done
+    compare "$name"
+    local off
+    off=$(python3 - "$REPLAY_DIR/$name.replay.log.stats.json" <<'PY' 2>/dev/null
+import json, sys
+acts = json.load(open(sys.argv[1]))["actions"]
+print(sum(a.get("replayed_icount") != a["icount"] for a in acts), len(acts))
+PY
+)
+    check "$name/faults-at-recorded-icount" "$([ "${off%% *}" = 0 ] && echo 0 || echo 1)" \
+        "faults replayed elsewhere/all: ${off:-none}"
+    json "$REPLAY_DIR/$name.record.log.stats.json" icount >"$REPLAY_DIR/$name.record.icount"
+    json "$REPLAY_DIR/$name.replay.log.stats.json" icount >"$REPLAY_DIR/$name.replay.icount"
+    same "$name/icount" "$REPLAY_DIR/$name.record.icount" \
+        "$REPLAY_DIR/$name.replay.icount" "final icount"
+}
+
+# dropout: the ZLP dropout scenario through tests/guest/dropout-run.sh
+dropout() {
+    local n=dropout-generic b=$REPLAY_DIR/dropout-generic mode lost
+    for mode in record replay; do
+        if ! REPLAY=$mode IPERF_TIME=$TIME GUEST_TIMEOUT=$GUEST_TIMEOUT \
+             bash "$NCM_TOP/tests/guest/dropout-run.sh" generic \
+                 ",vendorid=0x46f4,productid=0x0010"; then
+            check "$n/$mode" 1 "dropout-run.sh failed; ${b#"$NCM_TOP"/}.$mode.log"
+            return
+        fi
+    done
+    lost=$(json "$b.record.log.stats.json" out_merge_lost_datagrams)
+    check "$n/recorded-a-dropout" "$([ "${lost:-0}" -gt 0 ] && echo 0 || echo 1)" \
+        "datagrams lost to merged transfers in the recording: ${lost:-none}"
+    compare "$n"
+    # the stats here are qmp-stats.py's: the counters at the top level
+    json "$b.record.log.stats.json" out_merge_lost_datagrams >"$b.record.lost"
+    json "$b.replay.log.stats.json" out_merge_lost_datagrams >"$b.replay.lost"
+    same "$n/same-datagrams-lost" "$b.record.lost" "$b.replay.lost" \
+        "merge-lost count"
+    grep -a usb_ncm_out_merged "$b.record.trace" >"$b.record.merges"
+    grep -a usb_ncm_out_merged "$b.replay.trace" >"$b.replay.merges"
+    same "$n/same-merges" "$b.record.merges" "$b.replay.merges" \
+        "merged transfers (trace)"
+}
+
+for s in $SCENARIOS; do
+    case $s in
+    xhci|ehci) tour "$s" ;;
+    dropout) dropout ;;
+    *) die "unknown scenario '$s'" "use xhci, ehci or dropout" ;;
+    esac
+done
+[ "$nfail" = 0 ]
