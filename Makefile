@@ -6,10 +6,11 @@
 
 SHELL := /bin/bash
 FUZZ_SECONDS ?= 60
+SOAK_SECONDS ?= 600
 export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS SANITIZE
 
 .PHONY: all qemu deps guest-image run shell record replay check check-unit check-tools check-fuzz \
-        check-qtest check-guest check-dropout fuzz bench-codec bench bench-scaling profile repro-dropout \
+        check-qtest check-guest check-dropout soak fuzz bench-codec bench bench-scaling profile repro-dropout \
         series series-verify clean
 
 all: qemu
@@ -62,6 +63,11 @@ check-dropout:
 
 fuzz:
 	@bash scripts/check/fuzz.sh $(FUZZ_SECONDS)
+
+# faults, NTB size changes, ifdown/up and live migrations under traffic for
+# SOAK_SECONDS, QEMU's RSS watched (tests/guest/run-soak.sh; root)
+soak: qemu guest-image
+	@bash tests/guest/run-soak.sh $(SOAK_SECONDS)
 
 bench-codec:
 	@bash scripts/bench/bench-codec.sh

@@ -58,6 +58,8 @@ STRESS_SRC=$NCM_TOP/tests/guest/ncm-usbfs-stress.c
 PING_SRC=$NCM_TOP/tests/guest/ncm-ping.c
 PM_SRC=$NCM_TOP/tests/guest/init-pm.sh
 PROFILES_SRC=$NCM_TOP/tests/guest/init-profiles.sh
+TOPOLOGY_SRC=$NCM_TOP/tests/guest/init-topology.sh
+SOAK_SRC=$NCM_TOP/tests/guest/init-soak.sh
 DEBS=$NCM_CACHE/debs
 GUESTS=$NCM_CACHE/guest
 
@@ -325,6 +327,8 @@ key=$( {
     sha256sum < "$PING_SRC"
     sha256sum < "$PM_SRC"
     sha256sum < "$PROFILES_SRC"
+    sha256sum < "$TOPOLOGY_SRC"
+    sha256sum < "$SOAK_SRC"
     gcc --version | head -n1
     sha256sum < "$0"
 } | sha256sum | awk '{print $1}')
@@ -383,6 +387,8 @@ else
     install -m 0755 "$INIT_SRC" "$root/init"
     install -m 0644 "$PM_SRC" "$root/etc/ncm/pm-modes.sh"
     install -m 0644 "$PROFILES_SRC" "$root/etc/ncm/profile-modes.sh"
+    install -m 0644 "$TOPOLOGY_SRC" "$root/etc/ncm/topology-modes.sh"
+    install -m 0644 "$SOAK_SRC" "$root/etc/ncm/soak-mode.sh"
     # Static: the initramfs has only the libraries iperf3 and ethtool need.
     gcc -static -O2 -Wall -Wextra -Wno-unused-parameter \
         -o "$root/usr/bin/ncm-usbfs-stress" "$STRESS_SRC" ||

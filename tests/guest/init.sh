@@ -9,9 +9,11 @@
 #   ncm.mode=test|run|bench|stress|scale|shell   default shell
 #   ncm.mode=replug|suspend|mcast|ntbsweep   see tests/guest/init-pm.sh
 #   ncm.mode=profiles      see tests/guest/init-profiles.sh
+#   ncm.mode=soak          see tests/guest/init-soak.sh (make soak)
 #   ncm.driver=cdc_ncm     driver whose interface to use (cdc_ether for
 #                          usb-net, virtio_net for virtio-net-pci, any = first)
 #   ncm.wait=60            seconds to wait for that interface, then any non-lo
+#   ncm.mac=MAC            of several such interfaces, the one with this MAC
 #   ncm.server=10.0.2.2    iperf3 server (slirp's host address)
 #   ncm.port=5201          iperf3 port
 #   ncm.time=5             iperf3 seconds per direction
@@ -114,6 +116,7 @@ RAISE_TIMEOUT=30
 STRESS=
 STRESS_V=
 SCALE=1
+MAC=
 
 for arg in $(cat /proc/cmdline); do
     case $arg in
@@ -147,6 +150,7 @@ for arg in $(cat /proc/cmdline); do
     ncm.stress=*) STRESS=${arg#*=} ;;
     ncm.stress_v=1) STRESS_V=-v ;;
     ncm.scale=*) SCALE=${arg#*=} ;;
+    ncm.mac=*) MAC=${arg#*=} ;;
     ncm.profiles=*) PROFILES=${arg#*=} ;;
     ncm.profile_rx=*) PROFILE_RX=${arg#*=} ;;
     esac
@@ -200,6 +204,7 @@ find_iface() {
             n=${d##*/}
             [ "$n" = lo ] && continue
             drv=$(driver_of "$n") || drv=none
+            [ -z "$MAC" ] || [ "$(cat "$d/address")" = "$MAC" ] || continue
             if [ "$DRIVER" = any ] || [ "$drv" = "$DRIVER" ]; then
                 IFACE=$n
                 return 0
@@ -877,6 +882,14 @@ migrate)
     migrate_mode
     finish
     ;;
+soak)
+    # tests/guest/init-soak.sh: traffic for make soak
+    . /etc/ncm/pm-modes.sh
+    . /etc/ncm/soak-mode.sh
+    report_device
+    soak_mode
+    finish
+    ;;
 scale)
     scale_mode
     finish
@@ -923,6 +936,13 @@ test|run|bench)
         for d in $(echo "$DIRS" | tr ',' ' '); do
             run_udp "$d"
         done
+    fi
+    # tests/guest/init-topology.sh: a port moved to the EHCI's companion
+    # and back (ncm.companion=1), a second interface (ncm.nics=2)
+    if grep -qE 'ncm\.(companion|nics)=' /proc/cmdline; then
+        . /etc/ncm/pm-modes.sh
+        . /etc/ncm/topology-modes.sh
+        topology_run
     fi
     if [ "$LIVE_RAISE" = 1 ]; then
         if ! live_raise; then

@@ -29,16 +29,37 @@ guest_has_device() {
 #               | ehci (usb-ehci, high speed) | uhci (piix3-usb-uhci, full
 #               speed) | ohci (pci-ohci, full speed) | a QEMU device name;
 #               optionally with properties (xhci,p2=8)
+#               The set-ups of real machines (one boot each in
+#               make check-guest):
+#               | ehci-uhci (q35's USB 2 as libvirt lays it out:
+#               ich9-usb-ehci1 at 1d.7 with companions ich9-usb-uhci1..3
+#               at 1d.0-1d.2, masterbus=, firstport=0/2/4; high speed, the
+#               guest can hand the port to the UHCI: GUEST_COMPANION)
+#               | ehci-ohci (an EHCI with an OHCI companion, as AMD and
+#               other non-Intel chipsets pair them: ich9-usb-ehci2 at 1a.7
+#               with pci-ohci,masterbus=,num-ports=6 at 1a.0; QEMU's
+#               usb-ehci takes no companion) | xhci-hub (qemu-xhci, a usb-hub on port 1, the
+#               device on hub port 1.1: full speed, QEMU's hub is USB 1.1)
+#               | xhci-dual (qemu-xhci with two NCM functions, MACs
+#               52:54:00:12:36:00 and :01 on netdevs n0 and n1 =
+#               -netdev user,net=10.0.3.0/24: GUEST_NICS=2)
 #   DEVICE:     usb-ncm-dl | usb-net | virtio-net-pci ..., optionally with
 #               properties (usb-ncm-dl,pcap=/tmp/x.pcap)
-# Sets GUEST_DEV_ARGS (array), GUEST_DEV_NAME, GUEST_DRIVER (the Linux driver
-# expected to bind) and GUEST_IS_USB.
+# Sets GUEST_DEV_ARGS (array: controller(s), then the device(s)),
+# GUEST_CTL_ARGS (the controller part alone), GUEST_DEV_NAME,
+# GUEST_DRIVER (the Linux driver expected to bind), GUEST_IS_USB,
+# GUEST_USB_SPEED (the speed the guest must see, Mbit/s; empty when not
+# known), GUEST_COMPANION (uhci/ohci when the device's EHCI port has a
+# companion, else empty), GUEST_NICS (how many NICs; 1 but for xhci-dual).
 guest_device_args() {
-    local ctrl=$1 dev=$2 cname copts dopts
+    local ctrl=$1 dev=$2 cname copts dopts devport=""
     cname=${ctrl%%,*}
     copts=${ctrl#"$cname"}
     GUEST_DEV_NAME=${dev%%,*}
     dopts=${dev#"$GUEST_DEV_NAME"}
+    GUEST_COMPANION=""
+    GUEST_NICS=1
+    GUEST_USB_SPEED=""
     case $GUEST_DEV_NAME in
     usb-ncm*) GUEST_DRIVER=cdc_ncm ;;
     usb-net) GUEST_DRIVER=cdc_ether ;;
@@ -49,21 +70,60 @@ guest_device_args() {
     usb-*)
         GUEST_IS_USB=1
         case $cname in
+        xhci|qemu-xhci|nec-usb-xhci|xhci-dual)
+            GUEST_USB_SPEED=5000
+            case $copts in *p3=0*) GUEST_USB_SPEED=480 ;; esac ;;
+        uhci|ohci|piix3-usb-uhci|ich9-usb-uhci[1-6]|pci-ohci|xhci-hub) GUEST_USB_SPEED=12 ;;
+        *) GUEST_USB_SPEED=480 ;;
+        esac
+        # a USB 3 port takes usb-net at high speed only
+        [ "$GUEST_DEV_NAME" = usb-net ] && [ "$GUEST_USB_SPEED" = 5000 ] && GUEST_USB_SPEED=480
+        case $cname in
         xhci) cname=qemu-xhci ;;
         xhci-hs) cname=qemu-xhci copts=",p3=0$copts" ;;
         ehci) cname=usb-ehci ;;
         uhci) cname=piix3-usb-uhci ;;
         ohci) cname=pci-ohci ;;
+        ehci-uhci)
+            GUEST_CTL_ARGS=(-device "ich9-usb-ehci1,id=usbctl,addr=1d.7,multifunction=on$copts"
+                -device ich9-usb-uhci1,masterbus=usbctl.0,firstport=0,addr=1d.0,multifunction=on
+                -device ich9-usb-uhci2,masterbus=usbctl.0,firstport=2,addr=1d.1
+                -device ich9-usb-uhci3,masterbus=usbctl.0,firstport=4,addr=1d.2)
+            GUEST_COMPANION=uhci devport=,port=1 ;;
+        ehci-ohci)
+            # (QEMU's usb-ehci takes no companions: only the ICH9 EHCIs do)
+            GUEST_CTL_ARGS=(-device "ich9-usb-ehci2,id=usbctl,addr=1a.7,multifunction=on$copts"
+                -device pci-ohci,masterbus=usbctl.0,firstport=0,num-ports=6,addr=1a.0,multifunction=on)
+            GUEST_COMPANION=ohci devport=,port=1 ;;
+        xhci-hub)
+            GUEST_CTL_ARGS=(-device "qemu-xhci,id=usbctl$copts"
+                -device usb-hub,bus=usbctl.0,port=1)
+            devport=,port=1.1 ;;
+        xhci-dual)
+            GUEST_CTL_ARGS=(-device "qemu-xhci,id=usbctl$copts")
+            GUEST_NICS=2 ;;
         qemu-xhci|usb-ehci|ich9-usb-ehci1|nec-usb-xhci|piix3-usb-uhci|\
         ich9-usb-uhci[1-6]|pci-ohci) ;;
         *) die "unknown USB controller '$cname'" \
-               "use xhci, xhci-hs, ehci, uhci or ohci" ;;
+               "use xhci, xhci-hs, ehci, uhci, ohci, ehci-uhci, ehci-ohci, xhci-hub or xhci-dual" ;;
         esac
-        GUEST_DEV_ARGS=(-device "$cname,id=usbctl$copts"
-            -device "$GUEST_DEV_NAME,netdev=n0,bus=usbctl.0$dopts")
+        case $cname in
+        ehci-uhci|ehci-ohci|xhci-hub|xhci-dual) ;;
+        *) GUEST_CTL_ARGS=(-device "$cname,id=usbctl$copts") ;;
+        esac
+        if [ "$GUEST_NICS" = 2 ]; then
+            GUEST_DEV_ARGS=("${GUEST_CTL_ARGS[@]}"
+                -device "$GUEST_DEV_NAME,netdev=n0,bus=usbctl.0,mac=52:54:00:12:36:00$dopts"
+                -netdev user,id=n1,net=10.0.3.0/24
+                -device "$GUEST_DEV_NAME,netdev=n1,bus=usbctl.0,mac=52:54:00:12:36:01${dopts//,id=/,id=second-}")
+        else
+            GUEST_DEV_ARGS=("${GUEST_CTL_ARGS[@]}"
+                -device "$GUEST_DEV_NAME,netdev=n0,bus=usbctl.0$devport$dopts")
+        fi
         ;;
     *)
         GUEST_IS_USB=0
+        GUEST_CTL_ARGS=()
         GUEST_DEV_ARGS=(-device "$GUEST_DEV_NAME,netdev=n0,romfile=$dopts")
         ;;
     esac

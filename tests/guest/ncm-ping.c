@@ -26,6 +26,11 @@
  * host sends it through slirp's hostfwd: a frame from the netdev) and
  * prints "UDP got N bytes from ADDR at T"; exit status 0 when one came.
  *
+ * -e PORT echoes every UDP datagram to PORT back to its sender for
+ * SECONDS (or until STOPFILE exists): the guest end of make soak's
+ * sequence-numbered datagrams (tests/guest/soak.py). At the end one line
+ * "ECHO received=N sent=N send_errors=N".
+ *
  * Copyright (c) 2026 The usb-ncm-dl authors
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -74,7 +79,8 @@ static uint16_t csum(const void *data, size_t len)
 static int usage(void)
 {
     fprintf(stderr, "usage: ncm-ping [-i MS] [-w SECONDS] [-s SIZE] "
-            "[-f STOPFILE] DEST\n       ncm-ping -l PORT [-w SECONDS]\n");
+            "[-f STOPFILE] DEST\n       ncm-ping -l PORT [-w SECONDS]\n"
+            "       ncm-ping -e PORT [-w SECONDS] [-f STOPFILE]\n");
     return 2;
 }
 
@@ -106,9 +112,54 @@ static int udp_listen(int port, double duration)
     return n >= 0 ? 0 : 1;
 }
 
+static int udp_echo(int port, double duration, const char *stopfile)
+{
+    struct sockaddr_in a = { .sin_family = AF_INET,
+                             .sin_port = htons(port) };
+    struct sockaddr_in from;
+    socklen_t fl;
+    struct pollfd pfd;
+    char buf[2048];
+    ssize_t n;
+    unsigned received = 0, sent = 0, errors = 0;
+    double end = now_s() + duration;
+    int fd = socket(AF_INET, SOCK_DGRAM, 0), rcv = 1 << 20;
+
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+        perror("ncm-ping: UDP socket");
+        return 2;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+    printf("ECHO listening on %d at %.2f\n", port, now_s());
+    pfd.fd = fd;
+    pfd.events = POLLIN;
+    while (now_s() < end && !(stopfile && access(stopfile, F_OK) == 0)) {
+        if (poll(&pfd, 1, 200) <= 0) {
+            continue;
+        }
+        for (;;) {
+            fl = sizeof(from);
+            n = recvfrom(fd, buf, sizeof(buf), MSG_DONTWAIT,
+                         (struct sockaddr *)&from, &fl);
+            if (n < 0) {
+                break;
+            }
+            received++;
+            if (sendto(fd, buf, n, 0, (struct sockaddr *)&from, fl) < 0) {
+                errors++;
+            } else {
+                sent++;
+            }
+        }
+    }
+    printf("ECHO received=%u sent=%u send_errors=%u\n", received, sent,
+           errors);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    int interval_ms = 100, size = 56, opt, fd, listen_port = 0;
+    int interval_ms = 100, size = 56, opt, fd, listen_port = 0, echo_port = 0;
     double duration = 30, start, end, next, last_reply = 0, first = 0;
     double gap_start = 0, gap_end = 0, longest = 0;
     const char *stopfile = NULL;
@@ -119,8 +170,11 @@ int main(int argc, char **argv)
     static uint8_t seen[65536 / 8];
     uint8_t pkt[2048], buf[4096];
 
-    while ((opt = getopt(argc, argv, "i:w:s:f:l:")) != -1) {
+    while ((opt = getopt(argc, argv, "i:w:s:f:l:e:")) != -1) {
         switch (opt) {
+        case 'e':
+            echo_port = atoi(optarg);
+            break;
         case 'l':
             listen_port = atoi(optarg);
             break;
@@ -141,6 +195,9 @@ int main(int argc, char **argv)
         }
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (echo_port > 0 && optind == argc) {
+        return udp_echo(echo_port, duration, stopfile);
+    }
     if (listen_port > 0 && optind == argc) {
         return udp_listen(listen_port, duration);
     }

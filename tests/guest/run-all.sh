@@ -13,6 +13,12 @@
 #
 # Environment as for run-guest-test.sh (KERNEL, QEMU, GUEST_TIMEOUT, ...);
 # GUEST_CONTROLLERS="xhci xhci-hs ehci uhci ohci" picks the controllers,
+# GUEST_TOPOLOGIES="ehci-uhci ehci-ohci xhci-hub xhci-dual" the set-ups of
+# real machines (EHCI with UHCI or OHCI companions and the port moved
+# between them, a usb-hub, two devices under traffic at once; one boot
+# each, run-guest-test.sh; "" for none), GUEST_SOAK=50 the seconds of the
+# soak smoke (tests/guest/run-soak.sh: faults, a live migration, RSS;
+# root; "" or 0 for none),
 # GUEST_STRESS="xhci ehci" those of the stress runs ("" for none),
 # GUEST_MIGRATE="xhci" those of the migration runs ("" for none).
 # GUEST_PM="replug:xhci suspend:xhci suspend-nowake:xhci-hs" the
@@ -39,6 +45,17 @@ for c in $CONTROLLERS; do
         tee -a "$out" || status=1
     timing+=("$c $((SECONDS - t0))s")
 done
+# the controller set-ups of real machines, one boot each (about 1 minute)
+case $DEVICE in
+usb-ncm*)
+    for c in ${GUEST_TOPOLOGIES-ehci-uhci ehci-ohci xhci-hub xhci-dual}; do
+        t0=$SECONDS
+        bash "$NCM_TOP/tests/guest/run-guest-test.sh" "$c" "$DEVICE" 2>&1 |
+            tee -a "$out" || status=1
+        timing+=("$c $((SECONDS - t0))s")
+    done
+    ;;
+esac
 case $DEVICE in
 usb-ncm*)
     for c in $STRESS; do
@@ -84,6 +101,20 @@ usb-ncm*)
             tee -a "$out" || status=1
         timing+=("jumbo-$c $((SECONDS - t0))s")
     done
+    ;;
+esac
+# the soak's smoke: every fault kind, a live migration, QEMU's RSS (about
+# 2 minutes; make soak runs it for 10)
+case $DEVICE in
+usb-ncm-dl)
+    soak=${GUEST_SOAK-50}
+    if [ -n "$soak" ] && [ "$soak" != 0 ]; then
+        t0=$SECONDS
+        SOAK_FAULT_EVERY=${SOAK_FAULT_EVERY:-4} \
+            bash "$NCM_TOP/tests/guest/run-soak.sh" "$soak" 2>&1 |
+            tee -a "$out" || status=1
+        timing+=("soak-$soak $((SECONDS - t0))s")
+    fi
     ;;
 esac
 # record/replay: TCP both ways with a link flap and a re-enumeration on

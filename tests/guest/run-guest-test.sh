@@ -9,7 +9,17 @@
 #   CONTROLLER  xhci (-device qemu-xhci, super speed), xhci-hs (qemu-xhci
 #               with USB 2 ports only: high speed), ehci (usb-ehci), uhci
 #               (piix3-usb-uhci, full speed) or ohci (pci-ohci, full speed);
-#               default xhci; properties may follow: xhci,p3=0
+#               default xhci; properties may follow: xhci,p3=0. The
+#               set-ups of real machines (tests/guest/lib.sh has them):
+#               ehci-uhci (ICH9 EHCI + UHCI companions, as libvirt on q35)
+#               and ehci-ohci (ich9-usb-ehci2 + pci-ohci,masterbus=): after the
+#               TCP runs the port goes to the companion (the EHCI's sysfs
+#               "companion" file), the device must come back there at
+#               full speed and answer pings, again after a re-plug
+#               (x-fault-replug-ms over QMP), then at high speed on the
+#               EHCI when the port is given back; xhci-hub (behind a
+#               usb-hub, full speed); xhci-dual (two usb-ncm-dl, iperf3
+#               on both at once, each way). These skip the live raise.
 #   DEVICE      usb-ncm-dl (default, or $NCM_DEVICE); properties are passed
 #               through: usb-ncm-dl,pcap=/tmp/ncm.pcap. usb-net and
 #               virtio-net-pci work too, for comparison (NCM-only checks are
@@ -33,6 +43,7 @@
 # "FAIL: guest/<controller>/<check> (<what was seen>)" per check; when QEMU
 # died, the FAIL lines say how (its assertion message). The full console
 # log is in build/guest-logs/. Exits 1 when any check failed.
+# shellcheck disable=SC2016 # ok() evaluates conditions given in single quotes
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
@@ -42,12 +53,21 @@ CTRL=${1:-xhci}
 DEVICE=${2:-${NCM_DEVICE:-usb-ncm-dl}}
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-300}
 CNAME=${CTRL//,/-}
+# the companion set-ups re-plug the device over QMP: it needs an id
+case $CTRL:$DEVICE in
+ehci-uhci*:*,id=*|ehci-ohci*:*,id=*) ;;
+ehci-uhci*|ehci-ohci*) DEVICE="$DEVICE,id=ncm0" ;;
+esac
 guest_device_args "$CTRL" "$DEVICE"
 # Full speed (12 Mbit/s) under TCG: short TCP runs keep the suite in budget
-case $CNAME in
-uhci*|ohci*|*-uhci*|*-ohci*) IPERF_TIME=${IPERF_TIME:-2} LIVE_TIME=6 ;;
-*) IPERF_TIME=${IPERF_TIME:-5} LIVE_TIME=8 ;;
-esac
+if [ "${GUEST_USB_SPEED:-}" = 12 ]; then
+    IPERF_TIME=${IPERF_TIME:-2} LIVE_TIME=6
+else
+    IPERF_TIME=${IPERF_TIME:-5} LIVE_TIME=8
+fi
+# the set-ups of real machines: one boot each, kept short
+TOPO=""
+case ${CTRL%%,*} in ehci-uhci|ehci-ohci|xhci-hub|xhci-dual) TOPO=1 ;; esac
 [ "$GUEST_IS_USB" = 1 ] || CNAME=pci
 LOG_NAME=${LOG_NAME:-$CNAME-$GUEST_DEV_NAME}
 LOG=$NCM_BUILD/guest-logs/$LOG_NAME.log
@@ -66,6 +86,7 @@ fail() {
 }
 # check NAME CONDITION-RESULT(0/1) SEEN
 check() { if [ "$2" = 0 ]; then pass "$1"; else fail "$1" "$3"; fi; }
+ok() { if eval "$1"; then echo 0; else echo 1; fi; }
 
 step "guest test: $CNAME with $DEVICE"
 guest_need_qemu
@@ -81,20 +102,46 @@ if ! GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir); then
 fi
 
 mkdir -p "$NCM_BUILD/guest-logs"
-trap guest_iperf_stop EXIT
-guest_iperf_start "$NCM_BUILD/guest-logs/$LOG_NAME.iperf3-server.log"
-note "iperf3 server on 127.0.0.1:$GUEST_IPERF_PORT"
+rm -f "$LOG" "$LOG".*
+IPERF2_PID=""
+CUES_PID=""
+cleanup() {
+    guest_iperf_stop
+    if [ -n "$IPERF2_PID" ]; then
+        kill "$IPERF2_PID" 2>/dev/null || true
+        wait "$IPERF2_PID" 2>/dev/null || true
+    fi
+    if [ -n "$CUES_PID" ]; then kill "$CUES_PID" 2>/dev/null || true; fi
+    rm -f "${QMP_SOCK:-}"
+}
+trap cleanup EXIT
+EXTRA=""
+if [ "$GUEST_NICS" -ge 2 ]; then
+    # the second NIC's own server (slirp n1 maps 10.0.3.2 to 127.0.0.1)
+    guest_iperf_start "$LOG.iperf3-server-2.log"
+    IPERF2_PID=$GUEST_IPERF_PID IPERF2_PORT=$GUEST_IPERF_PORT
+    GUEST_IPERF_PID=""
+    EXTRA="ncm.nics=$GUEST_NICS ncm.port2=$IPERF2_PORT ncm.mac=52:54:00:12:36:00"
+fi
+guest_iperf_start "$LOG.iperf3-server.log"
+note "iperf3 server on 127.0.0.1:$GUEST_IPERF_PORT${IPERF2_PID:+ and :$IPERF2_PORT}"
+[ -n "$GUEST_COMPANION" ] && EXTRA="$EXTRA ncm.companion=1"
 
 LIVE=""
-[ "$GUEST_DRIVER" = cdc_ncm ] && LIVE="ncm.live_raise=1 ncm.live_time=$LIVE_TIME"
+[ "$GUEST_DRIVER" = cdc_ncm ] && [ -z "$TOPO" ] && LIVE="ncm.live_raise=1 ncm.live_time=$LIVE_TIME"
 guest_qemu_cmd "$GDIR" "ncm.mode=test ncm.driver=$GUEST_DRIVER \
 ncm.port=$GUEST_IPERF_PORT ncm.time=$IPERF_TIME ncm.ping_sizes=56,1400 \
-$LIVE ${NCM_APPEND:-}"
+$LIVE $EXTRA ${NCM_APPEND:-}"
+if [ -n "$GUEST_COMPANION" ]; then
+    # the guest's "cue=replug MS": x-fault-replug-ms on the device
+    guest_cues_start "$LOG" "/machine/peripheral/$(sed -n 's/.*,id=\([^,]*\).*/\1/p' <<<"$DEVICE")"
+fi
 step "booting the guest (TCG, timeout ${GUEST_TIMEOUT}s); log: $REL_LOG"
 rc=0
 t0=$SECONDS
 guest_run_logged "$LOG" "$GUEST_TIMEOUT" || rc=$?
 boot_s=$((SECONDS - t0))
+[ -z "$CUES_PID" ] || guest_cues_wait
 guest_iperf_stop
 step "guest finished (QEMU exit status $rc) after ${boot_s}s"
 
@@ -165,6 +212,10 @@ if [ "$GUEST_DRIVER" = cdc_ncm ]; then
 fi
 
 check carrier "$(is carrier 1)" "carrier=$(v carrier) after $(v carrier_wait_s)s"
+if [ "$GUEST_IS_USB" = 1 ] && [ -n "$GUEST_USB_SPEED" ]; then
+    check usb-speed "$(is usb_speed_mbps "$GUEST_USB_SPEED")" \
+        "the guest sees the device at $(v usb_speed_mbps) Mbit/s, expected $GUEST_USB_SPEED"
+fi
 
 # check_ping NAME KEY: 20 of 20 replies
 check_ping() {
@@ -203,6 +254,44 @@ if [ -n "$LIVE" ]; then
     [ "$(v live_iperf_rc)" = 0 ] && r=0
     check live-raise-traffic "$r" "iperf3 -R during the raise: rc=$(v live_iperf_rc), ping loss $(v live_ping_loss_pct)%"
     check_ping ping-after-raise ping_after
+fi
+
+# the port handed to the EHCI's companion and back (init-topology.sh)
+if [ -n "$GUEST_COMPANION" ]; then
+    chc=$(v companion_hs_hc)
+    note "companion: EHCI $(v companion_ehci), port $(v companion_port); on the EHCI: $chc"
+    check companion-write "$(ok '[[ "$(v companion_write)" == ok* ]]')" \
+        "echo $(v companion_port) > .../$(v companion_ehci)/companion: $(v companion_write)$(v companion_error)"
+    for st in fs:12:"on the ${GUEST_COMPANION^^} companion" \
+              replug:12:"on the companion again after x-fault-replug-ms" \
+              back:480:"on the EHCI again (-$(v companion_port))"; do
+        tag=${st%%:*} rest=${st#*:}
+        sp=${rest%%:*} where=${rest#*:}
+        hc=$(v "companion_${tag}_hc")
+        # on the companion: another PCI function, the uhci/ohci driver
+        want_drv=ehci
+        [ "$sp" = 12 ] && want_drv=$GUEST_COMPANION
+        check "companion-$tag" "$(ok '[ "$(v "companion_${tag}_s")" != never ] && [ -n "$(v "companion_${tag}_s")" ] && [ "$(v "companion_${tag}_speed")" = "$sp" ] && [[ "${hc#* }" == *"$want_drv"* ]]')" \
+            "$where: cdc_ncm back after $(v "companion_${tag}_s") s, at $(v "companion_${tag}_speed") Mbit/s (expected $sp) on ${hc:-?} (expected a $want_drv driver); cdc_ncm bound $(v "companion_${tag}_binds") times"
+        check "companion-$tag-ping" "$(ok '[ "$(v "companion_${tag}_ping_received")" = 20 ]')" \
+            "$where: $(v "companion_${tag}_ping_received") of 20 pings answered"
+        note "companion $tag: back after $(v "companion_${tag}_s") s at $(v "companion_${tag}_speed") Mbit/s on $hc, ping $(v "companion_${tag}_ping_rtt_ms") ms"
+    done
+    [ -r "$LOG.cues.json" ] && note "cues: $(python3 -c 'import json,sys; print("; ".join(a["cue"] + ": " + a["result"] for a in json.load(open(sys.argv[1]))["actions"]))' "$LOG.cues.json" 2>/dev/null)"
+fi
+# two NCM functions with traffic at once (init-topology.sh)
+if [ "$GUEST_NICS" -ge 2 ]; then
+    check second-nic "$(ok '[ "$(v dual_iface)" != none ] && [ -n "$(v dual_iface)" ] && [ "$(v dual_carrier)" = 1 ] && [ "$(v dual_speed)" = "$GUEST_USB_SPEED" ]')" \
+        "second cdc_ncm interface: $(v dual_iface) ($(v dual_mac)), carrier $(v dual_carrier), $(v dual_speed) Mbit/s"
+    check second-nic-ping "$(ok '[ "$(v dual_ping_received)" = 10 ]')" \
+        "$(v dual_ping_received) of 10 pings to 10.0.3.2 answered"
+    for d in up down; do
+        check "dual-iperf-$d" "$(ok '[ "$(v "dual_${d}_rc")" = "0 0" ] && awk -v m="$(v "dual_${d}_mbps")" "BEGIN { split(m, a, \" \"); exit !(a[1] > 0 && a[2] > 0) }"')" \
+            "iperf3 on both at once: rc $(v "dual_${d}_rc"), $(v "dual_${d}_mbps") Mbit/s"
+        check "dual-ping-$d" "$(ok '[ "$(v "dual_${d}_ping_loss")" = "0 0" ]')" \
+            "ping every 100 ms on each during it: loss $(v "dual_${d}_ping_loss") %"
+        note "both at once, $d: $(v "dual_${d}_mbps") Mbit/s; ping loss $(v "dual_${d}_ping_loss") %"
+    done
 fi
 
 r=1

@@ -75,7 +75,7 @@ xhci|qemu-xhci|nec-usb-xhci) want_speed=5000 ;;
 uhci*|ohci*|piix3-usb-uhci|pci-ohci) want_speed=12 ;;
 *) want_speed=480 ;;
 esac
-GUEST_DEV_ARGS=("${GUEST_DEV_ARGS[@]:0:2}")
+GUEST_DEV_ARGS=("${GUEST_CTL_ARGS[@]}")
 for i in "${!DEVS[@]}"; do
     [ "$i" = 0 ] || GUEST_DEV_ARGS+=(-netdev "user,id=n$i,net=10.0.$((2 + i)).0/24")
     GUEST_DEV_ARGS+=(-device "${DEVS[$i]},id=ncm$i,netdev=n$i,bus=usbctl.0,mac=52:54:00:12:36:0$i")
