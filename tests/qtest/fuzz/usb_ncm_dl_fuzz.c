@@ -886,7 +886,8 @@ static void op_set_alt(NcmFuzz *f, FuzzIn *in)
     if (iface == IF_DATA && alt == 0 && !(v & 0x8)) {
         configure_data(f, false);
     }
-    if (iface == IF_DATA) {
+    if (iface == IF_DATA && alt == 0) {
+        /* NCM 1.0 7.2: alternate setting 0 restores the defaults */
         f->ntb32 = false;
         f->crc = false;
     }
@@ -1137,13 +1138,18 @@ static void mig_prepare(NcmFuzz *f, uint8_t state)
     };
     FuzzIn none = { NULL, 0 };
 
-    if (state & MIG_NTB32) {
-        f->ntb32 = control(f, 0x21, 0x84, 1, IF_CONTROL, NULL, 0) ==
-                   QXHCI_CC_SUCCESS;
-    }
-    if (state & MIG_CRC) {
-        f->crc = control(f, 0x21, 0x8a, 1, IF_CONTROL, NULL, 0) ==
-                 QXHCI_CC_SUCCESS;
+    if (state & (MIG_NTB32 | MIG_CRC)) {
+        /* the format and CRC mode change only at alternate setting 0 */
+        control(f, 0x01, 11, 0, IF_DATA, NULL, 0);
+        if (state & MIG_NTB32) {
+            f->ntb32 = control(f, 0x21, 0x84, 1, IF_CONTROL, NULL, 0) ==
+                       QXHCI_CC_SUCCESS;
+        }
+        if (state & MIG_CRC) {
+            f->crc = control(f, 0x21, 0x8a, 1, IF_CONTROL, NULL, 0) ==
+                     QXHCI_CC_SUCCESS;
+        }
+        control(f, 0x01, 11, 1, IF_DATA, NULL, 0);
     }
     if (state & MIG_MC_FILTERS) {
         control(f, 0x21, 0x40, 4, IF_CONTROL, (void *)mc, sizeof(mc));
