@@ -27,6 +27,7 @@
 #include "migration/qemu-file-types.h"
 #include "migration/vmstate.h"
 #include "net/net.h"
+#include "system/replay.h"
 #include "system/runstate.h"
 #include "system/system.h"
 #include "qom/object.h"
@@ -837,7 +838,7 @@ static void usb_ncm_schedule_wakeup(USBNcmState *s, bool bulk_in, bool notify)
 {
     s->wake_bulk_in |= bulk_in;
     s->wake_notify |= notify;
-    qemu_bh_schedule(s->wakeup_bh);
+    replay_bh_schedule_event(s->wakeup_bh);
 }
 
 static void usb_ncm_flush_rx(USBNcmState *s)
@@ -939,7 +940,7 @@ static void usb_ncm_bulk_out(USBNcmState *s, USBPacket *p)
     /* the queue was empty, or it would not be fresh: keep the order */
     usb_ncm_out_drain(s);
     usb_ncm_park(&s->out, p, false);
-    qemu_bh_schedule(s->out_bh);
+    replay_bh_schedule_event(s->out_bh);
 }
 
 static void usb_ncm_cancel_packet(USBDevice *dev, USBPacket *p)
@@ -958,7 +959,7 @@ static void usb_ncm_cancel_packet(USBDevice *dev, USBPacket *p)
         /* the host took its transfer back before the device read it */
         s->out.parked = NULL;
         trace_usb_ncm_out_cancelled(s->fn.cfg.name, p->iov.size);
-        qemu_bh_schedule(s->out_bh);
+        replay_bh_schedule_event(s->out_bh);
     }
 }
 
@@ -1269,7 +1270,7 @@ static void usb_ncm_fault_busy_end(void *opaque)
     if (s->dev.attached) {
         usb_ncm_wakeup_nakd(&s->out);
     }
-    qemu_bh_schedule(s->out_bh);
+    replay_bh_schedule_event(s->out_bh);
     usb_ncm_schedule_wakeup(s, true, false);
 }
 
@@ -1660,6 +1661,11 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
     s->in.ep = usb_ep_get(dev, USB_TOKEN_IN, NCM_EP_BULK_IN);
     s->out.ep = usb_ep_get(dev, USB_TOKEN_OUT, NCM_EP_BULK_OUT);
     s->may_park = usb_ncm_controller_lets_packets_wait(s);
+    /*
+     * Both bottom halves are scheduled through replay_bh_schedule_event():
+     * what they do reaches the guest (wakeups, completions, frames), so
+     * under record/replay they must run at the recorded instruction.
+     */
     s->wakeup_bh = qemu_bh_new_guarded(usb_ncm_wakeup_bh, s,
                                        &DEVICE(dev)->mem_reentrancy_guard);
     s->out_bh = qemu_bh_new_guarded(usb_ncm_out_bh, s,
@@ -1826,9 +1832,10 @@ static int usb_ncm_pre_save(void *opaque)
     ncm_function_pre_save(&s->fn);
     s->mig.ntb32 = s->fn.format == &ncm_ntb32_format;
     s->mig.corrupt = s->fn.faults.corrupt;
-    s->mig.configuration = s->dev.configuration;
+    /* off the bus (a replug fault), it comes back unconfigured */
+    s->mig.configuration = s->dev.attached ? s->dev.configuration : 0;
     for (i = 0; i < NCM_IF_COUNT; i++) {
-        s->mig.altsetting[i] = s->dev.altsetting[i];
+        s->mig.altsetting[i] = s->dev.attached ? s->dev.altsetting[i] : 0;
     }
     return 0;
 }
@@ -1863,12 +1870,56 @@ static int usb_ncm_load_usb_config(USBNcmState *s)
     return ret < 0 ? -1 : 0;
 }
 
+/*
+ * An active fault ends when its timer fires: a stream that has one
+ * without the other, or a timer beyond the longest x-fault-*-ms, would
+ * leave the device NAKing (busy) or unplugged (link down) for good.
+ */
+static const char *usb_ncm_check_fault_timer(bool active, QEMUTimer *timer,
+                                             const char *why)
+{
+    int64_t now = qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
+
+    if (!active) {
+        return NULL;
+    }
+    if (!timer_pending(timer) ||
+        timer_expire_time_ns(timer) / SCALE_MS > now + UINT32_MAX) {
+        return why;
+    }
+    return NULL;
+}
+
+/*
+ * The USBDevice part of the stream is the core's (hw/usb/bus.c checks
+ * its ranges); what only this device can tell is whether it agrees with
+ * the rest of the state.
+ */
+static const char *usb_ncm_check_migrated_usb(USBNcmState *s)
+{
+    if (s->dev.state == USB_STATE_ATTACHED && s->mig.configuration != 0) {
+        /* configured without the reset that makes a device addressable */
+        return "USBDevice.state is 'attached' but the device is configured";
+    }
+    return usb_ncm_check_fault_timer(s->fn.faults.busy, s->fault_busy_timer,
+               "fn.faults.busy is set without a valid fault_busy_timer") ?:
+           usb_ncm_check_fault_timer(s->fn.faults.link_down,
+                                     s->fault_link_timer,
+               "fn.faults.link_down is set without a valid "
+               "fault_link_timer");
+}
+
 static int usb_ncm_post_load(void *opaque, int version_id)
 {
     USBNcmState *s = opaque;
     const char *why;
 
     usb_ncm_in_coalesce_forget(s);      /* the destination's host */
+    why = usb_ncm_check_migrated_usb(s);
+    if (why) {
+        error_report("usb-ncm: refusing the migrated state: %s", why);
+        return -EINVAL;
+    }
     s->fn.faults.corrupt = s->mig.corrupt < NCM_CORRUPT__MAX ?
                            s->mig.corrupt : NCM_CORRUPT__MAX;
     why = ncm_function_post_load(&s->fn, s->mig.ntb32, s->mig.in_bytes);
@@ -1884,10 +1935,19 @@ static int usb_ncm_post_load(void *opaque, int version_id)
         return -EINVAL;
     }
     ncm_function_set_link(&s->fn, !qemu_get_queue(s->nic)->link_down);
+    if (!s->dev.attached) {
+        /*
+         * The source had the function off the bus (a replug fault, whose
+         * timer does not migrate): come back as it would have, or the
+         * port stays empty for good.
+         */
+        s->replug_down = true;
+        usb_ncm_replug_schedule(s, s->replug_ms);
+    }
     /* whatever the controller waits for, wake it once */
     s->in.nakd = s->out.nakd = s->notify_nakd = true;
     usb_ncm_schedule_wakeup(s, true, true);
-    qemu_bh_schedule(s->out_bh);
+    replay_bh_schedule_event(s->out_bh);
     return 0;
 }
 
@@ -1897,8 +1957,8 @@ static void usb_ncm_vm_state_change(void *opaque, bool running,
     USBNcmState *s = opaque;
 
     if (running) {
-        qemu_bh_schedule(s->wakeup_bh);
-        qemu_bh_schedule(s->out_bh);
+        replay_bh_schedule_event(s->wakeup_bh);
+        replay_bh_schedule_event(s->out_bh);
     }
 }
 

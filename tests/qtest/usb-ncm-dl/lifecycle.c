@@ -490,19 +490,23 @@ static bool migrate_wait(QTestState *qts)
  * with @props for the adapter and load it there.  Returns the
  * destination, or NULL (and it is gone) when it refused the state.
  */
-static QTestState *migrate_via_file(NcmEnv *e, const char *file,
-                                    const char *props, int *sock)
+static void migrate_save(NcmEnv *e, const char *file)
 {
-    g_autofree char *fw = firmware_args();
     g_autofree char *uri = g_strdup_printf("exec:cat > %s", file);
-    g_autofree char *in = g_strdup_printf("exec:cat %s", file);
-    QTestState *dst;
-    int sv[2];
-    bool ok;
 
     qtest_qmp_assert_success(e->qts, "{'execute': 'migrate', 'arguments': "
                              "{'uri': %s}}", uri);
     g_assert(migrate_wait(e->qts));
+}
+
+static QTestState *migrate_load(NcmEnv *e, const char *file,
+                                const char *props, int *sock)
+{
+    g_autofree char *fw = firmware_args();
+    g_autofree char *in = g_strdup_printf("exec:cat %s", file);
+    QTestState *dst;
+    int sv[2];
+    bool ok;
 
     g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
     dst = qtest_initf("-nodefaults%s -netdev socket,id=n0,fd=%d "
@@ -523,6 +527,13 @@ static QTestState *migrate_via_file(NcmEnv *e, const char *file,
     }
     *sock = sv[0];
     return dst;
+}
+
+static QTestState *migrate_via_file(NcmEnv *e, const char *file,
+                                    const char *props, int *sock)
+{
+    migrate_save(e, file);
+    return migrate_load(e, file, props, sock);
 }
 
 /* The test goes on with the destination: QEMU, netdev socket, driver. */
@@ -657,6 +668,225 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
                       { "out_datagrams", tx->len },
                       { "in_flushed_datagrams", 0 });
     queue_check_traffic(e, 36300);
+}
+
+/*
+ * A stream is untrusted input, the USBDevice part that QEMU's USB core
+ * writes for the device included: a saved stream is edited in place and
+ * the destination must refuse it, naming the field, or use it safely.
+ */
+typedef enum MigEdit {
+    MIG_EDIT_USB_STATE,         /* USBDevice.state: no such state */
+    MIG_EDIT_USB_SETUP_LEN,     /* control data stage beyond data_buf */
+    MIG_EDIT_USB_SETUP_INDEX,   /* setup_index past setup_len */
+    MIG_EDIT_USB_SETUP_STATE,   /* no such control stage */
+    MIG_EDIT_USB_ATTACHED,      /* configured, yet never reset */
+    MIG_EDIT_BUSY_NO_TIMER,     /* busy fault without its timer */
+    MIG_EDIT_BUSY_FOREVER,      /* busy fault timer at the end of time */
+    MIG_EDIT__MAX,
+} MigEdit;
+
+static const char *const mig_edit_names[MIG_EDIT__MAX] = {
+    [MIG_EDIT_USB_STATE] = "usb-state",
+    [MIG_EDIT_USB_SETUP_LEN] = "usb-setup-len",
+    [MIG_EDIT_USB_SETUP_INDEX] = "usb-setup-index",
+    [MIG_EDIT_USB_SETUP_STATE] = "usb-setup-state",
+    [MIG_EDIT_USB_ATTACHED] = "usb-attached-configured",
+    [MIG_EDIT_BUSY_NO_TIMER] = "fault-busy-without-timer",
+    [MIG_EDIT_BUSY_FOREVER] = "fault-busy-forever",
+};
+
+/* USBDevice fields at the start of the usb-ncm section (hw/usb/bus.c) */
+enum {
+    USBDEV_ADDR = 0,
+    USBDEV_STATE = 1,
+    USBDEV_REMOTE_WAKEUP = 5,
+    USBDEV_SETUP_STATE = 9,
+    USBDEV_SETUP_LEN = 13,
+    USBDEV_SETUP_INDEX = 17,
+    USBDEV_SETUP_BUF = 21,
+    USBDEV_LEN = 29,
+};
+
+/*
+ * Offset of the first field of the usb-ncm section: its header ends with
+ * the idstr ".../usb-ncm", instance 0 and version 1 (savevm.c).
+ */
+static size_t mig_find_section(const uint8_t *b, size_t len)
+{
+    static const uint8_t tail[] = "/usb-ncm\0\0\0\0\0\0\0\1";
+    const size_t n = sizeof(tail) - 1;
+    size_t i;
+
+    for (i = 0; i + n + USBDEV_LEN <= len; i++) {
+        if (!memcmp(b + i, tail, n)) {
+            return i + n;
+        }
+    }
+    g_assert_not_reached();
+}
+
+/*
+ * The fault flags and timers: link_down = 0, busy = 1, the link timer
+ * not pending (-1), then the busy timer's deadline.
+ */
+static size_t mig_find_busy_timer(const uint8_t *b, size_t len, size_t from)
+{
+    static const uint8_t pat[] = {
+        0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    };
+    size_t i, found = 0;
+
+    for (i = from; i + sizeof(pat) + 8 <= len; i++) {
+        if (!memcmp(b + i, pat, sizeof(pat))) {
+            g_assert_cmpuint(found, ==, 0);     /* one match, or unsure */
+            found = i + sizeof(pat);
+        }
+    }
+    g_assert_cmpuint(found, !=, 0);
+    return found;
+}
+
+static void mig_edit(const char *file, MigEdit edit)
+{
+    g_autofree char *buf = NULL;
+    gsize len;
+    uint8_t *b, *u;
+    size_t at;
+
+    g_assert(g_file_get_contents(file, &buf, &len, NULL));
+    b = (uint8_t *)buf;
+    at = mig_find_section(b, len);
+    u = b + at;
+    /* what the source wrote: an addressed device, no control transfer */
+    g_assert_cmpuint(ldl_be_p(u + USBDEV_STATE), ==, 3);
+    switch (edit) {
+    case MIG_EDIT_USB_STATE:
+        stl_be_p(u + USBDEV_STATE, 7);
+        break;
+    case MIG_EDIT_USB_SETUP_LEN:
+        /* an IN data stage of 32 KiB: do_token_in() would read past */
+        stl_be_p(u + USBDEV_SETUP_STATE, 2);
+        stl_be_p(u + USBDEV_SETUP_LEN, 32768);
+        stl_be_p(u + USBDEV_SETUP_INDEX, 4096);
+        u[USBDEV_SETUP_BUF] = 0x80;
+        break;
+    case MIG_EDIT_USB_SETUP_INDEX:
+        stl_be_p(u + USBDEV_SETUP_STATE, 2);
+        stl_be_p(u + USBDEV_SETUP_LEN, 64);
+        stl_be_p(u + USBDEV_SETUP_INDEX, 0x7ffff000);
+        break;
+    case MIG_EDIT_USB_SETUP_STATE:
+        stl_be_p(u + USBDEV_SETUP_STATE, 0x4000);
+        break;
+    case MIG_EDIT_USB_ATTACHED:
+        stl_be_p(u + USBDEV_STATE, 1);
+        break;
+    case MIG_EDIT_BUSY_NO_TIMER:
+        at = mig_find_busy_timer(b, len, at + USBDEV_LEN);
+        stq_be_p(b + at, -1);
+        break;
+    case MIG_EDIT_BUSY_FOREVER:
+        at = mig_find_busy_timer(b, len, at + USBDEV_LEN);
+        stq_be_p(b + at, INT64_MAX - 1);
+        break;
+    default:
+        g_assert_not_reached();
+    }
+    g_assert(g_file_set_contents(file, buf, len, NULL));
+}
+
+static void test_migrate_edited(NcmEnv *e, const NcmCase *c)
+{
+    const MigEdit *edit = c->data;
+    g_autofree char *file = g_strdup_printf("%s/usb-ncm-mig-e-%d",
+                                            g_get_tmp_dir(), getpid());
+    QTestState *dst;
+    int sock = -1;
+
+    ncm_set_alt(e, 1);
+    ncm_check_rx_frame(e, 36500, 300);
+    if (*edit == MIG_EDIT_BUSY_NO_TIMER || *edit == MIG_EDIT_BUSY_FOREVER) {
+        fault_set(e, "x-fault-busy-ms", 5000);
+    }
+    migrate_save(e, file);
+    mig_edit(file, *edit);
+    dst = migrate_load(e, file, NULL, &sock);
+    unlink(file);
+    /* refused, and said so; the source is stopped but alive */
+    g_assert(!dst);
+    assert_alive(e);
+    qtest_qmp_assert_success(e->qts, "{'execute': 'cont'}");
+    if (*edit == MIG_EDIT_BUSY_NO_TIMER || *edit == MIG_EDIT_BUSY_FOREVER) {
+        fault_set(e, "x-fault-busy-ms", 0);
+    }
+    ncm_check_rx_frame(e, 36501, 300);
+}
+
+/*
+ * A stream that says the device was never reset ('attached') while the
+ * controller has it addressed loads (nothing in it is out of range, and
+ * an unconfigured device has nothing to disagree with), but its first
+ * transfer must not abort QEMU: the core answers as for a device that is
+ * not there, and a port reset brings it back.
+ */
+static void test_migrate_attached(NcmEnv *e, const NcmCase *c)
+{
+    g_autofree char *file = g_strdup_printf("%s/usb-ncm-mig-a-%d",
+                                            g_get_tmp_dir(), getpid());
+    uint8_t desc[18];
+    uint32_t actual = 0;
+    QTestState *dst;
+    int sock = -1;
+
+    ncm_set_configuration(e, 0);
+    migrate_save(e, file);
+    mig_edit(file, MIG_EDIT_USB_ATTACHED);
+    dst = migrate_load(e, file, NULL, &sock);
+    unlink(file);
+    g_assert(dst);
+    ncm_follow_migration(e, dst, sock);
+
+    g_assert_cmpint(qxhci_get_descriptor(e->dev, 1, 0, 0, desc, sizeof(desc),
+                                         &actual), !=, QXHCI_CC_SUCCESS);
+    assert_alive(e);
+    ncm_reenumerate(e);
+    ncm_set_alt(e, 1);
+    queue_check_traffic(e, 36800);
+}
+
+/*
+ * Migrated while a replug fault had the function off the bus: the timer
+ * that brings it back does not migrate, so the destination must bring it
+ * back itself; the host finds it again and traffic resumes.
+ */
+static void test_migrate_unplugged(NcmEnv *e, const NcmCase *c)
+{
+    g_autofree char *file = g_strdup_printf("%s/usb-ncm-mig-u-%d",
+                                            g_get_tmp_dir(), getpid());
+    int64_t deadline;
+    QTestState *dst;
+    int sock = -1;
+
+    ncm_set_alt(e, 1);
+    ncm_check_rx_frame(e, 36600, 300);
+    fault_set(e, "x-fault-replug-ms", 60000);
+    g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
+    g_assert(!(qxhci_portsc(e->xhci, e->port) & 1));
+
+    dst = migrate_via_file(e, file, NULL, &sock);
+    unlink(file);
+    g_assert(dst);
+    ncm_follow_migration(e, dst, sock);
+
+    deadline = clock_ns(e) + 5000 * MS;
+    while (!(qxhci_portsc(e->xhci, e->port) & 1)) {
+        g_assert_cmpint(clock_ns(e), <, deadline);
+        qxhci_step(e->xhci);
+    }
+    ncm_reenumerate(e);
+    ncm_set_alt(e, 1);
+    queue_check_traffic(e, 36700);
 }
 
 /*
@@ -904,6 +1134,23 @@ void ncm_add_lifecycle_cases(bool ss)
         ncm_add_case(ss, NCM_DL, migration_names[i], test_migrate,
                      &migrations[i], NULL);
     }
+    for (i = 0; i < MIG_EDIT__MAX; i++) {
+        static const MigEdit edits[MIG_EDIT__MAX] = {
+            MIG_EDIT_USB_STATE, MIG_EDIT_USB_SETUP_LEN,
+            MIG_EDIT_USB_SETUP_INDEX, MIG_EDIT_USB_SETUP_STATE,
+            MIG_EDIT_USB_ATTACHED, MIG_EDIT_BUSY_NO_TIMER,
+            MIG_EDIT_BUSY_FOREVER,
+        };
+        g_autofree char *name = g_strdup_printf("migrate/refused/%s",
+                                                mig_edit_names[i]);
+
+        ncm_add_case(ss, NCM_DL, name, test_migrate_edited, &edits[i],
+                     NULL);
+    }
+    ncm_add_case(ss, NCM_DL, "migrate/usb-attached-unconfigured",
+                 test_migrate_attached, NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "migrate/unplugged", test_migrate_unplugged,
+                 NULL, NULL);
     ncm_add_case(ss, NCM_DL, "savevm-loadvm", test_savevm, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "migrate/queued-in-tds",
                  test_migrate_queued_tds, NULL, NULL);
