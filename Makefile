@@ -7,10 +7,11 @@
 SHELL := /bin/bash
 FUZZ_SECONDS ?= 60
 SOAK_SECONDS ?= 600
-export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS SANITIZE
+export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS SANITIZE FUZZ_TARGET
 
 .PHONY: all qemu deps guest-image run shell record replay check check-unit check-tools check-fuzz \
-        check-qtest check-guest check-dropout soak fuzz bench-codec bench bench-scaling profile repro-dropout \
+        check-qtest check-guest check-dropout soak fuzz bench-codec \
+        fuzz-device fuzz-coverage check-fuzz-device bench bench-scaling profile repro-dropout \
         series series-verify clean
 
 all: qemu
@@ -68,6 +69,19 @@ fuzz:
 # SOAK_SECONDS, QEMU's RSS watched (tests/guest/run-soak.sh; root)
 soak: qemu guest-image
 	@bash tests/guest/run-soak.sh $(SOAK_SECONDS)
+
+# usb-ncm-dl inside QEMU's own libFuzzer binary (clang, ASan, UBSan), each
+# fuzz target FUZZ_SECONDS; FUZZ_TARGET=name for one.  fuzz-coverage: the
+# line coverage of the device's files that the fuzzers' corpora reach
+# (FUZZ_COVERAGE=1 make fuzz-device: fuzz first, then that).
+fuzz-device:
+	@bash scripts/check/fuzz-device.sh $(FUZZ_SECONDS)
+
+fuzz-coverage:
+	@bash scripts/check/fuzz-device.sh --coverage 0
+
+check-fuzz-device:
+	@bash scripts/check/check.sh fuzz-device
 
 bench-codec:
 	@bash scripts/bench/bench-codec.sh

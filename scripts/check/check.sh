@@ -6,16 +6,19 @@
 # The last line is "N passed, N failed, N skipped"; exit status is non-zero
 # when anything failed.
 #
-#   scripts/check/check.sh [all|style|unit|tools|fuzz|device|qtest|guest|dropout]...
+#   scripts/check/check.sh [all|style|unit|tools|fuzz|fuzz-device|device|qtest|guest|dropout]...
 set -uo pipefail
 . "$(dirname "$0")/../setup/common.sh"
 
 CHECK_FUZZ_SECONDS=${CHECK_FUZZ_SECONDS:-20}
+# fuzz-device: each usb-ncm-dl fuzz target inside QEMU this long (a smoke;
+# make fuzz-device runs them for longer)
+CHECK_FUZZ_DEVICE_SECONDS=${CHECK_FUZZ_DEVICE_SECONDS:-5}
 LOG_DIR=$NCM_BUILD/check-logs
 mkdir -p "$LOG_DIR"
 
 suites=${*:-all}
-[ "$suites" = all ] && suites="style unit tools fuzz device qtest guest dropout"
+[ "$suites" = all ] && suites="style unit tools fuzz fuzz-device device qtest guest dropout"
 
 needs_qemu=0
 for s in $suites; do
@@ -56,7 +59,7 @@ dep_sets=build
 for s in $suites; do
     case $s in
     guest|dropout) dep_sets="$dep_sets guest" ;;
-    fuzz) dep_sets="$dep_sets fuzz" ;;
+    fuzz|fuzz-device) dep_sets="$dep_sets fuzz" ;;
     esac
 done
 step "installing what the suites need ($dep_sets)"
@@ -89,11 +92,14 @@ for s in $suites; do
     unit) run_suite unit bash "$NCM_TOP/scripts/check/check-unit.sh" ;;
     tools) run_suite tools python3 "$NCM_TOP/tests/tools/run.py" ;;
     fuzz) run_suite fuzz bash "$NCM_TOP/scripts/check/fuzz.sh" "$CHECK_FUZZ_SECONDS" ;;
+    fuzz-device)
+        run_suite fuzz-device bash "$NCM_TOP/scripts/check/fuzz-device.sh" \
+            "$CHECK_FUZZ_DEVICE_SECONDS" ;;
     device) run_suite device bash "$NCM_TOP/tests/device/check-properties.sh" ;;
     qtest) run_suite qtest bash "$NCM_TOP/scripts/check/check-qtest.sh" ;;
     guest) run_suite guest bash "$NCM_TOP/tests/guest/run-all.sh" ;;
     dropout) run_suite dropout bash "$NCM_TOP/tests/guest/run-dropout-test.sh" ;;
-    *) die "unknown suite '$s'" "use style, unit, tools, fuzz, device, qtest, guest, dropout or all" ;;
+    *) die "unknown suite '$s'" "use style, unit, tools, fuzz, fuzz-device, device, qtest, guest, dropout or all" ;;
     esac
 done
 

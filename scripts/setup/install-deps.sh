@@ -13,7 +13,7 @@ BUILD_PKGS="build-essential ninja-build python3-venv pkg-config libglib2.0-dev
  seabios qemu-system-data ipxe-qemu"
 BPO_PKGS="meson python3-pycotap"
 GUEST_PKGS="cpio xz-utils zstd kmod iperf3 iputils-ping gcc libc6-dev"
-FUZZ_PKGS="clang libclang-rt-14-dev"
+FUZZ_PKGS="clang clang-14 libclang-rt-14-dev llvm-14"
 BENCH_PKGS="gnuplot-nox linux-perf iproute2"
 # record/replay and captures (the guest tests use them too): qemu-img for
 # the snapshot image, tshark to decode the NTBs, gdb for the replay's gdbstub

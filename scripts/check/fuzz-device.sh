@@ -1,0 +1,338 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Usage: scripts/check/fuzz-device.sh [--coverage] [SECONDS [TARGET...]]
+#        scripts/check/fuzz-device.sh --save-seeds [TARGET...]
+#        (make fuzz-device FUZZ_SECONDS=N [FUZZ_TARGET=name],
+#         make fuzz-coverage)
+#
+# Fuzz usb-ncm-dl inside QEMU, the way QEMU itself is fuzzed
+# (docs/devel/testing/fuzzing.rst): QEMU's libFuzzer binary,
+# qemu-fuzz-x86_64, built with clang-14, --enable-fuzzing, ASan and UBSan
+# from the same patched tree as build/qemu (scripts/setup/build-qemu.sh,
+# NCM_QEMU_CC and NCM_QEMU_CONFIGURE_EXTRA) in its own build directory,
+# build/fuzz-qemu/ (ccache on; only the fuzzer binary is built).
+#
+# Targets: every fuzz target of that binary whose name contains "ncm"
+# (qemu-fuzz-x86_64 lists them when run without arguments), so a target
+# added under tests/qtest/fuzz/ is picked up without touching this script.
+# Among them the generic-fuzz configurations of patches/0008 (usb-ncm-dl
+# alone behind qemu-xhci, usb-ehci, piix3-usb-uhci and pci-ohci):
+#   generic-fuzz-usb-ncm-dl-{xhci,ehci,uhci,ohci}
+# TARGET arguments (or FUZZ_TARGET="a b") pick some.
+#
+# Each target runs SECONDS (default 60; 0 with --coverage: no fuzzing, only
+# the coverage of the corpora as they are), one after the other, on the
+# working corpus build/fuzz-qemu/corpus-<target> (kept between runs),
+# seeded from the committed tests/fuzz/corpus/<target>/.  Crash, timeout
+# and OOM inputs land in build/fuzz-qemu/artifacts-<target>/ and are kept;
+# for generic-fuzz targets the qtest trace of each is written next to it
+# (<artifact>.qtest) with the qemu-system command that replays it.
+#
+# --save-seeds: replace the committed seeds tests/fuzz/corpus/<target>/ by
+# a libFuzzer merge (-merge=1: the fewest inputs with the same coverage) of
+# them and the working corpus; commit the result.
+#
+# --coverage (FUZZ_COVERAGE=1, make fuzz-coverage): build a second fuzzer
+# binary with clang source-based coverage (-fprofile-instr-generate
+# -fcoverage-mapping, no sanitizers) in build/fuzz-cov/, replay every
+# target's corpus (committed seeds and working corpus) through it and print
+# the line coverage of hw/usb/dev-ncm.c, ncm-function.c and ncm-ntb.c
+# (llvm-cov-14 report), all targets together and per target.
+#
+# Output contract (column 0, one line per target):
+#   PASS: fuzz-device/<target> | FAIL: fuzz-device/<target> (why)
+#   | SKIP: fuzz-device/<target> (why)
+# Exit status is non-zero when a target failed.
+
+# The whole script is one compound command, read before it runs: editing
+# this file while a run is going does not change that run.
+{
+set -euo pipefail
+# shellcheck source=scripts/setup/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../setup/common.sh"
+# shellcheck source=scripts/setup/qemu-tree.sh
+source "$NCM_TOP/scripts/setup/qemu-tree.sh"
+
+coverage=${FUZZ_COVERAGE:-0}
+save_seeds=0
+case ${1:-} in
+--coverage) coverage=1; shift ;;
+--save-seeds) save_seeds=1; shift; set -- 1 "$@" ;;
+esac
+fuzz_secs=${1:-60}
+[ "$#" -gt 0 ] && shift
+[[ $fuzz_secs =~ ^[1-9][0-9]*$ ]] || { [ "$fuzz_secs" = 0 ] && [ "$coverage" = 1 ]; } ||
+    die "SECONDS must be a positive integer, got '$fuzz_secs'" \
+        "usage: scripts/check/fuzz-device.sh [--coverage] [SECONDS [TARGET...]]"
+wanted=("$@")
+if [ "${#wanted[@]}" = 0 ] && [ -n "${FUZZ_TARGET:-}" ]; then
+    read -r -a wanted <<<"$FUZZ_TARGET"
+fi
+
+# (the fuzzers have their own sanitizers: SANITIZE=1 does not move them)
+FUZZ_DIR=${NCM_BUILD%/sanitize}/fuzz-qemu
+COV_DIR=${NCM_BUILD%/sanitize}/fuzz-cov
+BIN_NAME=qemu-fuzz-x86_64
+BIN=$FUZZ_DIR/qemu/$BIN_NAME
+COV_BIN=$COV_DIR/qemu/$BIN_NAME
+SEEDS=$NCM_TOP/tests/fuzz/corpus
+# The files whose coverage is reported.
+COV_FILES="hw/usb/dev-ncm.c hw/usb/ncm-function.c hw/usb/ncm-ntb.c"
+# libFuzzer's per-input time limit (s): a guest that hangs QEMU is a finding.
+FUZZ_TIMEOUT=${FUZZ_TIMEOUT:-25}
+
+# fail_all WHY HINT...: nothing can be fuzzed
+fail_all() {
+    local why=$1; shift
+    echo "FAIL: fuzz-device/setup ($why)"
+    die "$why" "$@"
+}
+
+# fuzz_build DIR KIND: build qemu-fuzz-x86_64 in DIR (KIND asan or cov)
+# from the tree build/qemu is built from; its log is DIR.log
+fuzz_build() {
+    local dir=$1 kind=$2 extra
+    case $kind in
+    asan) extra=$'--enable-fuzzing\n--enable-asan\n--enable-ubsan' ;;
+    cov) extra=$'--enable-fuzzing\n--extra-cflags=-fprofile-instr-generate -fcoverage-mapping\n--extra-ldflags=-fprofile-instr-generate' ;;
+    esac
+    step "building $BIN_NAME ($kind) in ${dir#"$NCM_TOP"/} (cold: 15-30 min on 2 cores; log: ${dir#"$NCM_TOP"/}.log)"
+    mkdir -p "$dir"
+    if ! NCM_BUILD=$dir NCM_QEMU_CC=clang-14 NCM_QEMU_CXX=clang++-14 \
+            NCM_QEMU_CONFIGURE_EXTRA=$extra QEMU_TARGETS=$BIN_NAME \
+            bash "$NCM_TOP/scripts/setup/build-qemu.sh" >"$dir.log" 2>&1; then
+        tail -n 25 "$dir.log" | sed 's/^/    | /'
+        fail_all "the $kind fuzzer build failed" \
+            "the error is above; full log: $dir.log" \
+            "configure log: $dir/configure.log (clang-14 and libFuzzer: bash scripts/setup/install-deps.sh fuzz)" \
+            "then rerun: bash scripts/check/fuzz-device.sh $fuzz_secs"
+    fi
+    note "$(grep -c . "$dir.log") lines of build log; built $dir/qemu/$BIN_NAME"
+}
+
+# list_targets BIN: the binary's fuzz targets whose name contains "ncm"
+list_targets() {
+    "$1" 2>/dev/null | sed -n 's/^ \* \([^ ]*ncm[^ ]*\) *:.*/\1/p' || true
+}
+
+step "installing what the fuzzers need (build fuzz)"
+bash "$NCM_TOP/scripts/setup/install-deps.sh" build fuzz >/dev/null ||
+    fail_all "could not install the build and fuzz packages" \
+        "run: bash scripts/setup/install-deps.sh build fuzz, and read its error"
+for tool in clang-14 clang++-14 llvm-profdata-14 llvm-cov-14; do
+    command -v "$tool" >/dev/null ||
+        fail_all "$tool is missing after install-deps.sh" \
+            "install clang-14, libclang-rt-14-dev and llvm-14 (Debian bookworm)"
+done
+
+if [ "$fuzz_secs" = 0 ]; then
+    # coverage only: the targets are the coverage binary's
+    fuzz_build "$COV_DIR" cov
+    BIN=$COV_BIN
+else
+    fuzz_build "$FUZZ_DIR" asan
+fi
+# No leak check: QEMU's fuzzers leak by design (oss-fuzz runs them so too).
+export ASAN_OPTIONS=${FUZZ_ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1:symbolize=1}
+export UBSAN_OPTIONS=${FUZZ_UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:abort_on_error=1}
+
+mapfile -t all_targets < <(list_targets "$BIN")
+[ "${#all_targets[@]}" -gt 0 ] ||
+    fail_all "$BIN lists no fuzz target with 'ncm' in its name" \
+        "run '$BIN' to see its targets; patches/0008 adds generic-fuzz-usb-ncm-dl-*"
+if [ "${#wanted[@]}" = 0 ]; then
+    targets=("${all_targets[@]}")
+else
+    targets=()
+    for t in "${wanted[@]}"; do
+        printf '%s\n' "${all_targets[@]}" | grep -qx -- "$t" ||
+            fail_all "no fuzz target '$t'" \
+                "targets: ${all_targets[*]}" \
+                "e.g. make fuzz-device FUZZ_TARGET=${all_targets[0]}"
+        targets+=("$t")
+    done
+fi
+note "targets: ${targets[*]}"
+
+# seed_corpus TARGET DIR: the committed seeds of TARGET into DIR
+seed_corpus() {
+    mkdir -p "$2"
+    if [ -d "$SEEDS/$1" ]; then
+        find "$SEEDS/$1" -maxdepth 1 -type f -exec cp -f -t "$2" {} +
+    fi
+}
+
+# qtest_reproducer TARGET ARTIFACT: for a generic-fuzz target, write
+# ARTIFACT.trace (QTEST_LOG of the run), ARTIFACT.qtest (the reordered
+# qtest commands) and ARTIFACT.sh (a one-line bash reproducer), and print
+# how to replay them on build/qemu/qemu-system-x86_64
+qtest_reproducer() {
+    local t=$1 a=$2 src=$FUZZ_DIR/qemu-src args
+    local sys=$NCM_BUILD/qemu/qemu-system-x86_64
+    QEMU_FUZZ_TIMEOUT=0 QTEST_LOG=1 FUZZ_SERIALIZE_QTEST=1 \
+        timeout 120 "$BIN" --fuzz-target="$t" "$a" >"$a.trace" 2>&1 || true
+    args=$(sed -n 's/^Starting .* with Arguments: //p' "$a.trace" | head -n 1 |
+           sed 's/ -qtest \/dev\/null *$//')
+    python3 "$src/scripts/oss-fuzz/reorder_fuzzer_qtest_trace.py" \
+        "$a.trace" >"$a.qtest" 2>/dev/null || true
+    if [ ! -s "$a.qtest" ]; then
+        note "no qtest trace came out of the replay (see $a.trace)"
+        return
+    fi
+    QEMU_PATH=$sys QEMU_ARGS=$args \
+        python3 "$src/scripts/oss-fuzz/output_reproducer.py" -bash \
+        "$a.qtest" >"$a.sh" 2>/dev/null || rm -f "$a.sh"
+    note "qtest trace: $a.qtest ($(grep -c . "$a.qtest") commands)"
+    note "replay it on the plain build (make qemu first):"
+    note "  $sys $args -qtest stdio < $a.qtest"
+    [ -f "$a.sh" ] && note "one-line bash reproducer: $a.sh"
+    note "minimize: QEMU_PATH=$sys QEMU_ARGS='$args' CRASH_TOKEN='<a line of the stack>' \\"
+    note "  $src/scripts/oss-fuzz/minimize_qtest_trace.py -M1 -M2 $a.qtest $a.min.qtest"
+    note "C test case: $src/scripts/oss-fuzz/output_reproducer.py -name test_NAME $a.min.qtest"
+}
+
+if [ "$save_seeds" = 1 ]; then
+    for t in "${targets[@]}"; do
+        merged=$FUZZ_DIR/seeds-$t
+        rm -rf "$merged"
+        mkdir -p "$merged" "$FUZZ_DIR/corpus-$t"
+        seed_corpus "$t" "$FUZZ_DIR/corpus-$t"
+        (cd "$FUZZ_DIR" &&
+         "$BIN" --fuzz-target="$t" -merge=1 -timeout="$FUZZ_TIMEOUT" \
+             "$merged" "$FUZZ_DIR/corpus-$t") >"$merged.log" 2>&1 ||
+            die "the merge of $t failed (log: $merged.log)" \
+                "a crash in the corpus: run make fuzz-device FUZZ_TARGET=$t"
+        rm -rf "${SEEDS:?}/$t"
+        mkdir -p "$SEEDS/$t"
+        cp "$merged"/* "$SEEDS/$t/"
+        note "$t: $(find "$SEEDS/$t" -type f | wc -l) seeds," \
+             "$(du -sk "$SEEDS/$t" | cut -f1) KiB in tests/fuzz/corpus/$t"
+    done
+    exit 0
+fi
+
+failed=0
+total_execs=0
+summary=()
+for t in "${targets[@]}"; do
+    [ "$fuzz_secs" != 0 ] || break
+    corpus=$FUZZ_DIR/corpus-$t
+    artifacts=$FUZZ_DIR/artifacts-$t
+    run_log=$FUZZ_DIR/run-$t.log
+    seed_corpus "$t" "$corpus"
+    mkdir -p "$artifacts"
+    before=$(find "$artifacts" -maxdepth 1 -type f \
+             \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' \
+                -o -name 'leak-*' \) | sort)
+
+    step "fuzzing $t for ${fuzz_secs}s (log: ${run_log#"$NCM_TOP"/})"
+    rc=0
+    (cd "$FUZZ_DIR" &&
+     "$BIN" --fuzz-target="$t" -max_total_time="$fuzz_secs" \
+         -timeout="$FUZZ_TIMEOUT" -rss_limit_mb=4096 -print_final_stats=1 \
+         -artifact_prefix="$artifacts/" "$corpus") >"$run_log" 2>&1 || rc=$?
+
+    new=$(comm -13 <(printf '%s\n' "$before") \
+                   <(find "$artifacts" -maxdepth 1 -type f \
+                     \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' \
+                        -o -name 'leak-*' \) | sort) | sed '/^$/d')
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$run_log" | tail -n 1)
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$run_log" | tail -n 1)
+    cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$run_log" | tail -n 1)
+    files=$(find "$corpus" -type f | wc -l)
+    total_execs=$((total_execs + ${runs:-0}))
+    summary+=("$t: ${runs:-?} execs in ${fuzz_secs}s (${rate:-?}/s), ${cov:-cov: ?}, corpus $files files")
+    note "${summary[-1]}"
+
+    if [ "$rc" = 0 ] && [ -z "$new" ] && [ "${runs:-0}" -gt 0 ]; then
+        echo "PASS: fuzz-device/$t"
+        continue
+    fi
+    failed=1
+    if [ -z "$new" ]; then
+        echo "FAIL: fuzz-device/$t (libFuzzer exited $rc after ${runs:-no} executions and wrote no reproducer; log: $run_log)"
+        tail -n 20 "$run_log" | sed 's/^/    | /'
+        note "rerun it: (cd $FUZZ_DIR && $BIN --fuzz-target=$t -max_total_time=$fuzz_secs $corpus)"
+        continue
+    fi
+    first=$(head -n 1 <<<"$new")
+    echo "FAIL: fuzz-device/$t ($(basename "$first"); reproducer: $first)"
+    grep -E '^(==[0-9]+==ERROR|SUMMARY)|runtime error|Assertion|^ *#[0-9]+ 0x' \
+        "$run_log" | grep -vE 'libFuzzer|fuzzer::|libc\.so|__sanitizer' |
+        head -n 20 | sed 's/^/    | /'
+    note "full log: $run_log"
+    while read -r a; do
+        [ -n "$a" ] || continue
+        note "reproducer: $a"
+        note "rerun it: $BIN --fuzz-target=$t $a"
+        case $t in
+        generic-fuzz*) qtest_reproducer "$t" "$a" ;;
+        esac
+    done <<<"$new"
+done
+
+if [ "$fuzz_secs" != 0 ]; then
+    step "summary: $total_execs executions over ${#targets[@]} target(s)"
+    for line in "${summary[@]}"; do
+        note "$line"
+    done
+fi
+
+if [ "$coverage" = 1 ]; then
+    [ "$fuzz_secs" = 0 ] || fuzz_build "$COV_DIR" cov
+    prof=$COV_DIR/profiles
+    rm -rf "$prof"
+    mkdir -p "$prof"
+    cov_src=$COV_DIR/qemu-src
+    for t in "${targets[@]}"; do
+        replay=$COV_DIR/replay-$t
+        rm -rf "$replay"
+        seed_corpus "$t" "$replay"
+        [ -d "$FUZZ_DIR/corpus-$t" ] &&
+            find "$FUZZ_DIR/corpus-$t" -maxdepth 1 -type f \
+                -exec cp -f -t "$replay" {} +
+        n=$(find "$replay" -type f | wc -l)
+        step "replaying $n input(s) of $t for coverage"
+        (cd "$COV_DIR" &&
+         LLVM_PROFILE_FILE=$prof/$t-%p.profraw "$COV_BIN" --fuzz-target="$t" \
+             -runs=0 -timeout="$FUZZ_TIMEOUT" "$replay") \
+            >"$COV_DIR/replay-$t.log" 2>&1 ||
+            note "the replay of $t exited non-zero (log: $COV_DIR/replay-$t.log)"
+        llvm-profdata-14 merge -sparse "$prof/$t"-*.profraw \
+            -o "$prof/$t.profdata" 2>/dev/null || true
+    done
+    llvm-profdata-14 merge -sparse "$prof"/*.profraw -o "$prof/all.profdata" ||
+        fail_all "no coverage profile was written" \
+            "read $COV_DIR/replay-*.log"
+    files=()
+    for f in $COV_FILES; do
+        files+=("$cov_src/$f")
+    done
+    # cov_report PROFDATA: "file lines covered/total (pct)" per file
+    cov_report() {
+        llvm-cov-14 report "$COV_BIN" -instr-profile="$1" "${files[@]}" |
+            awk '$1 ~ /\.c$/ { n = split($1, p, "/");
+                    printf "%-16s lines %5d/%-5d (%s)  regions %s  functions %s\n",
+                    p[n], $8 - $9, $8, $10, $4, $7 }'
+    }
+    step "line coverage, all targets together (llvm-cov-14 report)"
+    cov_report "$prof/all.profdata" | sed 's/^/    /'
+    for t in "${targets[@]}"; do
+        [ -f "$prof/$t.profdata" ] || continue
+        step "line coverage, $t"
+        cov_report "$prof/$t.profdata" | sed 's/^/    /'
+    done
+    note "line by line: llvm-cov-14 show $COV_BIN -instr-profile=$prof/all.profdata $cov_src/hw/usb/dev-ncm.c"
+fi
+
+if [ "$failed" != 0 ]; then
+    die "a fuzz target failed" \
+        "rerun each reproducer as shown above; a fault in hw/usb/dev-ncm.c," \
+        "ncm-function.c or ncm-ntb.c is fixed there with a qtest from the" \
+        "qtest trace, one in QEMU's USB code as a patch in patches/;" \
+        "then copy the reproducer into tests/fuzz/corpus/<target>/ so it stays"
+fi
+step "device fuzzing done"
+exit 0
+}
