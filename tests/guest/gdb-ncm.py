@@ -11,6 +11,11 @@
 #                       layout's base (Linux 6.1: core_layout.base; 6.4+:
 #                       mem[MOD_TEXT].base).  Run it once the modules are
 #                       loaded (the interface is up).
+#   ncm-full-ntb        stop when cdc_ncm_fill_tx_frame() returns an NTB
+#                       of tx_max bytes: under "CDC NCM (NO ZLP)" that one
+#                       goes out padded and without a short packet, and a
+#                       zlp=required device merges the next NTB into it
+#                       (the ZLP dropout).  After ncm-modsyms.
 import os
 
 import gdb
@@ -65,3 +70,38 @@ class NcmModSyms(gdb.Command):
 
 
 NcmModSyms()
+
+
+class NcmFullNtbReturn(gdb.FinishBreakpoint):
+    def stop(self):
+        skb = self.return_value
+        if skb is None or int(skb) == 0:
+            return False
+        full = int(skb["len"]) >= int(gdb.parse_and_eval("$ncm_tx_max"))
+        if full:
+            gdb.set_convenience_variable("ncm_skb", skb)
+        return full
+
+
+class NcmFullNtbEntry(gdb.Breakpoint):
+    def stop(self):
+        ctx = gdb.selected_frame().read_var("ctx")
+        gdb.set_convenience_variable("ncm_tx_max", int(ctx["tx_max"]))
+        NcmFullNtbReturn(gdb.newest_frame(), internal=True)
+        return False
+
+
+class NcmFullNtb(gdb.Command):
+    """Stop where cdc_ncm returns an NTB of tx_max bytes ($ncm_skb)."""
+
+    def __init__(self):
+        super().__init__("ncm-full-ntb", gdb.COMMAND_USER)
+
+    def invoke(self, arg, from_tty):
+        NcmFullNtbEntry("cdc_ncm_fill_tx_frame",
+                        type=gdb.BP_HARDWARE_BREAKPOINT, internal=True)
+        print("ncm-full-ntb: 'continue' stops at the return of an NTB of "
+              "tx_max bytes; the skb is $ncm_skb")
+
+
+NcmFullNtb()

@@ -9,8 +9,11 @@
 #   decodes          tshark reads the file; bulk transfers of both
 #                    directions hold NTBs
 #   none-truncated   no record cut short by the snap length (_ws.short),
-#                    none malformed (_ws.malformed), no dissector warning
-#                    or error
+#                    none malformed (_ws.malformed or an expert message of
+#                    the malformed group), no expert error
+#   check-can-fail   the same checks on a copy cut to 256 bytes a record
+#                    (editcap -s, what pcap= kept before pcap-snaplen)
+#                    find truncated NTBs and missing datagrams
 #   every-datagram   in every NTB, the datagrams the NDP lists are all
 #                    decoded (as Ethernet frames)
 #   counts-match     the datagrams tshark decodes, per direction, are the
@@ -19,7 +22,8 @@
 #
 #   tests/guest/run-pcap-test.sh [CONTROLLER]    default xhci
 #
-# Environment: KERNEL, QEMU, GUEST_TIMEOUT (300), IPERF_TIME (1).
+# Environment: KERNEL, QEMU, GUEST_TIMEOUT (300), IPERF_TIME (1);
+# PCAP_REUSE=1 checks the last run's capture again without a new run.
 # Files: build/guest-logs/pcap-CTRL.{log,pcap,tshark.txt}.
 set -uo pipefail
 . "$(dirname "$0")/../../scripts/setup/common.sh"
@@ -46,56 +50,68 @@ if ! command -v tshark >/dev/null; then
     echo "SKIP: guest/$NAME (no tshark: make deps, or scripts/setup/install-deps.sh replay)"
     exit 0
 fi
-guest_need_qemu
-GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir) ||
-    die "could not build the guest image" "see the messages above"
-mkdir -p "$(dirname "$LOG")"
-rm -f "$LOG" "$LOG".* "$PCAP"
-trap guest_iperf_stop EXIT
-guest_iperf_start "$LOG.iperf3-server.log"
-
-guest_device_args "$CTRL" "usb-ncm-dl,id=ncm,pcap=$PCAP,pcap-snaplen=262080"
-guest_qemu_cmd "$GDIR" "ncm.mode=run ncm.driver=cdc_ncm \
-ncm.port=$GUEST_IPERF_PORT ncm.time=${IPERF_TIME:-1} ncm.ping=5"
-step "guest pcap test: $CTRL, capture ${PCAP#"$NCM_TOP"/}"
 rc=0
-guest_run_with_stats "$LOG" "${GUEST_TIMEOUT:-300}" ncm || rc=$?
-guest_iperf_stop
+if [ "${PCAP_REUSE:-0}" = 0 ] || [ ! -s "$PCAP" ]; then
+    guest_need_qemu
+    GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir) ||
+        die "could not build the guest image" "see the messages above"
+    mkdir -p "$(dirname "$LOG")"
+    rm -f "$LOG" "$LOG".* "$PCAP"
+    trap guest_iperf_stop EXIT
+    guest_iperf_start "$LOG.iperf3-server.log"
+    guest_device_args "$CTRL" "usb-ncm-dl,id=ncm,pcap=$PCAP,pcap-snaplen=262080"
+    guest_qemu_cmd "$GDIR" "ncm.mode=run ncm.driver=cdc_ncm \
+ncm.port=$GUEST_IPERF_PORT ncm.time=${IPERF_TIME:-1} ncm.ping=5"
+    step "guest pcap test: $CTRL, capture ${PCAP#"$NCM_TOP"/}"
+    guest_run_with_stats "$LOG" "${GUEST_TIMEOUT:-300}" ncm || rc=$?
+    guest_iperf_stop
+fi
 if ! grep -aq 'NCMTEST phase=done' "$LOG" || [ ! -s "$PCAP" ]; then
     check run 1 "the guest run did not finish (QEMU status $rc)"
     exit 1
 fi
 
-# one line per bulk transfer that holds an NTB: direction (0 OUT, 1 IN),
-# datagrams its NDPs list (non-empty entries), Ethernet frames decoded,
-# and the expert messages of the frame
+# decode PCAP OUT: OUT.txt, one line per bulk transfer that holds an NTB
+# (frame, direction 0 OUT / 1 IN, the datagram lengths its NDPs list,
+# the Ethernet types decoded), OUT.bad (frames truncated, malformed or in
+# error) and OUT.sum (NAME=VALUE words: NTBs, datagrams listed and decoded
+# per direction, NTBs with datagrams missing); returns tshark's status
+decode() {
+    local pcap=$1 out=$2 rc
+    tshark -n -r "$pcap" -Y 'mbim.bulk.nth.signature' -T fields \
+        -E separator='|' -E occurrence=a -E aggregator=, \
+        -e frame.number -e usb.endpoint_address.direction \
+        -e mbim.bulk.ndp.datagram.length -e eth.type \
+        >"$out.txt" 2>"$out.err"
+    rc=$?
+    tshark -n -r "$pcap" -Y '_ws.malformed || _ws.short ||
+        _ws.expert.severity >= 0x800000 || _ws.expert.group == 0x07000000' \
+        -T fields -e frame.number -e _ws.expert.message \
+        >"$out.bad" 2>>"$out.err" || rc=1
+    awk -F'|' '
+        {
+            dir = $2; n = 0; m = split($3, len, ",")
+            for (i = 1; i <= m; i++) if (len[i] + 0 > 0) n++
+            e = ($4 == "") ? 0 : split($4, et, ",")
+            ntbs[dir]++; listed[dir] += n; decoded[dir] += e
+            if (e != n) { short_ntbs++; if (!first_short) first_short = $1 }
+        }
+        END {
+            printf "ntbs_out=%d ntbs_in=%d ", ntbs[0], ntbs[1]
+            printf "decoded_out=%d decoded_in=%d ", decoded[0], decoded[1]
+            printf "short_ntbs=%d first_short=%d\n", short_ntbs, first_short
+        }' "$out.txt" >"$out.sum"
+    return "$rc"
+}
+
 step "tshark: decoding $(du -h "$PCAP" | cut -f1)"
-tshark -n -r "$PCAP" -Y 'mbim.bulk.nth.signature' -T fields \
-    -E separator='|' -E occurrence=a -E aggregator=, \
-    -e frame.number -e usb.endpoint_address.direction \
-    -e mbim.bulk.ndp.datagram.length -e eth.type -e _ws.expert.message \
-    -e _ws.short -e _ws.malformed \
-    >"$LOG.tshark.txt" 2>"$LOG.tshark.err"
+decode "$PCAP" "$LOG.tshark"
 trc=$?
-awk -F'|' '
-    {
-        dir = $2; n = 0; m = split($3, len, ",")
-        for (i = 1; i <= m; i++) if (len[i] + 0 > 0) n++
-        e = ($4 == "") ? 0 : split($4, et, ",")
-        ntbs[dir]++; listed[dir] += n; decoded[dir] += e
-        if (e != n) { short_ntbs++; if (!first_short) first_short = $1 }
-        if ($5 != "" || $6 != "" || $7 != "") { bad++; if (!first_bad) first_bad = $1 ": " $5 }
-    }
-    END {
-        printf "ntbs_out=%d ntbs_in=%d listed_out=%d listed_in=%d ", ntbs[0], ntbs[1], listed[0], listed[1]
-        printf "decoded_out=%d decoded_in=%d short_ntbs=%d first_short=%s ", decoded[0], decoded[1], short_ntbs, first_short
-        printf "bad=%d\n", bad
-        if (first_bad != "") print "first_bad=" first_bad
-    }' "$LOG.tshark.txt" >"$LOG.tshark.sum"
-ntbs_out=0 ntbs_in=0 decoded_out=0 decoded_in=0 short_ntbs=0 first_short="" bad=0
+ntbs_out=0 ntbs_in=0 decoded_out=0 decoded_in=0 short_ntbs=0 first_short=0
 # the numbers just written, as NAME=VALUE words
-eval "$(head -n1 "$LOG.tshark.sum")"
-first_bad=$(sed -n 's/^first_bad=//p' "$LOG.tshark.sum" | cut -c1-160)
+eval "$(cat "$LOG.tshark.sum")"
+bad=$(wc -l <"$LOG.tshark.bad")
+first_bad=$(head -n1 "$LOG.tshark.bad" | cut -c1-160)
 dev_out=$(guest_stat "$LOG" out_datagrams)
 dev_in=$(guest_stat "$LOG" in_datagrams)
 
@@ -108,6 +124,18 @@ check every-datagram "$(ok '[ "$short_ntbs" = 0 ]')" \
 check counts-match \
     "$(ok '[ "$decoded_out" = "${dev_out:-x}" ] && [ "$decoded_in" = "${dev_in:-x}" ]')" \
     "tshark decoded out $decoded_out / in $decoded_in, the device counted out ${dev_out:-?} / in ${dev_in:-?}"
+# the checks see what they are for: cut to 256 bytes a record, the NTBs
+# are truncated and their datagrams missing
+editcap -s 320 "$PCAP" "$LOG.cut.pcap" 2>/dev/null
+(
+    decode "$LOG.cut.pcap" "$LOG.cut"
+    eval "$(cat "$LOG.cut.sum")"
+    cut_bad=$(wc -l <"$LOG.cut.bad")
+    check check-can-fail "$(ok '[ "$cut_bad" -gt 0 ] && [ "$short_ntbs" -gt 0 ]')" \
+        "a copy cut to 256 data bytes a record: $cut_bad frames flagged, $short_ntbs NTBs short of datagrams"
+    [ "$nfail" = 0 ]
+) || nfail=$((nfail + 1))
+rm -f "$LOG.cut.pcap"
 echo "# $NAME: $ntbs_out OUT NTBs with $decoded_out datagrams (device: ${dev_out:-?})," \
      "$ntbs_in IN NTBs with $decoded_in datagrams (device: ${dev_in:-?})"
 [ "$nfail" = 0 ]
