@@ -18,9 +18,11 @@
 #   ehci      usb-ehci: the same, shorter, and recorded without the
 #             rrsnapshot (a replay that starts from the snapshot hangs in
 #             SeaBIOS's EHCI init, see docs/system/devices/usb-ncm.rst)
-#   dropout   the ZLP dropout (tests/guest/dropout-run.sh: generic ids,
-#             zlp=required, tx_max 65536): the same transfers merge and
-#             the same datagrams are lost, at the same points
+#   dropout   the ZLP dropout (tests/guest/dropout-run.sh generic32:
+#             generic ids, so Linux sends no ZLP; zlp=required,
+#             dwNtbOutMaxSize 32768, tx_max raised to it): the same
+#             transfers merge and the same datagrams are lost, at the same
+#             points
 # The faults are set over QMP with the VM stopped: in the recording when
 # the guest prints the phase, at the instruction count noted then in the
 # replay (tests/guest/replay-qmp.py); a qom-set at another moment would
@@ -186,11 +188,11 @@ PY
 
 # dropout: the ZLP dropout scenario through tests/guest/dropout-run.sh
 dropout() {
-    local n=dropout-generic b=$REPLAY_DIR/dropout-generic mode lost
+    local n=dropout-generic32 b=$REPLAY_DIR/dropout-generic32 mode lost
     for mode in record replay; do
         if ! REPLAY=$mode IPERF_TIME=$TIME GUEST_TIMEOUT=$GUEST_TIMEOUT \
-             bash "$NCM_TOP/tests/guest/dropout-run.sh" generic \
-                 ",vendorid=0x46f4,productid=0x0010"; then
+             bash "$NCM_TOP/tests/guest/dropout-run.sh" generic32 \
+                 ",vendorid=0x46f4,productid=0x0010,ntb-out-max-size=32768"; then
             check "$n/$mode" 1 "dropout-run.sh failed; ${b#"$NCM_TOP"/}.$mode.log"
             return
         fi
