@@ -85,8 +85,10 @@ class NcmFullNtbReturn(gdb.FinishBreakpoint):
 
 class NcmFullNtbEntry(gdb.Breakpoint):
     def stop(self):
-        ctx = gdb.selected_frame().read_var("ctx")
-        gdb.set_convenience_variable("ncm_tx_max", int(ctx["tx_max"]))
+        # ctx is not computed yet at the entry: the driver's data[0]
+        tx_max = gdb.parse_and_eval(
+            "((struct cdc_ncm_ctx *)dev->data[0])->tx_max")
+        gdb.set_convenience_variable("ncm_tx_max", int(tx_max))
         NcmFullNtbReturn(gdb.newest_frame(), internal=True)
         return False
 
