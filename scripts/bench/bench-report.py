@@ -284,8 +284,10 @@ def report_backend(out, run, backend):
             med[c].setdefault(k, None)
     n = max((len(r) for r in runs.values()), default=0)
     what = f"medians of {n} boots" if n > 1 else "one boot"
+    # runs from before ACCEL existed were all TCG
+    accel = run.get("accel", "tcg").upper()
     print(f"\n=== {backend}: {what} per configuration "
-          f"({int(seconds)} s per iperf3 run) ===")
+          f"({int(seconds)} s per iperf3 run, guest under {accel}) ===")
     print(table([(f"{label} ({unit})", [fmt(med[c][k], unit) for c in configs])
                  for k, label, unit, _ in METRICS], configs))
     for c in configs:
@@ -326,7 +328,8 @@ def report_backend(out, run, backend):
                             "ratio": ratio(c, base, k)})
 
     png = os.path.join(out, f"bench-{backend}.png")
-    chart(png, f"TCP throughput, {what} (guest under TCG, {backend} backend)",
+    chart(png, f"TCP throughput, {what} (guest under {accel}, {backend} "
+          "backend)",
           configs, med, TCP, ["up 1 stream", "down 1 stream",
                               "up 4 streams", "down 4 streams"])
     res = os.path.join(out, f"results-{backend}.json")
@@ -334,6 +337,7 @@ def report_backend(out, run, backend):
         json.dump({"backend": backend, "seconds_per_iperf_run": seconds,
                    "reps": run.get("reps"), "started": run.get("started"),
                    "host": run.get("host"), "qemu": run.get("qemu"),
+                   "accel": accel,
                    "configs": configs, "runs": runs, "medians": med,
                    "ratios": ratios, "targets": targets}, f, indent=1,
                   sort_keys=True)
@@ -398,7 +402,8 @@ def scaling(out):
     n = max((len(v["boots"]) for v in meds.values()), default=0)
     what = f"medians of {n} boots" if n > 1 else "one boot"
     print(f"\n=== Scaling, {run['backend']} backend, {what} "
-          f"({int(seconds)} s TCP on every NIC at once) ===")
+          f"({int(seconds)} s TCP on every NIC at once, guest under "
+          f"{run.get('accel', 'tcg').upper()}) ===")
     hdr = (f"{'configuration':16s}{'NICs':>5s}{'xHCIs':>6s}"
            f"{'up Mbit/s':>11s}{'down Mbit/s':>12s}{'CPU s/GB':>10s}"
            f"{'RSS idle MiB':>14s}{'RSS load MiB':>14s}")

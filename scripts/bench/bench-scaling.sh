@@ -70,6 +70,7 @@ ncm.port=$(backend_port tap) ncm.time=$TIME $ntb"
 bash "$NCM_TOP/scripts/setup/install-deps.sh" build guest bench
 bash "$NCM_TOP/scripts/setup/build-qemu.sh"
 GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir)
+guest_accel "$GDIR"
 rm -rf "$OUT"
 mkdir -p "$OUT/tap/logs"
 bench_snapshot_qemu "$OUT"
@@ -81,6 +82,8 @@ netns_up "$NS" 4 "$OUT/tap"
     printf '{"seconds": %s, "reps": %s, "backend": "tap", "started": "%s",\n' \
         "$TIME" "$REPS" "$(date -u '+%Y-%m-%dT%H:%M:%SZ')"
     printf ' "commit": "%s",\n' "$(git -C "$NCM_TOP" describe --always --dirty 2>/dev/null || echo unknown)"
+    printf ' "accel": "%s", "accel_why": "%s",\n' "$GUEST_ACCEL" \
+        "${GUEST_ACCEL_WHY//\"/\'}"
     printf ' "qemu": "%s", "configs": [\n' "$("$GUEST_QEMU" --version | head -n1)"
     sep=
     for c in $CONFIGS; do

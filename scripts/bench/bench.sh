@@ -47,6 +47,7 @@ configs_of() {
 bash "$NCM_TOP/scripts/setup/install-deps.sh" build guest bench
 bash "$NCM_TOP/scripts/setup/build-qemu.sh"
 GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir)
+guest_accel "$GDIR"
 # A previous run's logs would be read as more repetitions.
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -74,6 +75,8 @@ done
     printf ' "commit": "%s",\n' "$(git -C "$NCM_TOP" describe --always --dirty 2>/dev/null || echo unknown)"
     printf ' "host": "%s, %s CPUs", "qemu": "%s",\n' "$(uname -r)" "$(nproc)" \
         "$("$GUEST_QEMU" --version | head -n1)"
+    printf ' "accel": "%s", "accel_why": "%s",\n' "$GUEST_ACCEL" \
+        "${GUEST_ACCEL_WHY//\"/\'}"
     printf ' "backends": {'
     sep=
     for b in $BACKENDS; do

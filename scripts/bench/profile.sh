@@ -51,6 +51,7 @@ command -v perf >/dev/null ||
     die "perf is missing" "run: apt-get install linux-perf"
 bash "$NCM_TOP/scripts/setup/build-qemu.sh"
 GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir)
+guest_accel "$GDIR"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 bench_snapshot_qemu "$OUT"
@@ -137,8 +138,11 @@ done
 cleanup
 
 step "summarising"
+{
+echo "accelerator: $GUEST_ACCEL ($GUEST_ACCEL_WHY)"
 for b in $BACKENDS; do
     echo "##### backend: $b"
     # shellcheck disable=SC2086 # CONFIGS is a list of names
     python3 "$NCM_TOP/scripts/bench/profile-report.py" "$OUT/$b" $CONFIGS
-done | tee "$OUT/report.txt"
+done
+} | tee "$OUT/report.txt"

@@ -239,9 +239,15 @@ declare -A TITLE=(
     [tput16]="iperf3 16 KiB NTBs up/down"
     [tput32]="iperf3 32 KiB NTBs up/down"
     [tput64]="iperf3 64 KiB NTBs up/down")
+# the accelerators the boots ran under, from their logged command lines
+# (each boot's script chose by ACCEL, tests/guest/accel.sh)
+ACCELS=$(cat "$GL"/repro-*.log "$DL"/repro-*.log 2>/dev/null |
+         grep -a '^# .* -accel ' | grep -o -- '-accel [a-z]*' |
+         awk '{ print toupper($2) }' | sort -u | paste -sd/)
+ACCELS=${ACCELS:-TCG}
 {
     echo
-    echo "DisplayLink dropout reproduction ($(date -u '+%Y-%m-%d %H:%M UTC')), usb-ncm-dl on QEMU TCG"
+    echo "DisplayLink dropout reproduction ($(date -u '+%Y-%m-%d %H:%M UTC')), usb-ncm-dl on QEMU $ACCELS"
     echo
     printf '%-30s' ""
     for k in "${KERNELS[@]}"; do printf '| %-50s' "$k"; done
@@ -291,7 +297,7 @@ if [ -n "$plot_cmd" ] && command -v gnuplot >/dev/null; then
 set terminal png size 1000,560
 set termoption noenhanced
 set output '$OUT/throughput.png'
-set title 'usb-ncm-dl on qemu-xhci (TCG, SEND ZLP): iperf3 by the NTB size cdc_ncm took (rx_max), per kernel'
+set title 'usb-ncm-dl on qemu-xhci ($ACCELS, SEND ZLP): iperf3 by the NTB size cdc_ncm took (rx_max), per kernel'
 set xlabel 'rx_max (KiB)'
 set ylabel 'Mbit/s'
 set logscale x 2

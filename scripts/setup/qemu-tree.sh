@@ -104,6 +104,12 @@ apply_patch() {
     return 1
 }
 
+# The accelerators every build has: TCG everywhere, and KVM for the machines
+# where it works (tests/guest/accel.sh decides, per boot, whether it does).
+# Part of qemu_configure_key, so a build directory configured before KVM
+# was added is configured afresh once.
+NCM_QEMU_ACCELS="--enable-tcg --enable-kvm"
+
 # qemu_configure SRC OBJ LOG: configure x86_64-softmmu in OBJ, as small as
 # the device and its tests need.  Other builds of the same tree (the
 # fuzzers, scripts/check/fuzz-device.sh) set, in the environment:
@@ -126,16 +132,13 @@ qemu_configure() {
     (cd "$obj" && "$src/configure" --python=/usr/bin/python3 \
         "${cc_args[@]}" --target-list=x86_64-softmmu \
         --without-default-features --enable-slirp --enable-fdt=system \
-        --enable-tcg --disable-docs --disable-install-blobs \
+        $NCM_QEMU_ACCELS --disable-docs --disable-install-blobs \
         --enable-trace-backends=log "${extra[@]}") >"$log" 2>&1
 }
 
 # qemu_configure_key: what, besides the tree, decides how qemu_configure
-# configures ("" for the default build); build-qemu.sh configures again
-# when it changes
+# configures; build-qemu.sh configures again when it changes
 qemu_configure_key() {
-    [ -n "${NCM_QEMU_CC:-}${NCM_QEMU_CXX:-}${NCM_QEMU_CONFIGURE_EXTRA:-}" ] ||
-        return 0
-    printf '%s\n' "${NCM_QEMU_CC:-}" "${NCM_QEMU_CXX:-}" \
+    printf '%s\n' "$NCM_QEMU_ACCELS" "${NCM_QEMU_CC:-}" "${NCM_QEMU_CXX:-}" \
         "${NCM_QEMU_CONFIGURE_EXTRA:-}" | sha256sum | cut -c1-16
 }

@@ -9,6 +9,8 @@
 # Source scripts/setup/common.sh first.
 
 GUEST_QEMU=${QEMU:-$NCM_BUILD/qemu/qemu-system-x86_64}
+# shellcheck source=tests/guest/accel.sh
+. "$NCM_TOP/tests/guest/accel.sh"
 
 guest_need_qemu() {
     [ -x "$GUEST_QEMU" ] ||
@@ -166,6 +168,16 @@ guest_iperf_stop() {
     fi
 }
 
+# guest_accel GUESTDIR: choose GUEST_ACCEL (kvm|tcg) from ACCEL once per
+# script, probing KVM with GUESTDIR's kernel if need be
+# (tests/guest/accel.sh), and say on stderr which and why; scripts that
+# report the accelerator call it before their first guest_qemu_cmd
+guest_accel() {
+    [ -z "${GUEST_ACCEL:-}" ] || return 0
+    guest_accel_pick "$GUEST_QEMU" "$1/vmlinuz" "$1/initrd.img"
+    note "accelerator: $GUEST_ACCEL ($GUEST_ACCEL_WHY)" >&2
+}
+
 # guest_qemu_cmd GUESTDIR APPEND: sets GUEST_CMD (array) for a boot of the
 # image in GUESTDIR with GUEST_DEV_ARGS and kernel parameters APPEND.
 # -nodefaults: with q35's default devices SeaBIOS spends ~30 s (TCG) before
@@ -174,10 +186,14 @@ guest_iperf_stop() {
 # no_timer_check: on a loaded host the kernel's check of the IO-APIC timer
 # under TCG can miss its ticks and panic ("IO-APIC + timer doesn't work!",
 # seen in one of the 28 boots of a make repro-dropout run, on 7.2).
+# The accelerator (GUEST_ACCEL, kvm or tcg) is chosen by ACCEL at the first
+# call (guest_accel).
 guest_qemu_cmd() {
     local dir=$1 append=$2
-    GUEST_CMD=("$GUEST_QEMU" -L /usr/share/seabios -L /usr/share/qemu
-        -M q35 -m 512 -smp 1 -accel tcg
+    guest_accel "$dir"
+    qemu_firmware_args "$GUEST_QEMU"
+    GUEST_CMD=("$GUEST_QEMU" "${QEMU_FW_ARGS[@]}"
+        -M q35 -m 512 -smp 1 -accel "$GUEST_ACCEL"
         -kernel "$dir/vmlinuz" -initrd "$dir/initrd.img"
         -append "console=ttyS0 loglevel=3 quiet panic=-1 no_timer_check $append"
         -netdev user,id=n0 "${GUEST_DEV_ARGS[@]}"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# `make run`: boot a small Linux guest (Debian kernel + busybox, under TCG)
+# `make run`: boot a small Linux guest (Debian kernel + busybox; KVM where
+# it works, else TCG: ACCEL below)
 # with usb-ncm-dl behind qemu-xhci and user-mode networking, and show what
 # the guest's cdc_ncm driver negotiated and how fast it goes. An iperf3
 # server runs on the host's 127.0.0.1 for the duration (the guest reaches it
@@ -30,6 +31,10 @@
 #                                   from `make modules_install INSTALL_MOD_PATH=DIR`
 #   QEMU=/path/qemu-system-x86_64   default build/qemu/qemu-system-x86_64
 #   QEMU_EXTRA="..."                extra QEMU arguments
+#   ACCEL=auto|kvm|tcg              auto (default): KVM if a probe boot
+#                                   under it reaches /init, else TCG (the
+#                                   line "accelerator: ..." says why); see
+#                                   tests/guest/accel.sh
 #   NCM_APPEND="ncm.mtu=4000 ..."   extra guest kernel parameters (see
 #                                   tests/guest/init.sh for the ncm.* list)
 #   REPLAY=record|replay            record the run into build/replay/run.*
@@ -95,7 +100,7 @@ ncm.port=$GUEST_IPERF_PORT $size ${NCM_APPEND:-}"
     replay_cmd shell
     [ "$REPLAY" = replay ] && note "replaying ${REPLAY_BASE#"$NCM_TOP"/}.bin: what was typed comes from the recording"
     [ "${REPLAY_GDB:-0}" != 0 ] && [ "$REPLAY" = replay ] && replay_gdb_hint "$(basename "$GDIR")"
-    step "booting $where into a shell (TCG: ~10-20 s)"
+    step "booting $where into a shell (${GUEST_ACCEL^^}$([ "$GUEST_ACCEL" = tcg ] && echo ': ~10-20 s'))"
     note "host iperf3 server: 127.0.0.1:$GUEST_IPERF_PORT, in the guest: 10.0.2.2:$GUEST_IPERF_PORT"
     note "leave with 'exit' in the guest, or Ctrl-A X"
     rc=0
@@ -117,7 +122,7 @@ replay)
     LOG=$REPLAY_BASE.replay.log
     [ "${REPLAY_GDB:-0}" != 0 ] && replay_gdb_hint "$(basename "$GDIR")"
     step "replaying ${REPLAY_BASE#"$NCM_TOP"/}.bin" ;;
-*) step "booting $where (TCG: about 30 s in all)" ;;
+*) step "booting $where (${GUEST_ACCEL^^}$([ "$GUEST_ACCEL" = tcg ] && echo ': about 30 s in all'))" ;;
 esac
 rc=0
 guest_run_logged "$LOG" "${GUEST_TIMEOUT:-300}" || rc=$?
@@ -134,7 +139,7 @@ c() { guest_val "$LOG" "cdc_ncm.$1"; }
 row() { printf '  %-12s %s\n' "$1" "$2"; }
 
 echo
-echo "$where, guest Linux $(v kernel), QEMU TCG"
+echo "$where, guest Linux $(v kernel), QEMU ${GUEST_ACCEL^^} ($GUEST_ACCEL_WHY)"
 iface=$(v iface)
 if [ -z "$iface" ] || [ "$iface" = none ]; then
     row Interface "none appeared: $(v error)"
@@ -169,7 +174,11 @@ row "iperf3 down" "$(mb down)   host -> guest, ${TIME} s"
 errs=$(v stat.rx_errors)/$(v stat.tx_errors)
 row Errors "rx/tx errors $errs, rx length errors $(v stat.rx_length_errors)"
 echo
-echo "TCG numbers: compare devices within one run, not with real hardware."
+if [ "$GUEST_ACCEL" = tcg ]; then
+    echo "TCG numbers: compare devices within one run, not with real hardware."
+else
+    echo "KVM numbers (the real docks measured 870/844 Mbit/s)."
+fi
 echo "Full console log (with the guest's dmesg): $REL_LOG"
 echo "Interactive: make shell    Other device: NCM_DEVICE=usb-net make run"
 if [ "$REPLAY" = replay ]; then
