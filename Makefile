@@ -7,9 +7,11 @@
 SHELL := /bin/bash
 FUZZ_SECONDS ?= 60
 SOAK_SECONDS ?= 600
-export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS SANITIZE FUZZ_TARGET
+PREFIX ?= /usr/local
+export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS SANITIZE FUZZ_TARGET ACCEL \
+       PREFIX DESTDIR
 
-.PHONY: all qemu deps guest-image run shell record replay check check-unit check-tools check-fuzz \
+.PHONY: all qemu install deps guest-image run shell record replay check check-unit check-tools check-fuzz \
         check-qtest check-guest check-dropout soak fuzz bench-codec \
         fuzz-device fuzz-coverage check-fuzz-device bench bench-scaling profile repro-dropout \
         series series-verify clean
@@ -21,6 +23,11 @@ deps:
 
 qemu:
 	@bash scripts/setup/build-qemu.sh
+
+# qemu-system-x86_64 with usb-ncm-dl and the firmware it needs at run time
+# into $(DESTDIR)$(PREFIX) (scripts/setup/install-qemu.sh; docs/ci.md)
+install:
+	@bash scripts/setup/install-qemu.sh
 
 guest-image:
 	@bash tests/guest/image.sh

@@ -27,6 +27,9 @@
 # preset in one boot, tests/guest/run-profile-test.sh), GUEST_JUMBO="xhci
 # ehci" those of the jumbo-frame run (MTU 8178, tests/guest/run-jumbo-test.sh;
 # root: a network namespace with a tap) ("" for none).
+# GUEST_INSTALL=0 skips make install's check (tests/guest/run-install-test.sh:
+# install into a temporary prefix, boot the tour from there).
+# ACCEL=auto|kvm|tcg as for make run (tests/guest/accel.sh).
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/setup/common.sh"
 
@@ -140,6 +143,13 @@ usb-ncm-dl)
     done
     ;;
 esac
+# make install into a temporary prefix, and the tour from there (1.5 min)
+if [ "${GUEST_INSTALL:-1}" != 0 ] && [ "$DEVICE" = usb-ncm-dl ]; then
+    t0=$SECONDS
+    bash "$NCM_TOP/tests/guest/run-install-test.sh" 2>&1 |
+        tee -a "$out" || status=1
+    timing+=("install $((SECONDS - t0))s")
+fi
 npass=$(grep -c '^PASS: ' "$out" || true)
 nfail=$(grep -c '^FAIL: ' "$out" || true)
 [ "$nfail" = 0 ] || status=1
