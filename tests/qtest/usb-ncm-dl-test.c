@@ -27,6 +27,7 @@ static void add_speed(bool ss)
     ncm_add_lifecycle_cases(ss);
     ncm_add_spec_cases(ss);
     ncm_add_replay_cases(ss);
+    ncm_add_host_cases(ss);
 }
 
 int main(int argc, char **argv)

@@ -293,5 +293,7 @@ void ncm_add_spec_cases(bool ss);      /* ncm-spec.c: NCM 1.0 requests */
                                        /* beyond the base, profile= */
 void ncm_add_replay_cases(bool ss);    /* replay.c: the same script, the */
                                        /* same trace (record/replay) */
+void ncm_add_host_cases(bool ss);      /* hosts.c: Windows, FreeBSD, */
+                                       /* iPXE, macOS as their sources */
 
 #endif
