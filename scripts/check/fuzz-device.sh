@@ -108,6 +108,15 @@ fuzz_build() {
             "configure log: $dir/configure.log (clang-14 and libFuzzer: bash scripts/setup/install-deps.sh fuzz)" \
             "then rerun: bash scripts/check/fuzz-device.sh $fuzz_secs"
     fi
+    # The Debian source has no firmware blobs; the machines' BIOS comes from
+    # the seabios package, where the binary looks for its data files.
+    local share=$dir/qemu/qemu-bundle/usr/local/share/qemu f
+    mkdir -p "$share"
+    for f in /usr/share/seabios/*.bin; do
+        if [ -e "$f" ] && [ ! -e "$share/${f##*/}" ]; then
+            ln -s "$f" "$share/"
+        fi
+    done
     note "$(grep -c . "$dir.log") lines of build log; built $dir/qemu/$BIN_NAME"
 }
 
