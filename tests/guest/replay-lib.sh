@@ -63,11 +63,13 @@ replay_cmd() {
     record)
         mkdir -p "$REPLAY_DIR"
         rm -f "$REPLAY_BASE".*
-        # gdb on the replay needs vmlinux's addresses: no KASLR
+        # gdb on the replay needs vmlinux's addresses: no KASLR; and
+        # -icount needs TCG, whatever ACCEL picked (tests/guest/accel.sh)
         for ((i = 0; i < ${#GUEST_CMD[@]} - 1; i++)); do
-            if [ "${GUEST_CMD[i]}" = -append ]; then
-                GUEST_CMD[i + 1]="${GUEST_CMD[i + 1]} nokaslr"
-            fi
+            case ${GUEST_CMD[i]} in
+            -append) GUEST_CMD[i + 1]="${GUEST_CMD[i + 1]} nokaslr" ;;
+            -accel) GUEST_CMD[i + 1]=tcg ;;
+            esac
         done
         # the snapshots live in an image no guest device uses
         if [ "${REPLAY_SNAPSHOT:-1}" = 0 ]; then
