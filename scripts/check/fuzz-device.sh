@@ -109,13 +109,17 @@ fuzz_build() {
             "then rerun: bash scripts/check/fuzz-device.sh $fuzz_secs"
     fi
     # The Debian source has no firmware blobs; the machines' BIOS comes from
-    # the seabios package, where the binary looks for its data files.
-    local share=$dir/qemu/qemu-bundle/usr/local/share/qemu f
+    # the seabios package, linked where the binary looks for its data
+    # files: the current directory (the runs start in DIR) and its
+    # qemu-bundle (which a reconfigure of the build recreates).
+    local share=$dir/qemu/qemu-bundle/usr/local/share/qemu f d
     mkdir -p "$share"
-    for f in /usr/share/seabios/*.bin; do
-        if [ -e "$f" ] && [ ! -e "$share/${f##*/}" ]; then
-            ln -s "$f" "$share/"
-        fi
+    for d in "$dir" "$share"; do
+        for f in /usr/share/seabios/*.bin; do
+            if [ -e "$f" ] && [ ! -e "$d/${f##*/}" ]; then
+                ln -s "$f" "$d/"
+            fi
+        done
     done
     note "$(grep -c . "$dir.log") lines of build log; built $dir/qemu/$BIN_NAME"
 }
@@ -179,10 +183,11 @@ seed_corpus() {
 qtest_reproducer() {
     local t=$1 a=$2 src=$FUZZ_DIR/qemu-src args
     local sys=$NCM_BUILD/qemu/qemu-system-x86_64
-    QEMU_FUZZ_TIMEOUT=0 QTEST_LOG=1 FUZZ_SERIALIZE_QTEST=1 \
-        timeout 120 "$BIN" --fuzz-target="$t" "$a" >"$a.trace" 2>&1 || true
+    (cd "$FUZZ_DIR" && QEMU_FUZZ_TIMEOUT=0 QTEST_LOG=1 FUZZ_SERIALIZE_QTEST=1 \
+        timeout 120 "$BIN" --fuzz-target="$t" "$a") >"$a.trace" 2>&1 || true
     args=$(sed -n 's/^Starting .* with Arguments: //p' "$a.trace" | head -n 1 |
            sed 's/ -qtest \/dev\/null *$//')
+    args="-L /usr/share/seabios $args"
     python3 "$src/scripts/oss-fuzz/reorder_fuzzer_qtest_trace.py" \
         "$a.trace" >"$a.qtest" 2>/dev/null || true
     if [ ! -s "$a.qtest" ]; then
@@ -274,7 +279,7 @@ for t in "${targets[@]}"; do
     while read -r a; do
         [ -n "$a" ] || continue
         note "reproducer: $a"
-        note "rerun it: $BIN --fuzz-target=$t $a"
+        note "rerun it: cd $FUZZ_DIR && $BIN --fuzz-target=$t $a"
         case $t in
         generic-fuzz*) qtest_reproducer "$t" "$a" ;;
         esac
