@@ -99,7 +99,9 @@ fuzz_build() {
     esac
     step "building $BIN_NAME ($kind) in ${dir#"$NCM_TOP"/} (cold: 15-30 min on 2 cores; log: ${dir#"$NCM_TOP"/}.log)"
     mkdir -p "$dir"
-    if ! NCM_BUILD=$dir NCM_QEMU_CC=clang-14 NCM_QEMU_CXX=clang++-14 \
+    # SANITIZE=0: its --enable-asan would be added to these arguments, the
+    # configuration would differ and build-qemu.sh would start DIR afresh
+    if ! SANITIZE=0 NCM_BUILD=$dir NCM_QEMU_CC=clang-14 NCM_QEMU_CXX=clang++-14 \
             NCM_QEMU_CONFIGURE_EXTRA=$extra QEMU_TARGETS=$BIN_NAME \
             bash "$NCM_TOP/scripts/setup/build-qemu.sh" >"$dir.log" 2>&1; then
         tail -n 25 "$dir.log" | sed 's/^/    | /'
