@@ -68,8 +68,17 @@ install -m 0644 "$NCM_TOP/README.md" "$NCM_TOP/docs/ci.md" \
 # the shared libraries the binary needs, for the machine it will run on
 ldd "$QEMU_BIN" | awk '$3 ~ /^\// { print $1 }' | LC_ALL=C sort \
     >"$ROOT/share/qemu/usb-ncm-dl-libs.txt"
+# (dpkg knows a library by one of its paths: /lib or /usr/lib, merged /usr)
+lib_package() {
+    local p=$1 q r
+    for q in "$p" "$(realpath "$p")" "/usr${p#/usr}" "${p#/usr}"; do
+        r=$(dpkg -S "$q" 2>/dev/null | head -n 1 | cut -d: -f1)
+        [ -z "$r" ] || { echo "$r"; return 0; }
+    done
+    return 0
+}
 pkgs=$(ldd "$QEMU_BIN" | awk '$3 ~ /^\// { print $3 }' |
-       { xargs -r dpkg -S 2>/dev/null || true; } | cut -d: -f1 |
+       while read -r lib; do lib_package "$lib"; done |
        LC_ALL=C sort -u | paste -sd' ')
 [ -z "$pkgs" ] || echo "# Debian packages: $pkgs" \
     >>"$ROOT/share/qemu/usb-ncm-dl-libs.txt"
