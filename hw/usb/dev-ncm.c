@@ -524,9 +524,12 @@ static void usb_ncm_build_descriptors(USBNcmState *s, uint8_t caps)
  * 3. Park only where the controller lets other transfers go on meanwhile
  *    (usb_ncm_controller_lets_packets_wait()): not OHCI, which runs one
  *    asynchronous packet per controller and reuses its buffer for the next
- *    TD.  There bulk IN NAKs and OUT is read at once.
+ *    TD.  There bulk IN NAKs and OUT is read at once.  Behind an EHCI
+ *    the answer changes with the port's owner, so it is asked again at
+ *    every bus reset.
  */
 
+static bool usb_ncm_controller_lets_packets_wait(USBNcmState *s);
 static void usb_ncm_flush_rx(USBNcmState *s);
 static void usb_ncm_out_drain(USBNcmState *s);
 static void usb_ncm_in_coalesce_end(USBNcmState *s);
@@ -973,6 +976,8 @@ static void usb_ncm_handle_reset(USBDevice *dev)
     s->func_remote_wakeup = false;
     usb_ncm_in_coalesce_forget(s);
     usb_ncm_hand_back(s);
+    /* nothing is parked now; the speed may have changed with the port */
+    s->may_park = usb_ncm_controller_lets_packets_wait(s);
     ncm_function_reset(&s->fn);
     usb_ncm_flush_rx(s);
 }
@@ -1567,8 +1572,24 @@ static bool usb_ncm_controller_lets_packets_wait(USBNcmState *s)
     if (s->park_packets != ON_OFF_AUTO_AUTO) {
         return s->park_packets == ON_OFF_AUTO_ON;
     }
-    return !hc || (!object_dynamic_cast(hc, "pci-ohci") &&
-                   !object_dynamic_cast(hc, "sysbus-ohci"));
+    if (!hc) {
+        return true;
+    }
+    if (object_dynamic_cast(hc, "pci-ohci") ||
+        object_dynamic_cast(hc, "sysbus-ohci")) {
+        return false;
+    }
+    /*
+     * An EHCI hands a device below high speed to its companion, a UHCI or
+     * an OHCI (which one, the device cannot tell), and the port can move
+     * at run time: at those speeds, behave as for an OHCI.
+     */
+    if ((object_dynamic_cast(hc, "pci-ehci-usb") ||
+         object_dynamic_cast(hc, "sysbus-ehci-usb")) &&
+        s->dev.attached && s->dev.speed < USB_SPEED_HIGH) {
+        return false;
+    }
+    return true;
 }
 
 /* The profile's values for every property that was not given */
@@ -1935,6 +1956,7 @@ static int usb_ncm_post_load(void *opaque, int version_id)
         return -EINVAL;
     }
     ncm_function_set_link(&s->fn, !qemu_get_queue(s->nic)->link_down);
+    s->may_park = usb_ncm_controller_lets_packets_wait(s);
     if (!s->dev.attached) {
         /*
          * The source had the function off the bus (a replug fault, whose
@@ -2422,6 +2444,8 @@ static void usb_ncm_base_class_init(ObjectClass *klass,
     uc->handle_data = usb_ncm_handle_data;
     uc->set_interface = usb_ncm_set_interface;
     uc->cancel_packet = usb_ncm_cancel_packet;
+    /* an NTB cut at 256 bytes shows its headers and no datagram */
+    uc->pcap_snaplen = USB_PCAP_SNAPLEN_MAX;
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
     dc->fw_name = "network";
     dc->vmsd = &vmstate_usb_ncm;

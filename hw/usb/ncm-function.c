@@ -297,8 +297,14 @@ static int ncm_set_ntb_input_size(NcmFunction *f, int request, int length,
                                "SET_NTB_INPUT_SIZE needs 4 or 8 bytes");
     }
     if (length == 8 && !(f->cfg.network_caps & NCM_CAP_NTB_INPUT_SIZE_8)) {
-        return ncm_bad_request(f, request, 0, length,
-                               "8-byte SET_NTB_INPUT_SIZE not advertised");
+        /*
+         * Not advertised (bmNetworkCapabilities D5), but FreeBSD's if_cdce
+         * sends it anyway and ignores a stall: refusing would leave IN
+         * NTBs larger than the host's reads.  Its first field is the same
+         * as the 4-byte form's, so take the request as the host means it.
+         */
+        qemu_log_mask(LOG_GUEST_ERROR, "usb-ncm: 8-byte SET_NTB_INPUT_SIZE "
+                      "without bmNetworkCapabilities D5: taken\n");
     }
     size = ldl_le_p(d);
     if (length == 8) {

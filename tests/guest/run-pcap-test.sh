@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # Whole NTBs in the USB capture: a guest run (ping, iperf3 up and down)
-# with -device usb-ncm-dl,pcap=FILE,pcap-snaplen=262080 (QEMU's USB pcap,
+# with -device usb-ncm-dl,pcap=FILE (whole transfers: the device's default
+# pcap-snaplen; QEMU's USB pcap,
 # patches/0012-hw-usb-pcap-snaplen.patch: the whole transfer instead of
 # its first 256 bytes), decoded by tshark (Wireshark's MBIM dissector
 # reads NCM NTBs):
@@ -59,7 +60,7 @@ if [ "${PCAP_REUSE:-0}" = 0 ] || [ ! -s "$PCAP" ]; then
     rm -f "$LOG" "$LOG".* "$PCAP"
     trap guest_iperf_stop EXIT
     guest_iperf_start "$LOG.iperf3-server.log"
-    guest_device_args "$CTRL" "usb-ncm-dl,id=ncm,pcap=$PCAP,pcap-snaplen=262080"
+    guest_device_args "$CTRL" "usb-ncm-dl,id=ncm,pcap=$PCAP"
     guest_qemu_cmd "$GDIR" "ncm.mode=run ncm.driver=cdc_ncm \
 ncm.port=$GUEST_IPERF_PORT ncm.time=${IPERF_TIME:-1} ncm.ping=5"
     step "guest pcap test: $CTRL, capture ${PCAP#"$NCM_TOP"/}"

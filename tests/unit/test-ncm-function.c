@@ -557,8 +557,6 @@ static const BadRequest bad_requests[] = {
     { "set-ntb-format-unknown", REQ_OUT(NCM_SET_NTB_FORMAT), 2, 0, false },
     { "set-input-size-3-bytes", REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 3,
       false },
-    { "set-input-size-8-bytes-not-offered", REQ_OUT(NCM_SET_NTB_INPUT_SIZE),
-      0, 8, false },
     { "set-max-datagram-1-byte", REQ_OUT(NCM_SET_MAX_DATAGRAM_SIZE), 0, 1,
       false },
     { "set-net-address-while-active", REQ_OUT(NCM_SET_NET_ADDRESS), 0, 6,
@@ -655,6 +653,35 @@ static unsigned in_ntb_datagrams(const GByteArray *ntb, bool crc)
                                       ntb->len, &limits, view),
                     ==, NCM_PARSE_OK);
     return view->n_datagrams;
+}
+
+/*
+ * The 8-byte SET_NTB_INPUT_SIZE where D5 is not advertised, as FreeBSD's
+ * if_cdce sends it: taken, since stalling it leaves IN NTBs larger than
+ * the host's reads.
+ */
+static void test_control_input_size_8_unadvertised(void)
+{
+    NcmConfig c = config(NCM_ZLP_AUTO, 1514);
+    uint8_t b[8] = { 0 };
+    Fixture fx;
+
+    g_assert_false(c.network_caps & NCM_CAP_NTB_INPUT_SIZE_8);
+    fixture_init_cfg(&fx, &c);
+    stl_le_p(b, 16384);
+    stw_le_p(b + 4, 31);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 8, b),
+                    ==, 0);
+    g_assert_cmpuint(fx.f.ntb_in_size, ==, 16384);
+    g_assert_cmpuint(fx.f.ntb_in_max_datagrams, ==, 31);
+    g_assert_cmpuint(fx.f.stats.input_size_requests_8, ==, 1);
+    g_assert_cmpuint(fx.f.stats.bad_requests, ==, 0);
+    /* the reply keeps the advertised 4-byte form */
+    memset(b, 0, sizeof(b));
+    g_assert_cmpint(control(&fx, REQ_IN(NCM_GET_NTB_INPUT_SIZE), 0, 8, b),
+                    ==, 4);
+    g_assert_cmpuint(ldl_le_p(b), ==, 16384);
+    fixture_free(&fx);
 }
 
 /*
@@ -1258,6 +1285,8 @@ int main(int argc, char **argv)
                     test_control_alt0_resets);
     g_test_add_func("/ncm-function/control/input-size-8-bytes",
                     test_control_input_size_8);
+    g_test_add_func("/ncm-function/control/input-size-8-bytes-unadvertised",
+                    test_control_input_size_8_unadvertised);
     g_test_add_func("/ncm-function/in/max-datagrams-flush",
                     test_in_max_datagrams_flush);
     g_test_add_func("/ncm-function/in/firmware-one-datagram-per-ntb",
