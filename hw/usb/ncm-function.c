@@ -99,6 +99,91 @@ static void ncm_reset_data_state(NcmFunction *f)
     ncm_flush_data(f);
 }
 
+static bool ncm_is_pow2_in(uint32_t v, uint32_t lo, uint32_t hi)
+{
+    return v >= lo && v <= hi && !(v & (v - 1));
+}
+
+static char *ncm_check_ntb_max(const char *prop, uint32_t size)
+{
+    if (size < NCM_NTB_MIN_SIZE || size > NCM_NTB16_MAX_SIZE) {
+        return g_strdup_printf("%s %u is outside %u..%u (NCM 1.0 minimum, "
+                               "NTB16 maximum)", prop, size,
+                               NCM_NTB_MIN_SIZE, NCM_NTB16_MAX_SIZE);
+    }
+    return NULL;
+}
+
+/* Table 6-3 of NCM 1.0 and what the buffers here are sized for */
+char *ncm_function_check_config(const NcmConfig *cfg)
+{
+    uint32_t smallest_ntb = MIN(cfg->ntb_in_max_size, cfg->ntb_out_max_size);
+    char *why;
+
+    why = ncm_check_ntb_max("ntb-in-max-size", cfg->ntb_in_max_size) ?:
+          ncm_check_ntb_max("ntb-out-max-size", cfg->ntb_out_max_size);
+    if (why) {
+        return why;
+    }
+    if (!ncm_is_pow2_in(cfg->in_divisor, 4, 4096) ||
+        !ncm_is_pow2_in(cfg->out_divisor, 4, 4096)) {
+        return g_strdup_printf("ntb-in-divisor and ntb-out-divisor must be "
+                               "powers of two in 4..4096 (got %u and %u)",
+                               cfg->in_divisor, cfg->out_divisor);
+    }
+    if (cfg->in_remainder >= cfg->in_divisor ||
+        cfg->out_remainder >= cfg->out_divisor) {
+        return g_strdup_printf("ntb-in-remainder and ntb-out-remainder must "
+                               "be smaller than their divisors (got %u and "
+                               "%u)", cfg->in_remainder, cfg->out_remainder);
+    }
+    if (!ncm_is_pow2_in(cfg->in_alignment, 4, 4096) ||
+        !ncm_is_pow2_in(cfg->out_alignment, 4, 4096)) {
+        return g_strdup_printf("ntb-in-alignment and ntb-out-alignment must "
+                               "be powers of two in 4..4096 (got %u and %u)",
+                               cfg->in_alignment, cfg->out_alignment);
+    }
+    if (cfg->out_max_datagrams > NCM_MAX_DATAGRAMS) {
+        return g_strdup_printf("ntb-out-max-datagrams must be in 0..%u, 0 "
+                               "for no limit (got %u)", NCM_MAX_DATAGRAMS,
+                               cfg->out_max_datagrams);
+    }
+    if (cfg->in_max_datagrams > NCM_MAX_DATAGRAMS) {
+        return g_strdup_printf("in-datagrams-per-ntb must be in 0..%u, 0 for "
+                               "no limit (got %u)", NCM_MAX_DATAGRAMS,
+                               cfg->in_max_datagrams);
+    }
+    if (cfg->network_caps & ~NCM_CAPS_SUPPORTED) {
+        return g_strdup_printf("network-capabilities 0x%02x: the model "
+                               "offers bits 0, 1, 3, 4 and 5 only (0x%02x; "
+                               "bit 2, encapsulated commands, is not "
+                               "implemented, bits 6-7 are reserved)",
+                               cfg->network_caps, NCM_CAPS_SUPPORTED);
+    }
+    if ((cfg->mc_filters & CDC_MC_FILTERS_COUNT_MASK) > NCM_MAX_MC_FILTERS) {
+        return g_strdup_printf("multicast-filters 0x%04x: at most %u filters "
+                               "(bit 15 selects imperfect filtering)",
+                               cfg->mc_filters, NCM_MAX_MC_FILTERS);
+    }
+    if (cfg->eth_stats & ~NCM_ETH_STATS_SUPPORTED) {
+        return g_strdup_printf("ethernet-statistics 0x%08x: the model counts "
+                               "feature selectors 1..17 only (mask 0x%08x)",
+                               cfg->eth_stats, NCM_ETH_STATS_SUPPORTED);
+    }
+    if (cfg->power_on_filter & ~0x1f) {
+        return g_strdup_printf("power-on-filter 0x%x has bits beyond the "
+                               "five CDC packet filter bits (0x1f)",
+                               cfg->power_on_filter);
+    }
+    if (cfg->max_segment_size < 1514 ||
+        (uint32_t)cfg->max_segment_size + 64 > smallest_ntb) {
+        return g_strdup_printf("max-segment-size %u must be at least 1514 "
+                               "and fit an NTB of %u bytes with its headers",
+                               cfg->max_segment_size, smallest_ntb);
+    }
+    return NULL;
+}
+
 void ncm_function_init(NcmFunction *f, const NcmConfig *cfg)
 {
     NcmConfig c = *cfg;

@@ -21,6 +21,6 @@ while IFS= read -r f; do
         grep -E '^(ERROR|WARNING)' -A2 <<<"$out" | head -n 12 | sed 's/^/    | /'
         rc=1
     fi
-done < <(git ls-files 'hw/*.c' 'include/*.h' 'tests/*.c' 'tests/*.h' |
+done < <(git ls-files 'hw/*.c' 'hw/*.h' 'include/*.h' 'tests/*.c' 'tests/*.h' |
          grep -v '^tests/standalone/')
 exit $rc

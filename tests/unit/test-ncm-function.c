@@ -1245,6 +1245,134 @@ static void test_migration_checks(const void *opaque)
     fixture_free(&fx);
 }
 
+/* ncm_function_check_config(): each limit, one value past it */
+typedef struct CfgCase {
+    const char *name;
+    void (*spoil)(NcmConfig *c);
+    const char *says;           /* in the message; NULL: accepted */
+} CfgCase;
+
+static void cfg_none(NcmConfig *c)
+{
+}
+
+static void cfg_edges(NcmConfig *c)
+{
+    /* every value at the edge of its range, still accepted */
+    c->ntb_in_max_size = NCM_NTB_MIN_SIZE;
+    c->ntb_out_max_size = NCM_NTB16_MAX_SIZE;
+    c->in_divisor = 4096;
+    c->in_remainder = 4095;
+    c->out_alignment = 4096;
+    c->out_max_datagrams = NCM_MAX_DATAGRAMS;
+    c->in_max_datagrams = NCM_MAX_DATAGRAMS;
+    c->network_caps = NCM_CAPS_SUPPORTED;
+    c->mc_filters = CDC_MC_FILTERS_IMPERFECT | NCM_MAX_MC_FILTERS;
+    c->eth_stats = NCM_ETH_STATS_SUPPORTED;
+    c->power_on_filter = 0x1f;
+    c->max_segment_size = NCM_NTB_MIN_SIZE - 64;
+}
+
+static void cfg_in_small(NcmConfig *c)
+{
+    c->ntb_in_max_size = NCM_NTB_MIN_SIZE - 1;
+}
+
+static void cfg_out_large(NcmConfig *c)
+{
+    c->ntb_out_max_size = NCM_NTB16_MAX_SIZE + 1;
+}
+
+static void cfg_divisor(NcmConfig *c)
+{
+    c->out_divisor = 12;
+}
+
+static void cfg_remainder(NcmConfig *c)
+{
+    c->in_remainder = c->in_divisor;
+}
+
+static void cfg_alignment(NcmConfig *c)
+{
+    c->in_alignment = 2;
+}
+
+static void cfg_out_datagrams(NcmConfig *c)
+{
+    c->out_max_datagrams = NCM_MAX_DATAGRAMS + 1;
+}
+
+static void cfg_in_datagrams(NcmConfig *c)
+{
+    c->in_max_datagrams = NCM_MAX_DATAGRAMS + 1;
+}
+
+static void cfg_caps(NcmConfig *c)
+{
+    c->network_caps |= NCM_CAP_ENCAPSULATED;
+}
+
+static void cfg_mc_filters(NcmConfig *c)
+{
+    c->mc_filters = NCM_MAX_MC_FILTERS + 1;
+}
+
+static void cfg_eth_stats(NcmConfig *c)
+{
+    c->eth_stats = NCM_ETH_STATS_SUPPORTED + 1;
+}
+
+static void cfg_filter(NcmConfig *c)
+{
+    c->power_on_filter = 0x20;
+}
+
+static void cfg_segment_small(NcmConfig *c)
+{
+    c->max_segment_size = 1513;
+}
+
+static void cfg_segment_fits(NcmConfig *c)
+{
+    c->ntb_out_max_size = 2048;
+    c->max_segment_size = 2048 - 63;
+}
+
+static const CfgCase cfg_cases[] = {
+    { "defaults", cfg_none, NULL },
+    { "edges", cfg_edges, NULL },
+    { "ntb-in-max-size", cfg_in_small, "ntb-in-max-size 2047 is outside" },
+    { "ntb-out-max-size", cfg_out_large, "ntb-out-max-size 65537 is outside" },
+    { "divisor", cfg_divisor, "must be powers of two in 4..4096" },
+    { "remainder", cfg_remainder, "smaller than their divisors" },
+    { "alignment", cfg_alignment, "ntb-in-alignment and ntb-out-alignment" },
+    { "out-datagrams", cfg_out_datagrams, "ntb-out-max-datagrams must be" },
+    { "in-datagrams", cfg_in_datagrams, "in-datagrams-per-ntb must be" },
+    { "capabilities", cfg_caps, "offers bits 0, 1, 3, 4 and 5 only" },
+    { "multicast-filters", cfg_mc_filters, "at most 256 filters" },
+    { "ethernet-statistics", cfg_eth_stats, "selectors 1..17 only" },
+    { "power-on-filter", cfg_filter, "power-on-filter 0x20 has bits" },
+    { "segment-small", cfg_segment_small, "max-segment-size 1513 must be" },
+    { "segment-fits", cfg_segment_fits, "fit an NTB of 2048 bytes" },
+};
+
+static void test_check_config(const void *opaque)
+{
+    const CfgCase *t = opaque;
+    NcmConfig c = config(NCM_ZLP_AUTO, 1514);
+    g_autofree char *why = NULL;
+
+    t->spoil(&c);
+    why = ncm_function_check_config(&c);
+    if (!t->says) {
+        g_assert_null(why);
+    } else {
+        g_assert_nonnull(why);
+        g_assert_nonnull(strstr(why, t->says));
+    }
+}
+
 int main(int argc, char **argv)
 {
     unsigned i;
@@ -1311,6 +1439,12 @@ int main(int argc, char **argv)
                                                 mig_cases[i].name);
 
         g_test_add_data_func(path, &mig_cases[i], test_migration_checks);
+    }
+    for (i = 0; i < ARRAY_SIZE(cfg_cases); i++) {
+        g_autofree char *path = g_strdup_printf("/ncm-function/config/%s",
+                                                cfg_cases[i].name);
+
+        g_test_add_data_func(path, &cfg_cases[i], test_check_config);
     }
     return g_test_run();
 }

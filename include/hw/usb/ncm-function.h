@@ -55,59 +55,78 @@ typedef struct NcmConfig {
 /* The statistics GET_ETHERNET_STATISTIC can answer (CDC ECM 1.2 6.2.5) */
 #define NCM_ETH_STATS_SUPPORTED         0x0001ffffu
 
+/*
+ * The bmNetworkCapabilities bits the function implements: all but
+ * encapsulated commands (bit 2); bits 6-7 are reserved.
+ */
+#define NCM_CAPS_SUPPORTED              (NCM_CAP_PACKET_FILTER | \
+                                         NCM_CAP_NET_ADDRESS | \
+                                         NCM_CAP_MAX_DATAGRAM_SIZE | \
+                                         NCM_CAP_CRC_MODE | \
+                                         NCM_CAP_NTB_INPUT_SIZE_8)
+
+/*
+ * Every counter of the function, written once: NcmCounters, the device's
+ * x-stats and the migration stream are generated from this list.
+ */
+#define NCM_FUNCTION_COUNTERS(X) \
+    X(out_transfers) \
+    X(out_direct_transfers)     /* parsed in guest memory, no copy */ \
+    X(out_ntbs) \
+    X(out_datagrams) \
+    X(out_bytes) \
+    X(out_zlps) \
+    X(out_overflow_bytes) \
+    X(out_merged_transfers) \
+    X(out_merge_lost_datagrams) \
+    X(in_ntbs) \
+    X(in_direct_ntbs)           /* built in the host's buffer: 1 copy */ \
+    X(in_datagrams) \
+    X(in_bytes) \
+    X(in_zlps)                  /* ZLPs ending an exact-multiple NTB */ \
+    X(in_babbles)               /* buffers ending inside a packet */ \
+    X(in_rescued_datagrams)     /* taken back from a cancelled buffer */ \
+    X(rx_backpressure) \
+    X(rx_filtered) \
+    X(rx_oversize) \
+    X(rx_inactive_drops) \
+    X(in_flushed_datagrams) \
+    X(bad_requests) \
+    X(notifications) \
+    X(link_down_drops) \
+    X(fault_dropped_in_ntbs) \
+    X(fault_corrupted_in_ntbs) \
+    /* NCM 1.0 requests, by kind */ \
+    X(input_size_requests_4)    /* SET_NTB_INPUT_SIZE, 4-byte form */ \
+    X(input_size_requests_8)    /* SET_NTB_INPUT_SIZE, 8-byte form */ \
+    X(crc_mode_requests)        /* SET_CRC_MODE accepted */ \
+    X(mc_filter_requests)       /* SET_ETHERNET_MULTICAST_FILTERS */ \
+    X(mc_filter_rejects)        /* ... with a malformed list */ \
+    X(statistic_requests)       /* GET_ETHERNET_STATISTIC answered */ \
+    /* CRC mode */ \
+    X(out_crc_datagrams)        /* OUT datagrams whose CRC matched */ \
+    X(out_crc_errors)           /* ... that did not: dropped */ \
+    X(in_crc_ntbs)              /* IN NTBs sent with NCM1/ncm1 NDPs */ \
+    /* by destination, for GET_ETHERNET_STATISTIC: OUT is "XMIT" */ \
+    X(out_directed_frames) \
+    X(out_directed_bytes) \
+    X(out_multicast_frames) \
+    X(out_multicast_bytes) \
+    X(out_broadcast_frames) \
+    X(out_broadcast_bytes) \
+    /* frames from the network passed to the host: "RCV" */ \
+    X(in_directed_frames) \
+    X(in_directed_bytes) \
+    X(in_multicast_frames) \
+    X(in_multicast_bytes) \
+    X(in_broadcast_frames) \
+    X(in_broadcast_bytes)
+
+#define NCM_COUNTER_FIELD(name) uint64_t name;
+
 typedef struct NcmCounters {
-    uint64_t out_transfers;
-    uint64_t out_direct_transfers;  /* parsed in guest memory, no copy */
-    uint64_t out_ntbs;
-    uint64_t out_datagrams;
-    uint64_t out_bytes;
-    uint64_t out_zlps;
+    NCM_FUNCTION_COUNTERS(NCM_COUNTER_FIELD)
     uint64_t out_parse_errors[NCM_PARSE_ERROR__MAX];
-    uint64_t out_overflow_bytes;
-    uint64_t out_merged_transfers;
-    uint64_t out_merge_lost_datagrams;
-    uint64_t in_ntbs;
-    uint64_t in_direct_ntbs;        /* built in the host's buffer: 1 copy */
-    uint64_t in_datagrams;
-    uint64_t in_bytes;
-    uint64_t in_zlps;               /* ZLPs ending an exact-multiple NTB */
-    uint64_t in_babbles;            /* buffers ending inside a packet */
-    uint64_t in_rescued_datagrams;  /* taken back from a cancelled buffer */
-    uint64_t rx_backpressure;
-    uint64_t rx_filtered;
-    uint64_t rx_oversize;
-    uint64_t rx_inactive_drops;
-    uint64_t in_flushed_datagrams;
-    uint64_t bad_requests;
-    uint64_t notifications;
-    uint64_t link_down_drops;
-    uint64_t fault_dropped_in_ntbs;
-    uint64_t fault_corrupted_in_ntbs;
-    /* NCM 1.0 requests, by kind */
-    uint64_t input_size_requests_4; /* SET_NTB_INPUT_SIZE, 4-byte form */
-    uint64_t input_size_requests_8; /* SET_NTB_INPUT_SIZE, 8-byte form */
-    uint64_t crc_mode_requests;     /* SET_CRC_MODE accepted */
-    uint64_t mc_filter_requests;    /* SET_ETHERNET_MULTICAST_FILTERS */
-    uint64_t mc_filter_rejects;     /* ... with a malformed list */
-    uint64_t statistic_requests;    /* GET_ETHERNET_STATISTIC answered */
-    /* CRC mode */
-    uint64_t out_crc_datagrams;     /* OUT datagrams whose CRC matched */
-    uint64_t out_crc_errors;        /* ... that did not: dropped */
-    uint64_t in_crc_ntbs;           /* IN NTBs sent with NCM1/ncm1 NDPs */
-    /* by destination, for GET_ETHERNET_STATISTIC: OUT is "XMIT" */
-    uint64_t out_directed_frames;
-    uint64_t out_directed_bytes;
-    uint64_t out_multicast_frames;
-    uint64_t out_multicast_bytes;
-    uint64_t out_broadcast_frames;
-    uint64_t out_broadcast_bytes;
-    /* frames from the network passed to the host: "RCV" */
-    uint64_t in_directed_frames;
-    uint64_t in_directed_bytes;
-    uint64_t in_multicast_frames;
-    uint64_t in_multicast_bytes;
-    uint64_t in_broadcast_frames;
-    uint64_t in_broadcast_bytes;
 } NcmCounters;
 
 /*
@@ -201,10 +220,22 @@ typedef struct NcmFunction {
     NcmFaults faults;
     bool netdev_link_up;
     NcmCounters stats;
+
+    /* what migration carries in another form than the above */
+    struct {
+        bool ntb32;
+        uint32_t corrupt;
+        uint32_t in_bytes;
+    } mig;
 } NcmFunction;
 
 typedef void NcmEmitFn(void *opaque, const uint8_t *frame, size_t len);
 
+/*
+ * Whether @cfg is within what NCM 1.0 and the function allow: NULL, or
+ * why not (g_free() it), naming the property that is wrong.
+ */
+char *ncm_function_check_config(const NcmConfig *cfg);
 /* @cfg may be &f->cfg, where the device's properties put it. */
 void ncm_function_init(NcmFunction *f, const NcmConfig *cfg);
 void ncm_function_cleanup(NcmFunction *f);
@@ -317,6 +348,27 @@ const char *ncm_function_post_load(NcmFunction *f, bool ntb32,
                                    uint32_t in_bytes);
 /* How much of the IN buffer holds state: what migration must carry. */
 uint32_t ncm_function_in_bytes(const NcmFunction *f);
+
+/*
+ * The function's part of a device's migration stream, built only inside
+ * QEMU (ncm-function-vmstate.c).  The counters and the fault injection
+ * state travel in subsections, only when they are not all zero.
+ */
+extern const struct VMStateDescription vmstate_ncm_function;
+
+#define VMSTATE_NCM_FUNCTION(_field, _state)                              \
+    VMSTATE_STRUCT(_field, _state, 1, vmstate_ncm_function, NcmFunction)
+
+/*
+ * The members of VMSTATE_UINT64(_field, _state) named _name, for an
+ * X-macro of counters: "{ NCM_VMSTATE_COUNTER(...) }," is one list entry.
+ */
+#define NCM_VMSTATE_COUNTER(_name, _field, _state)                        \
+    .name = (_name),                                                      \
+    .info = &vmstate_info_uint64,                                         \
+    .size = sizeof(uint64_t),                                             \
+    .flags = VMS_SINGLE,                                                  \
+    .offset = vmstate_offset_value(_state, _field, uint64_t)
 
 /*
  * The imperfect filter's bin of a multicast address: the top 6 bits of

@@ -727,20 +727,21 @@ static size_t mig_find_section(const uint8_t *b, size_t len)
 }
 
 /*
- * The fault flags and timers: link_down = 0, busy = 1, the link timer
- * not pending (-1), then the busy timer's deadline.
+ * The busy timer's deadline: the fault timers travel in the subsection
+ * "usb-ncm/fault-timers" (its name, version 1, then the link timer, not
+ * pending (-1), then the busy timer).
  */
 static size_t mig_find_busy_timer(const uint8_t *b, size_t len, size_t from)
 {
-    static const uint8_t pat[] = {
-        0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-    };
+    static const uint8_t pat[] = "usb-ncm/fault-timers\0\0\0\1"
+                                 "\xff\xff\xff\xff\xff\xff\xff\xff";
+    const size_t n = sizeof(pat) - 1;
     size_t i, found = 0;
 
-    for (i = from; i + sizeof(pat) + 8 <= len; i++) {
-        if (!memcmp(b + i, pat, sizeof(pat))) {
+    for (i = from; i + n + 8 <= len; i++) {
+        if (!memcmp(b + i, pat, n)) {
             g_assert_cmpuint(found, ==, 0);     /* one match, or unsure */
-            found = i + sizeof(pat);
+            found = i + n;
         }
     }
     g_assert_cmpuint(found, !=, 0);

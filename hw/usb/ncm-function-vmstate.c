@@ -1,0 +1,271 @@
+/*
+ * USB CDC-NCM function: its part of the migration stream
+ *
+ * Apart from ncm-function.c, which builds and is tested without QEMU.
+ * A device embeds the function with VMSTATE_NCM_FUNCTION() and keeps the
+ * USB side (configuration, packets, timers) in its own description, as
+ * hw/input/hid.c does for the HID devices.
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/cutils.h"
+#include "qemu/error-report.h"
+#include "migration/qemu-file-types.h"
+#include "migration/vmstate.h"
+#include "hw/usb/ncm-function.h"
+
+/*
+ * The two byte buffers go as a length and the bytes; the length is
+ * checked against the buffer before anything is written into it, since a
+ * migration stream is untrusted input.
+ */
+static int ncm_put_out_buf(QEMUFile *f, void *pv, size_t size,
+                           const VMStateField *field, JSONWriter *vmdesc)
+{
+    NcmFunction *fn = pv;
+
+    qemu_put_be32(f, fn->out_len);
+    qemu_put_buffer(f, fn->out_buf, fn->out_len);
+    return 0;
+}
+
+static int ncm_get_out_buf(QEMUFile *f, void *pv, size_t size,
+                           const VMStateField *field)
+{
+    NcmFunction *fn = pv;
+    uint32_t len = qemu_get_be32(f);
+
+    if (len > fn->out_buf_size) {
+        error_report("usb-ncm: migrated OUT transfer of %u bytes does not "
+                     "fit this device's %u-byte buffer", len,
+                     fn->out_buf_size);
+        return -EINVAL;
+    }
+    qemu_get_buffer(f, fn->out_buf, len);
+    fn->out_len = len;
+    return 0;
+}
+
+static int ncm_put_in_buf(QEMUFile *f, void *pv, size_t size,
+                          const VMStateField *field, JSONWriter *vmdesc)
+{
+    NcmFunction *fn = pv;
+    uint32_t len = ncm_function_in_bytes(fn);
+
+    qemu_put_be32(f, len);
+    qemu_put_buffer(f, fn->in_buf, len);
+    return 0;
+}
+
+static int ncm_get_in_buf(QEMUFile *f, void *pv, size_t size,
+                          const VMStateField *field)
+{
+    NcmFunction *fn = pv;
+    uint32_t len = qemu_get_be32(f);
+
+    if (len > fn->cfg.ntb_in_max_size) {
+        error_report("usb-ncm: migrated IN NTB of %u bytes does not fit "
+                     "this device's %u-byte buffer (ntb-in-max-size)", len,
+                     fn->cfg.ntb_in_max_size);
+        return -EINVAL;
+    }
+    qemu_get_buffer(f, fn->in_buf, len);
+    fn->mig.in_bytes = len;
+    return 0;
+}
+
+static const VMStateInfo vmstate_info_ncm_out_buf = {
+    .name = "ncm-out-buffer",
+    .get = ncm_get_out_buf,
+    .put = ncm_put_out_buf,
+};
+
+static const VMStateInfo vmstate_info_ncm_in_buf = {
+    .name = "ncm-in-buffer",
+    .get = ncm_get_in_buf,
+    .put = ncm_put_in_buf,
+};
+
+#define VMSTATE_NCM_BUFFER(_name, _info) {                                \
+    .name = (_name),                                                      \
+    .info = &(_info),                                                     \
+    .flags = VMS_SINGLE,                                                  \
+    .offset = 0,                                                          \
+}
+
+static int ncm_function_vmstate_pre_save(void *opaque)
+{
+    NcmFunction *f = opaque;
+
+    /* the host re-sends its parked transfers to the destination */
+    ncm_function_pre_save(f);
+    f->mig.ntb32 = f->format == &ncm_ntb32_format;
+    f->mig.corrupt = f->faults.corrupt;
+    return 0;
+}
+
+static int ncm_function_vmstate_pre_load(void *opaque)
+{
+    NcmFunction *f = opaque;
+
+    /* a subsection that does not come was all zero on the source */
+    memset(&f->stats, 0, sizeof(f->stats));
+    memset(&f->faults, 0, sizeof(f->faults));
+    f->mig.corrupt = 0;
+    f->crc_mode = false;
+    f->mc_count = 0;
+    return 0;
+}
+
+static int ncm_function_vmstate_post_load(void *opaque, int version_id)
+{
+    NcmFunction *f = opaque;
+    const char *why;
+
+    f->faults.corrupt = MIN(f->mig.corrupt, NCM_CORRUPT__MAX);
+    why = ncm_function_post_load(f, f->mig.ntb32, f->mig.in_bytes);
+    if (why) {
+        error_report("usb-ncm: refusing the migrated state: %s", why);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static const VMStateDescription vmstate_ncm_datagram = {
+    .name = "ncm-function/datagram",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(offset, NcmDatagram),
+        VMSTATE_UINT32(len, NcmDatagram),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* NCM 1.0 state beyond the base requests: only when in use */
+static bool ncm_ext_needed(void *opaque)
+{
+    NcmFunction *f = opaque;
+
+    return f->crc_mode || f->mc_count;
+}
+
+static const VMStateDescription vmstate_ncm_ext = {
+    .name = "ncm-function/ext",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = ncm_ext_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(crc_mode, NcmFunction),
+        VMSTATE_UINT16(mc_count, NcmFunction),
+        VMSTATE_UINT8_2DARRAY(mc_addrs, NcmFunction, NCM_MAX_MC_FILTERS,
+                              CDC_MC_ADDRESS_LEN),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/*
+ * The counters, once one has counted: x-stats and the per-destination
+ * statistics GET_ETHERNET_STATISTIC reports go on from where they were.
+ */
+static bool ncm_counters_needed(void *opaque)
+{
+    NcmFunction *f = opaque;
+
+    return !buffer_is_zero(&f->stats, sizeof(f->stats));
+}
+
+#define NCM_COUNTER_VMSTATE(f) \
+    { NCM_VMSTATE_COUNTER(#f, stats.f, NcmFunction) },
+
+static const VMStateDescription vmstate_ncm_counters = {
+    .name = "ncm-function/counters",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = ncm_counters_needed,
+    .fields = (const VMStateField[]) {
+        NCM_FUNCTION_COUNTERS(NCM_COUNTER_VMSTATE)
+        VMSTATE_UINT64_ARRAY(stats.out_parse_errors, NcmFunction,
+                             NCM_PARSE_ERROR__MAX),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* Fault injection (the x-fault-* properties), only while one is set */
+static bool ncm_faults_needed(void *opaque)
+{
+    NcmFaults *faults = &((NcmFunction *)opaque)->faults;
+
+    return faults->drop_in_every || faults->in_ntb_counter ||
+           faults->corrupt || faults->corrupt_remaining ||
+           faults->link_down || faults->busy;
+}
+
+static const VMStateDescription vmstate_ncm_faults = {
+    .name = "ncm-function/faults",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = ncm_faults_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(faults.drop_in_every, NcmFunction),
+        VMSTATE_UINT32(faults.in_ntb_counter, NcmFunction),
+        VMSTATE_UINT32(mig.corrupt, NcmFunction),
+        VMSTATE_UINT32(faults.corrupt_remaining, NcmFunction),
+        VMSTATE_BOOL(faults.link_down, NcmFunction),
+        VMSTATE_BOOL(faults.busy, NcmFunction),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+const VMStateDescription vmstate_ncm_function = {
+    .name = "ncm-function",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_save = ncm_function_vmstate_pre_save,
+    .pre_load = ncm_function_vmstate_pre_load,
+    .post_load = ncm_function_vmstate_post_load,
+    .fields = (const VMStateField[]) {
+        /* negotiated */
+        VMSTATE_BOOL(mig.ntb32, NcmFunction),
+        VMSTATE_UINT32(ntb_in_size, NcmFunction),
+        VMSTATE_UINT16(ntb_in_max_datagrams, NcmFunction),
+        VMSTATE_UINT16(max_datagram_size, NcmFunction),
+        VMSTATE_UINT16(packet_filter, NcmFunction),
+        VMSTATE_UINT8_ARRAY(net_address, NcmFunction, 6),
+        VMSTATE_BOOL(data_active, NcmFunction),
+        VMSTATE_BOOL(link_up, NcmFunction),
+        /* OUT */
+        VMSTATE_BOOL(out_discarding, NcmFunction),
+        /* IN */
+        VMSTATE_UINT32(in_builder.len, NcmFunction),
+        VMSTATE_UINT32(in_builder.n_datagrams, NcmFunction),
+        VMSTATE_UINT32(in_builder.ndp_offset, NcmFunction),
+        VMSTATE_STRUCT_ARRAY(in_builder.datagrams, NcmFunction,
+                             NCM_MAX_DATAGRAMS, 1, vmstate_ncm_datagram,
+                             NcmDatagram),
+        VMSTATE_UINT32(in_ntb_len, NcmFunction),
+        VMSTATE_UINT32(in_send_off, NcmFunction),
+        VMSTATE_UINT16(in_sequence, NcmFunction),
+        VMSTATE_BOOL(in_zlp_owed, NcmFunction),
+        /* interrupt endpoint */
+        VMSTATE_UINT8(notify_pending, NcmFunction),
+        VMSTATE_UINT8_ARRAY(notify_buf, NcmFunction,
+                            CDC_NOTIFY_SPEED_CHANGE_LEN),
+        VMSTATE_UINT8(notify_len, NcmFunction),
+        VMSTATE_UINT8(notify_off, NcmFunction),
+        /* the bytes, last: their lengths are checked as they come */
+        VMSTATE_NCM_BUFFER("out_buf", vmstate_info_ncm_out_buf),
+        VMSTATE_NCM_BUFFER("in_buf", vmstate_info_ncm_in_buf),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_ncm_ext,
+        &vmstate_ncm_counters,
+        &vmstate_ncm_faults,
+        NULL
+    },
+};
