@@ -1191,50 +1191,15 @@ int qxhci_control(QXhciDevice *d, uint8_t request_type, uint8_t request,
                   uint16_t length, uint32_t *actual)
 {
     QXhci *x = d->xhci;
-    QXhciRing *r = d->rings[1];
     bool in = request_type & 0x80;
     QXhciTransfer *t;
-    uint64_t setup;
-    uint32_t first_control = 0, trt;
     int cc;
 
     g_assert(!d->gone);
-    g_assert_cmpuint(ring_free_trbs(r), >=, 3);
-    t = transfer_new(d, 1, length);
-    t->control = true;
-    t->in = in;
-    t->length = length;
-    t->data_len = length;
-    if (!in && length) {
-        qtest_bufwrite(x->qts, t->buf, data, length);
-    }
-
-    setup = request_type | ((uint64_t)request << 8) |
-            ((uint64_t)value << 16) | ((uint64_t)index << 32) |
-            ((uint64_t)length << 48);
-    trt = length ? (in ? 3 : 2) : 0;
-    t->trb_len[t->ntrbs] = 8;
-    t->trb_addr[t->ntrbs++] = ring_put(x, r, setup, 8,
-                                       TRB_TYPE(TRB_SETUP) | TRB_IDT |
-                                       TRB_SETUP_TRT(trt), true,
-                                       &first_control);
-    if (length) {
-        t->trb_len[t->ntrbs] = length;
-        t->trb_addr[t->ntrbs++] = ring_put(x, r, t->buf, length,
-                                           TRB_TYPE(TRB_DATA) |
-                                           (in ? TRB_DIR_IN | TRB_ISP : 0),
-                                           false, NULL);
-    }
-    /* the status stage goes the other way from the data stage */
-    t->trb_len[t->ntrbs] = 0;
-    t->trb_addr[t->ntrbs++] = ring_put(x, r, 0, 0, TRB_TYPE(TRB_STATUS) |
-                                       TRB_IOC |
-                                       (length && in ? 0 : TRB_DIR_IN),
-                                       false, NULL);
-    r->used += t->ntrbs;
-    d->pending = g_list_append(d->pending, t);
-    ring_release(x, t->trb_addr[0], first_control);
-    doorbell(x, d->slot, 1);
+    g_assert_cmpuint(ring_free_trbs(d->rings[1]), >=, 3);
+    t = qxhci_control_submit(d, request_type, request, value, index, data,
+                             length);
+    g_assert(t);
 
     if (!qxhci_wait(t, NANOSECONDS_PER_SECOND)) {
         endpoint_cancel_dci(d, 1);
@@ -1497,6 +1462,7 @@ QXhciTransfer *qxhci_control_submit(QXhciDevice *d, uint8_t request_type,
                                            (in ? TRB_DIR_IN | TRB_ISP : 0),
                                            false, NULL);
     }
+    /* the status stage goes the other way from the data stage */
     t->trb_len[t->ntrbs] = 0;
     t->trb_addr[t->ntrbs++] = ring_put(x, r, 0, 0, TRB_TYPE(TRB_STATUS) |
                                        TRB_IOC |
