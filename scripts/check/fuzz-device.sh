@@ -37,7 +37,7 @@
 # binary with clang source-based coverage (-fprofile-instr-generate
 # -fcoverage-mapping, no sanitizers) in build/fuzz-cov/, replay every
 # target's corpus (committed seeds and working corpus) through it and print
-# the line coverage of hw/usb/dev-ncm.c, ncm-function.c and ncm-ntb.c
+# the line coverage of hw/usb/dev-ncm*.c, ncm-function*.c and ncm-ntb.c
 # (llvm-cov-14 report), all targets together and per target.
 #
 # Output contract (column 0, one line per target):
@@ -77,8 +77,10 @@ BIN_NAME=qemu-fuzz-x86_64
 BIN=$FUZZ_DIR/qemu/$BIN_NAME
 COV_BIN=$COV_DIR/qemu/$BIN_NAME
 SEEDS=$NCM_TOP/tests/fuzz/corpus
-# The files whose coverage is reported.
-COV_FILES="hw/usb/dev-ncm.c hw/usb/ncm-function.c hw/usb/ncm-ntb.c"
+# The files whose coverage is reported: the device's glue (dev-ncm*.c),
+# the function (ncm-function*.c) and the codec (ncm-ntb.c).
+COV_FILES="hw/usb/dev-ncm.c hw/usb/dev-ncm-desc.c hw/usb/dev-ncm-faults.c
+           hw/usb/ncm-function.c hw/usb/ncm-function-vmstate.c hw/usb/ncm-ntb.c"
 # libFuzzer's per-input time limit (s): a guest that hangs QEMU is a finding.
 FUZZ_TIMEOUT=${FUZZ_TIMEOUT:-25}
 
