@@ -120,6 +120,25 @@ replay_trace_args() {
     for ev in $REPLAY_TRACE; do
         GUEST_CMD+=(-trace "$ev")
     done
+    # With an rrsnapshot the recording saves it and the replay loads it,
+    # after a reset of its own (RESET_TYPE_SNAPSHOT_LOAD) that the device
+    # sees and the recording never had: mark where the recorded run starts
+    # (replay_device_trace)
+    case " ${GUEST_CMD[*]} " in
+    *rrsnapshot=*)
+        GUEST_CMD+=(-trace savevm_state_setup
+                    -trace qemu_loadvm_state_post_main) ;;
+    esac
+}
+
+# replay_device_trace FILE: the trace events of the recorded run itself,
+# those after the snapshot was saved (recording) or loaded (replay); the
+# whole file when there is no snapshot
+replay_device_trace() {
+    awk '/^(savevm_state_setup|qemu_loadvm_state_post_main)/ {
+             n = 0; delete keep; next }
+         { keep[++n] = $0 }
+         END { for (i = 1; i <= n; i++) print keep[i] }' "$1"
 }
 
 # replay_vmlinux: the guest kernel's vmlinux with symbols, if there is one

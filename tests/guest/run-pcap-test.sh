@@ -4,7 +4,7 @@
 # Whole NTBs in the USB capture: a guest run (ping, iperf3 up and down)
 # with -device usb-ncm-dl,pcap=FILE (whole transfers: the device's default
 # pcap-snaplen; QEMU's USB pcap,
-# patches/0012-hw-usb-pcap-snaplen.patch: the whole transfer instead of
+# patches/0008-hw-usb-pcap-snaplen.patch: the whole transfer instead of
 # its first 256 bytes), decoded by tshark (Wireshark's MBIM dissector
 # reads NCM NTBs):
 #   decodes          tshark reads the file; bulk transfers of both

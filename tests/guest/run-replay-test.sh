@@ -15,9 +15,10 @@
 #   xhci      qemu-xhci: ping, iperf3 up and down (TCP both ways); a link
 #             flap (x-fault-link-down-ms) as the upload starts and a
 #             re-enumeration (x-fault-replug-ms) as the download starts
-#   ehci      usb-ehci: the same, shorter, and recorded without the
-#             rrsnapshot (a replay that starts from the snapshot hangs in
-#             SeaBIOS's EHCI init, see docs/system/devices/usb-ncm.rst)
+#   ehci      usb-ehci: the same, shorter
+#   uhci      piix3-usb-uhci, full speed: the same as ehci
+#   ohci      pci-ohci, full speed: the same as ehci (these two only when
+#             named: make check runs the default set)
 #   dropout   the ZLP dropout (tests/guest/dropout-run.sh generic32:
 #             generic ids, so Linux sends no ZLP; zlp=required,
 #             dwNtbOutMaxSize 32768, tx_max raised to it): the same
@@ -28,10 +29,16 @@
 # replay (tests/guest/replay-qmp.py); a qom-set at another moment would
 # not replay.
 #
-#   tests/guest/run-replay-test.sh [xhci] [ehci] [dropout]   default all
+# Every recording carries an rrsnapshot (reverse debugging starts from it);
+# the replay's trace is compared from where it loads the snapshot, as the
+# recording's is from where it saved it (replay_device_trace).
+#
+#   tests/guest/run-replay-test.sh [xhci] [ehci] [uhci] [ohci] [dropout]
+#                                        default: xhci ehci dropout
 #
 # Environment: REPLAY_TEST_TIME (iperf3 seconds, 2), GUEST_TIMEOUT (600),
-# KERNEL, QEMU. Files: build/replay/test-*.{bin,cmd,record.log,...}
+# REPLAY_TEST_SNAPSHOT (1; 0 records without the rrsnapshot), KERNEL,
+# QEMU. Files: build/replay/test-*.{bin,cmd,record.log,...}
 set -uo pipefail
 . "$(dirname "$0")/../../scripts/setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
@@ -89,6 +96,8 @@ same() {
         check "$1" 0
     else
         check "$1" 1 "$4 differs: $d"
+        # where they part, for a failure seen only in CI's log
+        diff "$2" "$3" | head -n 12 | sed 's/^/#   /'
     fi
 }
 
@@ -104,8 +113,10 @@ compare() {
     device_stats "$b.record.log.stats.json" >"$b.record.stats"
     device_stats "$b.replay.log.stats.json" >"$b.replay.stats"
     same "$n/stats" "$b.record.stats" "$b.replay.stats" "x-stats"
-    same "$n/trace" "$b.record.trace" "$b.replay.trace" "trace"
-    echo "# $n: $(wc -l <"$b.record.trace" 2>/dev/null || echo 0) trace events;" \
+    replay_device_trace "$b.record.trace" >"$b.record.device-trace"
+    replay_device_trace "$b.replay.trace" >"$b.replay.device-trace"
+    same "$n/trace" "$b.record.device-trace" "$b.replay.device-trace" "trace"
+    echo "# $n: $(wc -l <"$b.record.device-trace" 2>/dev/null || echo 0) trace events;" \
          "recorded in $(cat "$b.record.seconds" 2>/dev/null) s, replayed in" \
          "$(cat "$b.replay.seconds" 2>/dev/null) s;" \
          "log $(du -h "$b.bin" 2>/dev/null | cut -f1)"
@@ -119,7 +130,7 @@ trap guest_iperf_stop EXIT
 # faults CONTROLLER: the --cue options of replay-qmp.py into CUES
 faults() {
     local flap=1500 replug=500
-    [ "$1" = ehci ] && flap=500 replug=200
+    [ "$1" = xhci ] || flap=500 replug=200
     CUES=(--cue "NCMTEST phase=iperf-up=x-fault-link-down-ms=$flap"
           --cue "NCMTEST phase=iperf-down=x-fault-replug-ms=$replug")
 }
@@ -127,11 +138,10 @@ faults() {
 # tour CONTROLLER: record, then replay, the faulted tour on CONTROLLER
 tour() {
     local ctrl=$1 name=test-$1 mode sock qpid rc t0 time=$TIME
-    [ "$ctrl" = ehci ] && time=1
+    [ "$ctrl" = xhci ] || time=1
     for mode in record replay; do
         REPLAY=$mode
-        REPLAY_SNAPSHOT=1
-        [ "$ctrl" = ehci ] && REPLAY_SNAPSHOT=0
+        REPLAY_SNAPSHOT=${REPLAY_TEST_SNAPSHOT:-1}
         # the replay's port comes from the recorded command line
         GUEST_IPERF_PORT=5201
         mkdir -p "$REPLAY_DIR"
@@ -214,9 +224,9 @@ dropout() {
 
 for s in $SCENARIOS; do
     case $s in
-    xhci|ehci) tour "$s" ;;
+    xhci|ehci|uhci|ohci) tour "$s" ;;
     dropout) dropout ;;
-    *) die "unknown scenario '$s'" "use xhci, ehci or dropout" ;;
+    *) die "unknown scenario '$s'" "use xhci, ehci, uhci, ohci or dropout" ;;
     esac
 done
 [ "$nfail" = 0 ]
