@@ -255,8 +255,8 @@ for t in "${targets[@]}"; do
                    <(find "$artifacts" -maxdepth 1 -type f \
                      \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' \
                         -o -name 'leak-*' \) | sort) | sed '/^$/d')
-    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$run_log" | tail -n 1)
-    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$run_log" | tail -n 1)
+    runs=$(libfuzzer_stat "$run_log" number_of_executed_units)
+    rate=$(libfuzzer_stat "$run_log" average_exec_per_sec)
     cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$run_log" | tail -n 1)
     files=$(find "$corpus" -type f | wc -l)
     total_execs=$((total_execs + ${runs:-0}))

@@ -100,8 +100,8 @@ for name in "${FUZZERS[@]}"; do
 
     new=$(comm -13 <(printf '%s\n' "$before") \
                    <(find "$artifacts" -type f | sort) | sed '/^$/d')
-    execs=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$run_log")
-    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$run_log")
+    execs=$(libfuzzer_stat "$run_log" average_exec_per_sec)
+    runs=$(libfuzzer_stat "$run_log" number_of_executed_units)
     files=$(find "$corpus" -type f | wc -l)
     kib=$(( ($(du -sb "$corpus" | cut -f1) + 1023) / 1024 ))
     summary+=("$name: ${execs:-?} execs/s, ${runs:-?} runs in ${fuzz_secs}s,\

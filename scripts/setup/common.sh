@@ -43,6 +43,12 @@ die() {
     exit 1
 }
 
+# libfuzzer_stat LOG NAME: the last "stat::NAME:" value that libFuzzer's
+# -print_final_stats=1 wrote into LOG (empty if none)
+libfuzzer_stat() {
+    sed -n "s/^stat::$2: *//p" "$1" | tail -n 1
+}
+
 as_root() {
     if [ "$(id -u)" = 0 ]; then
         "$@"
