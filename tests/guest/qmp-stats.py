@@ -13,7 +13,7 @@ import struct
 import sys
 import time
 
-from qmplib import Qmp
+from qmplib import DONE, Qmp
 
 
 def qemu_cpu_seconds(sock):
@@ -31,22 +31,14 @@ def main():
     path, qom_path, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
     deadline = time.time() + timeout
     qmp = Qmp(path, deadline)
-    status = None
-    while time.time() < deadline:
-        status = qmp.cmd("query-status")["status"]
-        if status in ("shutdown", "guest-panicked", "internal-error"):
-            break
-        time.sleep(0.5)
+    status = qmp.wait_status(DONE, deadline, 0.5)
     stats = {}
     if qom_path != "-":
         stats = qmp.cmd("qom-get", path=qom_path, property="x-stats")
     stats["vm_status"] = status
     stats["qemu_cpu_seconds"] = qemu_cpu_seconds(qmp.sock)
     print(json.dumps(stats, sort_keys=True))
-    try:
-        qmp.cmd("quit")
-    except SystemExit:
-        pass
+    qmp.quit()
 
 
 if __name__ == "__main__":

@@ -3,8 +3,15 @@
 # A minimal QMP client for the scripts in this directory (no qemu.qmp
 # package on a plain Debian machine).
 import json
+import os
 import socket
+import sys
 import time
+
+# how the scripts' messages start: the script's own name
+WHO = os.path.basename(sys.argv[0]) or "qmplib"
+# the run states after which a guest does no more (QEMU with -no-shutdown)
+DONE = ("shutdown", "guest-panicked", "internal-error")
 
 
 class Qmp:
@@ -19,7 +26,7 @@ class Qmp:
             except OSError:
                 time.sleep(0.2)
         if self.sock is None:
-            raise SystemExit(f"qmp-stats: cannot connect to {path}")
+            raise SystemExit(f"{WHO}: cannot connect to {path}")
         self.buf = b""
         self.recv()                               # greeting
         self.cmd("qmp_capabilities")
@@ -28,7 +35,7 @@ class Qmp:
         while b"\n" not in self.buf:
             chunk = self.sock.recv(65536)
             if not chunk:
-                raise SystemExit("qmp-stats: QEMU closed the QMP socket")
+                raise SystemExit(f"{WHO}: QEMU closed the QMP socket")
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
         return json.loads(line)
@@ -43,4 +50,21 @@ class Qmp:
             if "return" in reply:
                 return reply["return"]
             if "error" in reply:
-                raise SystemExit(f"qmp-stats: {name}: {reply['error']}")
+                raise SystemExit(f"{WHO}: {name}: {reply['error']}")
+
+    def wait_status(self, want, deadline, poll=0.2):
+        """query-status until it is one of @want: that status, or None
+        when @deadline (time.time()) passes first"""
+        while time.time() < deadline:
+            status = self.cmd("query-status")["status"]
+            if status in want:
+                return status
+            time.sleep(poll)
+        return None
+
+    def quit(self):
+        """quit QEMU; it may close the socket before it answers"""
+        try:
+            self.cmd("quit")
+        except SystemExit:
+            pass

@@ -29,20 +29,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from qmplib import Qmp  # noqa: E402
+from qmplib import DONE, Qmp  # noqa: E402
 
 
 def value_of(text):
     return int(text) if text.lstrip("-").isdigit() else text
-
-
-def wait_status(qmp, want, deadline):
-    while time.time() < deadline:
-        status = qmp.cmd("query-status")["status"]
-        if status in want:
-            return status
-        time.sleep(0.1)
-    return None
 
 
 def main():
@@ -59,7 +50,7 @@ def main():
     a = ap.parse_args()
     deadline = time.time() + a.timeout
     qmp = Qmp(a.qmp, deadline)
-    done = ("shutdown", "guest-panicked", "internal-error")
+    done = DONE
 
     for s in a.start:
         prop, val = s.split("=", 1)
@@ -72,7 +63,7 @@ def main():
         for act in actions:
             qmp.cmd("replay-break", icount=act["icount"])
             qmp.cmd("cont")
-            if wait_status(qmp, ("paused",) + done, deadline) != "paused":
+            if qmp.wait_status(("paused",) + done, deadline, 0.1) != "paused":
                 break
             act["replayed_icount"] = qmp.cmd("query-replay")["icount"]
             qmp.cmd("qom-set", path=a.device, property=act["prop"],
@@ -112,17 +103,14 @@ def main():
         with open(a.actions, "w") as f:
             json.dump(actions, f, indent=1)
 
-    status = wait_status(qmp, done, deadline)
+    status = qmp.wait_status(done, deadline, 0.1)
     stats = qmp.cmd("qom-get", path=a.device, property="x-stats")
     out = {"stats": stats, "vm_status": status,
            "icount": qmp.cmd("query-replay")["icount"],
            "actions": actions}
     with open(a.stats, "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
-    try:
-        qmp.cmd("quit")
-    except SystemExit:
-        pass
+    qmp.quit()
 
 
 if __name__ == "__main__":
