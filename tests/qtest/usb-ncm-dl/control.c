@@ -97,28 +97,28 @@ static void test_descriptors(NcmEnv *e, const NcmCase *c)
     g_assert_cmpmem(b, actual, ((const uint8_t[]) { 4, 3, 0x09, 0x04 }), 4);
 
     /* iMACAddress names the string that carries the MAC */
-    eth = find_cs_desc(e, 0x0f);
+    eth = ncm_find_cs_desc(e, 0x0f);
     g_assert(eth);
-    mac = get_string(e, eth[3]);
+    mac = ncm_get_string(e, eth[3]);
     g_assert_cmpstr(mac, ==, NCM_MAC_HEX);
-    manufacturer = get_string(e, 1);
-    product = get_string(e, 2);
+    manufacturer = ncm_get_string(e, 1);
+    product = ncm_get_string(e, 2);
     g_assert_cmpstr(manufacturer, ==, dl ? "DisplayLink" : "QEMU");
     g_assert_cmpstr(product, ==, dl ? "USB-NCM-DL Giga Ethernet" :
                     "QEMU USB NCM Ethernet");
 
-    g_assert_cmpint(qxhci_control(e->dev, 0x80, USB_REQ_GET_CONFIGURATION,
+    g_assert_cmpint(qxhci_control(e->dev, 0x80, NCM_USB_REQ_GET_CONFIGURATION,
                                   0, 0, b, 1, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 1);
     g_assert_cmpuint(b[0], ==, 1);
-    g_assert_cmpint(qxhci_control(e->dev, 0x81, USB_REQ_GET_INTERFACE,
-                                  0, IF_DATA, b, 1, &actual),
+    g_assert_cmpint(qxhci_control(e->dev, 0x81, NCM_USB_REQ_GET_INTERFACE,
+                                  0, NCM_IF_DATA, b, 1, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(b[0], ==, 0);
     ncm_set_alt(e, 1);
-    g_assert_cmpint(qxhci_control(e->dev, 0x81, USB_REQ_GET_INTERFACE,
-                                  0, IF_DATA, b, 1, &actual),
+    g_assert_cmpint(qxhci_control(e->dev, 0x81, NCM_USB_REQ_GET_INTERFACE,
+                                  0, NCM_IF_DATA, b, 1, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(b[0], ==, 1);
 }
@@ -137,17 +137,18 @@ static void test_ntb_parameters_default(NcmEnv *e, const NcmCase *c)
     uint8_t b[28];
     uint32_t actual = 0;
 
-    read_ntb_parameters(e, &e->p, b);
+    ncm_read_ntb_parameters(e, &e->p, b);
     g_assert_cmpmem(b, sizeof(b), want, sizeof(want));
 
     /* wLength shorter than the structure: the start of it */
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_PARAMETERS, 0, b, 8, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_PARAMETERS, 0, b, 8,
+                                 &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpmem(b, actual, want, 8);
 
     /* the same in alt 1 */
     ncm_set_alt(e, 1);
-    read_ntb_parameters(e, &e->p, b);
+    ncm_read_ntb_parameters(e, &e->p, b);
     g_assert_cmpmem(b, sizeof(b), want, sizeof(want));
 }
 
@@ -167,38 +168,39 @@ static void test_ntb_parameters_custom(NcmEnv *e, const NcmCase *c)
         16, 0, 6, 0, 16, 0,
         40, 0,
     };
-    g_autoptr(GPtrArray) tx = frames_new();
-    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
     const uint8_t *eth;
     uint8_t b[28];
     uint32_t actual = 0, i;
 
-    read_ntb_parameters(e, &e->p, b);
+    ncm_read_ntb_parameters(e, &e->p, b);
     g_assert_cmpmem(b, sizeof(b), want, sizeof(want));
-    eth = find_cs_desc(e, 0x0f);
+    eth = ncm_find_cs_desc(e, 0x0f);
     g_assert(eth);
     g_assert_cmpuint(lduw_le_p(eth + 8), ==, 9014);
 
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+                                 &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, 16384);
-    g_assert_cmpint(class_in(e, REQ_GET_MAX_DATAGRAM_SIZE, 0, b, 2,
-                             &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_MAX_DATAGRAM_SIZE, 0, b, 2,
+                                 &actual), ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 9014);
     /* NTB32 is not advertised, so it cannot be selected */
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 1, NULL, 0),
                     ==, QXHCI_CC_STALL);
 
     /* both directions honour the layout and the jumbo segment size */
     ncm_set_alt(e, 1);
     for (i = 0; i < 7; i++) {
-        frames_add(tx, bcast_mac, 100 + i, i == 3 ? 9014 : 61 + i * 97);
-        frames_add(rx, i & 1 ? ncm_mac : bcast_mac, 200 + i,
-                   i == 5 ? 9014 : 63 + i * 131);
+        ncm_frames_add(tx, ncm_bcast_mac, 100 + i, i == 3 ? 9014 : 61 + i * 97);
+        ncm_frames_add(rx, i & 1 ? ncm_mac : ncm_bcast_mac, 200 + i,
+                       i == 5 ? 9014 : 63 + i * 131);
     }
     ncm_send_frames(e, tx);
-    sock_expect_frames(e, tx);
-    sock_send_frames(e, rx);
+    ncm_sock_expect_frames(e, tx);
+    ncm_sock_send_frames(e, rx);
     ncm_expect_rx(e, rx);
 }
 
@@ -207,24 +209,26 @@ static void test_ntb_input_size(NcmEnv *e, const NcmCase *c)
     uint8_t b[8];
     uint32_t actual = 0;
 
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+                                 &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 4);
     g_assert_cmpuint(ldl_le_p(b), ==, e->p.in_max);
 
     stl_le_p(b, 4096);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+                                 &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, 4096);
 
     /* below the NCM minimum, above dwNtbInMaxSize, bad lengths */
     stl_le_p(b, 2047);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_STALL);
     stl_le_p(b, e->p.in_max + 1);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_STALL);
     /*
      * The 8-byte form is not advertised (bmNetworkCapabilities bit 5),
@@ -233,20 +237,22 @@ static void test_ntb_input_size(NcmEnv *e, const NcmCase *c)
      */
     stl_le_p(b, 4096);
     stl_le_p(b + 4, 0);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 8),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 8),
                     ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 2),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 2),
                     ==, QXHCI_CC_STALL);
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+                                 &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, 4096);
 
     /* the minimum itself, and again in alt 1 */
     ncm_set_alt(e, 1);
     stl_le_p(b, 2048);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 8, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 8,
+                                 &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 4);
     g_assert_cmpuint(ldl_le_p(b), ==, 2048);
@@ -254,45 +260,45 @@ static void test_ntb_input_size(NcmEnv *e, const NcmCase *c)
 
 static void test_ntb_format(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) tx = frames_new();
-    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
     uint8_t b[2];
     uint32_t actual = 0, i;
 
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 2);
     g_assert_cmpuint(lduw_le_p(b), ==, 0);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 2, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 2, NULL, 0),
                     ==, QXHCI_CC_STALL);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 1, NULL, 0),
                     ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 1);
 
     ncm_set_alt(e, 1);
     e->ntb32 = true;
     /* the format cannot change while the data interface is up */
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 0, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 0, NULL, 0),
                     ==, QXHCI_CC_STALL);
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 1);
 
     for (i = 0; i < 5; i++) {
-        frames_add(tx, bcast_mac, 300 + i, 60 + i * 300);
-        frames_add(rx, ncm_mac, 400 + i, 1514 - i * 300);
+        ncm_frames_add(tx, ncm_bcast_mac, 300 + i, 60 + i * 300);
+        ncm_frames_add(rx, ncm_mac, 400 + i, 1514 - i * 300);
     }
     ncm_send_frames(e, tx);
-    sock_expect_frames(e, tx);
-    sock_send_frames(e, rx);
+    ncm_sock_expect_frames(e, tx);
+    ncm_sock_send_frames(e, rx);
     ncm_expect_rx(e, rx);
 
     /* an NTB16 is now malformed */
     e->ntb32 = false;
     ncm_send_frames(e, tx);
-    sock_expect_silence(e, 20);
+    ncm_sock_expect_silence(e, 20);
     e->ntb32 = true;
     ncm_check_marker(e, 500);
 }
@@ -303,13 +309,13 @@ static void test_unsupported_request(NcmEnv *e, const NcmCase *c)
         uint8_t type, request;
         uint16_t value, index, length;
     } reqs[] = {
-        { 0xa1, REQ_GET_ETHERNET_STATISTIC, 1, IF_CONTROL, 4 },
-        { 0x21, REQ_SET_CRC_MODE, 0, IF_CONTROL, 0 },
-        { 0x21, REQ_SET_ETHERNET_MULTICAST_FILTERS, 1, IF_CONTROL, 6 },
-        { 0x21, REQ_SET_ETHERNET_PACKET_FILTER, 0x20, IF_CONTROL, 0 },
-        { 0xa1, REQ_GET_NTB_PARAMETERS, 1, IF_CONTROL, 28 },
-        { 0xa1, REQ_GET_NTB_PARAMETERS, 0, IF_DATA, 28 },
-        { 0xa1, 0x7f, 0, IF_CONTROL, 8 },
+        { 0xa1, NCM_REQ_GET_ETHERNET_STATISTIC, 1, NCM_IF_CONTROL, 4 },
+        { 0x21, NCM_REQ_SET_CRC_MODE, 0, NCM_IF_CONTROL, 0 },
+        { 0x21, NCM_REQ_SET_ETHERNET_MULTICAST_FILTERS, 1, NCM_IF_CONTROL, 6 },
+        { 0x21, NCM_REQ_SET_ETHERNET_PACKET_FILTER, 0x20, NCM_IF_CONTROL, 0 },
+        { 0xa1, NCM_REQ_GET_NTB_PARAMETERS, 1, NCM_IF_CONTROL, 28 },
+        { 0xa1, NCM_REQ_GET_NTB_PARAMETERS, 0, NCM_IF_DATA, 28 },
+        { 0xa1, 0x7f, 0, NCM_IF_CONTROL, 8 },
         { 0xc0, 0x01, 0, 0, 8 },
         { 0x40, 0x02, 0, 0, 0 },
     };
@@ -317,7 +323,7 @@ static void test_unsupported_request(NcmEnv *e, const NcmCase *c)
     unsigned i;
 
     for (i = 0; i < ARRAY_SIZE(reqs); i++) {
-        NtbParams p;
+        NcmNtbParams p;
         int cc;
 
         cc = qxhci_control(e->dev, reqs[i].type, reqs[i].request,
@@ -330,7 +336,7 @@ static void test_unsupported_request(NcmEnv *e, const NcmCase *c)
         }
         g_assert_cmpint(cc, ==, QXHCI_CC_STALL);
         /* the default endpoint works again */
-        read_ntb_parameters(e, &p, NULL);
+        ncm_read_ntb_parameters(e, &p, NULL);
         g_assert_cmpuint(p.in_max, ==, e->p.in_max);
         if (i == 3) {
             ncm_set_alt(e, 1);
@@ -344,49 +350,50 @@ static void test_unsupported_request(NcmEnv *e, const NcmCase *c)
 
 static void test_alt_reset(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) stale_rx = frames_new();
-    g_autoptr(GPtrArray) stale_tx = frames_new();
-    g_autoptr(GPtrArray) rx = frames_new();
-    g_autoptr(GPtrArray) first = frames_new();
+    g_autoptr(GPtrArray) stale_rx = ncm_frames_new();
+    g_autoptr(GPtrArray) stale_tx = ncm_frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
+    g_autoptr(GPtrArray) first = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
-    NtbLayout l;
+    NcmOutLayout l;
     uint8_t b[4];
     uint32_t actual = 0, i;
 
     /* negotiate in alt 0, then use it in alt 1 */
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 1, NULL, 0),
                     ==, QXHCI_CC_SUCCESS);
     stl_le_p(b, 4096);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
     ncm_set_alt(e, 1);
     e->ntb32 = true;
     e->in_size = 4096;
-    frames_add(first, ncm_mac, 700, 200);
-    sock_send_frames(e, first);
+    ncm_frames_add(first, ncm_mac, 700, 200);
+    ncm_sock_send_frames(e, first);
     ncm_expect_rx(e, first);
 
     /* leave state behind in both directions */
     for (i = 0; i < 3; i++) {
-        frames_add(stale_rx, bcast_mac, 710 + i, 300);
+        ncm_frames_add(stale_rx, ncm_bcast_mac, 710 + i, 300);
     }
-    sock_send_frames(e, stale_rx);
-    sock_settle(e);
+    ncm_sock_send_frames(e, stale_rx);
+    ncm_sock_settle(e);
     for (i = 0; i < 8; i++) {
-        frames_add(stale_tx, bcast_mac, 720 + i, 1000);
+        ncm_frames_add(stale_tx, ncm_bcast_mac, 720 + i, 1000);
     }
-    l = out_layout(e);
-    ntb = ntb_build(&l, stale_tx, 0);
+    l = ncm_out_layout(e);
+    ntb = ncm_ntb_build(&l, stale_tx, 0);
     g_assert_cmpuint(ntb->len, >, 2 * e->mps);
-    out_td(e, ntb->data, 2 * e->mps);       /* no terminator yet */
-    sock_expect_silence(e, 20);
+    ncm_out_td(e, ntb->data, 2 * e->mps);       /* no terminator yet */
+    ncm_sock_expect_silence(e, 20);
 
     /* alt 0 resets everything negotiated and drops what was queued */
     ncm_set_alt(e, 0);
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 0);
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+                                 &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, e->p.in_max);
     ncm_set_alt(e, 1);
@@ -394,9 +401,9 @@ static void test_alt_reset(NcmEnv *e, const NcmCase *c)
     /* the old NTB's head is gone: a new NTB stands alone */
     ncm_check_marker(e, 730);
     /* the queued frames are gone and the sequence starts over */
-    frames_add(rx, ncm_mac, 740, 100);
-    frames_add(rx, bcast_mac, 741, 1514);
-    sock_send_frames(e, rx);
+    ncm_frames_add(rx, ncm_mac, 740, 100);
+    ncm_frames_add(rx, ncm_bcast_mac, 741, 1514);
+    ncm_sock_send_frames(e, rx);
     ncm_expect_rx(e, rx);
     g_assert_cmpuint(e->rx_seq, ==, 1);
     ncm_expect_no_rx(e);
@@ -409,16 +416,16 @@ static void test_notify_alt(NcmEnv *e, const NcmCase *c)
     int round;
 
     /* nothing while the data interface is off */
-    g_assert_cmpuint(notify_read(e, b, 100 * 1000 * 1000), ==, 0);
+    g_assert_cmpuint(ncm_notify_read(e, b, 100 * 1000 * 1000), ==, 0);
     for (round = 0; round < 2; round++) {
         ncm_set_alt(e, 1);
-        n = notify_read(e, b, RX_TIMEOUT_NS);
-        expect_speed_change(b, n);
-        n = notify_read(e, b, RX_TIMEOUT_NS);
-        expect_connection(b, n, true);
-        g_assert_cmpuint(notify_read(e, b, 200 * 1000 * 1000), ==, 0);
+        n = ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS);
+        ncm_expect_speed_change(b, n);
+        n = ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS);
+        ncm_expect_connection(b, n, true);
+        g_assert_cmpuint(ncm_notify_read(e, b, 200 * 1000 * 1000), ==, 0);
         ncm_set_alt(e, 0);
-        g_assert_cmpuint(notify_read(e, b, 100 * 1000 * 1000), ==, 0);
+        g_assert_cmpuint(ncm_notify_read(e, b, 100 * 1000 * 1000), ==, 0);
     }
 }
 
@@ -429,25 +436,25 @@ static void test_notify_link(NcmEnv *e, const NcmCase *c)
     uint32_t n;
 
     ncm_set_alt(e, 1);
-    expect_speed_change(b, notify_read(e, b, RX_TIMEOUT_NS));
-    expect_connection(b, notify_read(e, b, RX_TIMEOUT_NS), true);
+    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
+    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
 
     /* a notification TD waits, NAK'd, until the link goes down */
     t = qxhci_submit(e->dev, e->ep_notify.address, NULL, 16);
     g_assert(!qxhci_wait(t, 100 * 1000 * 1000));
-    set_link(e, false);
-    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    ncm_set_link(e, false);
+    g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
     qxhci_transfer_read(t, b);
-    expect_connection(b, t->actual, false);
+    ncm_expect_connection(b, t->actual, false);
     qxhci_transfer_free(t);
-    g_assert_cmpuint(notify_read(e, b, 100 * 1000 * 1000), ==, 0);
+    g_assert_cmpuint(ncm_notify_read(e, b, 100 * 1000 * 1000), ==, 0);
 
-    set_link(e, true);
-    n = notify_read(e, b, RX_TIMEOUT_NS);
-    expect_speed_change(b, n);
-    n = notify_read(e, b, RX_TIMEOUT_NS);
-    expect_connection(b, n, true);
-    g_assert_cmpuint(notify_read(e, b, 100 * 1000 * 1000), ==, 0);
+    ncm_set_link(e, true);
+    n = ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS);
+    ncm_expect_speed_change(b, n);
+    n = ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS);
+    ncm_expect_connection(b, n, true);
+    g_assert_cmpuint(ncm_notify_read(e, b, 100 * 1000 * 1000), ==, 0);
 
     /* and the data path still works */
     ncm_check_marker(e, 800);
@@ -461,28 +468,28 @@ static void test_power_on_filter(NcmEnv *e, const NcmCase *c)
 {
     static const uint8_t mcast[6] = { 0x33, 0x33, 0, 0, 0, 1 };
     bool dl = !strcmp(c->model, "usb-ncm-dl");
-    g_autoptr(GPtrArray) rx = frames_new();
-    g_autoptr(GPtrArray) want = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
+    g_autoptr(GPtrArray) want = ncm_frames_new();
 
     ncm_set_alt(e, 1);
     ncm_mark(e);
-    frames_add(rx, mcast, 40000, 86);
-    frames_add(rx, bcast_mac, 40001, 60);
-    sock_send_frames(e, rx);
-    frames_add(want, dl ? bcast_mac : mcast, dl ? 40001 : 40000,
-               dl ? 60 : 86);
+    ncm_frames_add(rx, mcast, 40000, 86);
+    ncm_frames_add(rx, ncm_bcast_mac, 40001, 60);
+    ncm_sock_send_frames(e, rx);
+    ncm_frames_add(want, dl ? ncm_bcast_mac : mcast, dl ? 40001 : 40000,
+                   dl ? 60 : 86);
     if (!dl) {
-        frames_add(want, bcast_mac, 40001, 60);
+        ncm_frames_add(want, ncm_bcast_mac, 40001, 60);
     }
     ncm_expect_rx(e, want);
     ncm_assert_deltas(e, { "rx_filtered", dl ? 1 : 0 });
 
     /* once the host asks for all multicast, it comes */
-    g_assert_cmpint(class_out(e, REQ_SET_ETHERNET_PACKET_FILTER, 0x0e, NULL,
-                              0), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_ETHERNET_PACKET_FILTER,
+                                  0x0e, NULL, 0), ==, QXHCI_CC_SUCCESS);
     g_ptr_array_set_size(rx, 0);
-    frames_add(rx, mcast, 40002, 86);
-    sock_send_frames(e, rx);
+    ncm_frames_add(rx, mcast, 40002, 86);
+    ncm_sock_send_frames(e, rx);
     ncm_expect_rx(e, rx);
 }
 
@@ -492,8 +499,8 @@ static uint16_t intf_status(NcmEnv *e)
     uint8_t b[2] = { 0xff, 0xff };
     uint32_t actual = 0;
 
-    g_assert_cmpint(qxhci_control(e->dev, 0x81, USB_REQ_GET_STATUS, 0,
-                                  IF_CONTROL, b, 2, &actual),
+    g_assert_cmpint(qxhci_control(e->dev, 0x81, NCM_USB_REQ_GET_STATUS, 0,
+                                  NCM_IF_CONTROL, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 2);
     return lduw_le_p(b);
@@ -502,8 +509,8 @@ static uint16_t intf_status(NcmEnv *e)
 /* SET_FEATURE(FUNCTION_SUSPEND) with @options (0x01 LP, 0x02 RW) */
 static int func_suspend(NcmEnv *e, uint8_t options)
 {
-    return qxhci_control(e->dev, 0x01, USB_REQ_SET_FEATURE, 0,
-                         options << 8 | IF_CONTROL, NULL, 0, NULL);
+    return qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_FEATURE, 0,
+                         options << 8 | NCM_IF_CONTROL, NULL, 0, NULL);
 }
 
 /*
@@ -512,7 +519,7 @@ static int func_suspend(NcmEnv *e, uint8_t options)
  */
 static int suspend_and_send(NcmEnv *e, uint32_t tag)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
     int64_t t0;
     int pls;
 
@@ -520,20 +527,20 @@ static int suspend_and_send(NcmEnv *e, uint32_t tag)
     g_assert_cmpint(qxhci_port_link_state(e->xhci, e->port), ==,
                     QXHCI_PLS_U3);
     qxhci_take_port_events(e->xhci, e->port);
-    frames_add(rx, ncm_mac, tag, 100);
-    sock_send_frames(e, rx);
-    t0 = clock_ns(e);
+    ncm_frames_add(rx, ncm_mac, tag, 100);
+    ncm_sock_send_frames(e, rx);
+    t0 = ncm_clock_ns(e);
     do {
         qxhci_step(e->xhci);
         pls = qxhci_port_link_state(e->xhci, e->port);
-    } while (pls == QXHCI_PLS_U3 && clock_ns(e) - t0 < 300 * MS);
+    } while (pls == QXHCI_PLS_U3 && ncm_clock_ns(e) - t0 < 300 * NCM_MS);
     return pls;
 }
 
 /* Back to U0 after @pls; the frame sent while suspended comes in then */
 static void resume_and_receive(NcmEnv *e, uint32_t tag, int pls)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
 
     if (pls == QXHCI_PLS_RESUME) {
         /* the device woke the port: a port status change came with it */
@@ -542,7 +549,7 @@ static void resume_and_receive(NcmEnv *e, uint32_t tag, int pls)
     qxhci_port_set_link_state(e->xhci, e->port, QXHCI_PLS_U0);
     g_assert_cmpint(qxhci_port_link_state(e->xhci, e->port), ==,
                     QXHCI_PLS_U0);
-    frames_add(rx, ncm_mac, tag, 100);
+    ncm_frames_add(rx, ncm_mac, tag, 100);
     ncm_expect_rx(e, rx);
 }
 
@@ -582,27 +589,27 @@ static void test_function_remote_wake(NcmEnv *e, const NcmCase *c)
 /* SET_CONFIGURATION(0) turns the data interface off with the rest. */
 static void test_set_configuration_0(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
     uint8_t byte = 0;
 
     ncm_set_alt(e, 1);
     ncm_set_configuration(e, 0);
     ncm_mark(e);
-    frames_add(rx, ncm_mac, 34000, 500);
-    sock_send_frames(e, rx);
-    sock_settle(e);
+    ncm_frames_add(rx, ncm_mac, 34000, 500);
+    ncm_sock_send_frames(e, rx);
+    ncm_sock_settle(e);
     g_assert_cmpint(qxhci_transfer_sync(e->dev, e->ep_out.address, &byte, 1,
-                                        NULL, RX_TIMEOUT_NS),
+                                        NULL, NCM_RX_TIMEOUT_NS),
                     ==, QXHCI_CC_STALL);
     ncm_assert_deltas(e, { "rx_inactive_drops", 1 });
     g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_out.address), ==,
                     QXHCI_CC_SUCCESS);
     ncm_set_configuration(e, 1);
-    g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE,
-                                  1, IF_DATA, NULL, 0, NULL),
+    g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE,
+                                  1, NCM_IF_DATA, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
     e->rx_seq = 0;
-    queue_check_traffic(e, 34100);
+    ncm_queue_check_traffic(e, 34100);
 }
 
 void ncm_add_control_cases(bool ss)

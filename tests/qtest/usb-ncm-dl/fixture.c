@@ -9,17 +9,19 @@
 #include "qemu/osdep.h"
 #include "fixture.h"
 
+#define SOCK_TIMEOUT_MS         5000
+
 const uint8_t ncm_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 
-const uint8_t peer_mac[6] = { 0x52, 0x54, 0x00, 0xaa, 0xbb, 0xcc };
+const uint8_t ncm_peer_mac[6] = { 0x52, 0x54, 0x00, 0xaa, 0xbb, 0xcc };
 
-const uint8_t other_mac[6] = { 0x52, 0x54, 0x00, 0x99, 0x99, 0x99 };
+const uint8_t ncm_other_mac[6] = { 0x52, 0x54, 0x00, 0x99, 0x99, 0x99 };
 
-const uint8_t bcast_mac[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+const uint8_t ncm_bcast_mac[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
 /* Frames */
 
-GByteArray *make_frame(const uint8_t *dst, uint32_t tag, size_t len)
+GByteArray *ncm_make_frame(const uint8_t *dst, uint32_t tag, size_t len)
 {
     GByteArray *f = g_byte_array_sized_new(len);
     uint8_t hdr[18];
@@ -27,7 +29,7 @@ GByteArray *make_frame(const uint8_t *dst, uint32_t tag, size_t len)
 
     g_assert(len >= 14);
     memcpy(hdr, dst, 6);
-    memcpy(hdr + 6, peer_mac, 6);
+    memcpy(hdr + 6, ncm_peer_mac, 6);
     stw_be_p(hdr + 12, 0x88b5);         /* local experimental ethertype */
     stl_be_p(hdr + 14, tag);
     g_byte_array_append(f, hdr, MIN(len, sizeof(hdr)));
@@ -39,18 +41,18 @@ GByteArray *make_frame(const uint8_t *dst, uint32_t tag, size_t len)
     return f;
 }
 
-GPtrArray *frames_new(void)
+GPtrArray *ncm_frames_new(void)
 {
     return g_ptr_array_new_with_free_func((GDestroyNotify)g_byte_array_unref);
 }
 
-void frames_add(GPtrArray *a, const uint8_t *dst, uint32_t tag,
-                size_t len)
+void ncm_frames_add(GPtrArray *a, const uint8_t *dst, uint32_t tag,
+                    size_t len)
 {
-    g_ptr_array_add(a, make_frame(dst, tag, len));
+    g_ptr_array_add(a, ncm_make_frame(dst, tag, len));
 }
 
-void frames_assert_equal(GPtrArray *got, GPtrArray *want)
+void ncm_frames_assert_equal(GPtrArray *got, GPtrArray *want)
 {
     unsigned i;
 
@@ -69,7 +71,7 @@ void frames_assert_equal(GPtrArray *got, GPtrArray *want)
 
 /* The socket side of the netdev */
 
-void sock_write_all(NcmEnv *e, const uint8_t *buf, size_t len)
+static void sock_write_all(NcmEnv *e, const uint8_t *buf, size_t len)
 {
     gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
     size_t off = 0;
@@ -88,7 +90,7 @@ void sock_write_all(NcmEnv *e, const uint8_t *buf, size_t len)
     }
 }
 
-void sock_send_frames(NcmEnv *e, GPtrArray *frames)
+void ncm_sock_send_frames(NcmEnv *e, GPtrArray *frames)
 {
     g_autoptr(GByteArray) buf = g_byte_array_new();
     unsigned i;
@@ -105,7 +107,7 @@ void sock_send_frames(NcmEnv *e, GPtrArray *frames)
 }
 
 /* Bytes written to the socket that QEMU has not read yet, or -1. */
-int sock_unread(NcmEnv *e)
+static int sock_unread(NcmEnv *e)
 {
 #ifdef TIOCOUTQ
     int n;
@@ -118,18 +120,18 @@ int sock_unread(NcmEnv *e)
     return -1;
 }
 
-/* One virtual-time step of @step_ns (0: the driver's), then events. */
-static void settle_step(NcmEnv *e, int64_t step_ns)
+/* One virtual-time step of @ns (0: the driver's 1 ms), then events. */
+void ncm_step(NcmEnv *e, int64_t ns)
 {
-    if (step_ns) {
-        qtest_clock_step(e->qts, step_ns);
+    if (ns) {
+        qtest_clock_step(e->qts, ns);
         qxhci_poll(e->xhci);
     } else {
         qxhci_step(e->xhci);
     }
 }
 
-void sock_settle_by(NcmEnv *e, int64_t step_ns)
+void ncm_sock_settle_by(NcmEnv *e, int64_t step_ns)
 {
     int last = -2, same = 0, i;
 
@@ -141,22 +143,22 @@ void sock_settle_by(NcmEnv *e, int64_t step_ns)
         }
         same = n == last ? same + 1 : 0;
         last = n;
-        settle_step(e, step_ns);
+        ncm_step(e, step_ns);
     }
     /* and give the device's bottom halves a few more iterations */
     for (i = 0; i < 5; i++) {
-        settle_step(e, step_ns);
+        ncm_step(e, step_ns);
     }
 }
 
 /* Let QEMU take in what the test wrote, as far as it is willing to. */
-void sock_settle(NcmEnv *e)
+void ncm_sock_settle(NcmEnv *e)
 {
-    sock_settle_by(e, 0);
+    ncm_sock_settle_by(e, 0);
 }
 
-bool sock_read_exact(NcmEnv *e, uint8_t *buf, size_t len,
-                     int timeout_ms, bool started)
+static bool sock_read_exact(NcmEnv *e, uint8_t *buf, size_t len,
+                            int timeout_ms, bool started)
 {
     gint64 deadline = g_get_monotonic_time() +
                       (gint64)timeout_ms * G_TIME_SPAN_MILLISECOND;
@@ -189,7 +191,7 @@ bool sock_read_exact(NcmEnv *e, uint8_t *buf, size_t len,
  * RARP frames QEMU announces a NIC with after a migration are not the
  * device's: they are skipped.
  */
-GByteArray *sock_recv_frame(NcmEnv *e, int timeout_ms)
+static GByteArray *sock_recv_frame(NcmEnv *e, int timeout_ms)
 {
     uint8_t hdr[4];
     GByteArray *f;
@@ -211,9 +213,9 @@ GByteArray *sock_recv_frame(NcmEnv *e, int timeout_ms)
     }
 }
 
-void sock_expect_frames(NcmEnv *e, GPtrArray *want)
+void ncm_sock_expect_frames(NcmEnv *e, GPtrArray *want)
 {
-    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) got = ncm_frames_new();
     unsigned i;
 
     for (i = 0; i < want->len; i++) {
@@ -226,10 +228,10 @@ void sock_expect_frames(NcmEnv *e, GPtrArray *want)
         }
         g_ptr_array_add(got, f);
     }
-    frames_assert_equal(got, want);
+    ncm_frames_assert_equal(got, want);
 }
 
-void sock_expect_silence(NcmEnv *e, int timeout_ms)
+void ncm_sock_expect_silence(NcmEnv *e, int timeout_ms)
 {
     g_autoptr(GByteArray) f = sock_recv_frame(e, timeout_ms);
     uint32_t unexpected_frame_bytes = f ? f->len : 0;
@@ -240,9 +242,9 @@ void sock_expect_silence(NcmEnv *e, int timeout_ms)
     g_assert_cmpuint(unexpected_frame_bytes, ==, 0);
 }
 
-NtbLayout out_layout(NcmEnv *e)
+NcmOutLayout ncm_out_layout(NcmEnv *e)
 {
-    NtbLayout l = {
+    NcmOutLayout l = {
         .ntb32 = e->ntb32,
         .ndp_alignment = e->p.out_alignment,
         .divisor = e->p.out_divisor,
@@ -251,12 +253,12 @@ NtbLayout out_layout(NcmEnv *e)
     return l;
 }
 
-uint32_t align_up(uint32_t v, uint32_t a)
+static uint32_t align_up(uint32_t v, uint32_t a)
 {
     return a > 1 ? ROUND_UP(v, a) : v;
 }
 
-void put_field(uint8_t *p, bool ntb32, uint32_t v)
+void ncm_put_field(uint8_t *p, bool ntb32, uint32_t v)
 {
     if (ntb32) {
         stl_le_p(p, v);
@@ -270,8 +272,8 @@ void put_field(uint8_t *p, bool ntb32, uint32_t v)
  * offset % divisor == remainder.  Returns the NTB; wBlockLength is its
  * length.
  */
-GByteArray *ntb_build(const NtbLayout *l, GPtrArray *frames,
-                      uint16_t seq)
+GByteArray *ncm_ntb_build(const NcmOutLayout *l, GPtrArray *frames,
+                          uint16_t seq)
 {
     GByteArray *ntb = g_byte_array_new();
     unsigned fs = l->ntb32 ? 4 : 2;
@@ -295,44 +297,44 @@ GByteArray *ntb_build(const NtbLayout *l, GPtrArray *frames,
         memset(ntb->data + pos, 0, off - pos);
         g_byte_array_append(ntb, f->data, f->len);
         entry = ntb->data + ndp + ndp_hdr + i * 2 * fs;
-        put_field(entry, l->ntb32, off);
-        put_field(entry + fs, l->ntb32, f->len);
+        ncm_put_field(entry, l->ntb32, off);
+        ncm_put_field(entry + fs, l->ntb32, f->len);
         pos = off + f->len;
     }
     memcpy(ntb->data, l->ntb32 ? "ncmh" : "NCMH", 4);
     stw_le_p(ntb->data + 4, nth_len);
     stw_le_p(ntb->data + 6, seq);
-    put_field(ntb->data + 8, l->ntb32, ntb->len);
-    put_field(ntb->data + (l->ntb32 ? 12 : 10), l->ntb32, ndp);
+    ncm_put_field(ntb->data + 8, l->ntb32, ntb->len);
+    ncm_put_field(ntb->data + (l->ntb32 ? 12 : 10), l->ntb32, ndp);
     memcpy(ntb->data + ndp, l->ntb32 ? "ncm0" : "NCM0", 4);
     stw_le_p(ntb->data + ndp + 4, ndp_len);
     return ntb;
 }
 
 /* Zero-pad @ntb to @len bytes inside the block (NTB16 64 KiB: length 0). */
-void ntb_pad_to(GByteArray *ntb, bool ntb32, uint32_t len)
+void ncm_ntb_pad_to(GByteArray *ntb, bool ntb32, uint32_t len)
 {
     uint32_t old = ntb->len;
 
     g_assert_cmpuint(len, >=, old);
     g_byte_array_set_size(ntb, len);
     memset(ntb->data + old, 0, len - old);
-    put_field(ntb->data + 8, ntb32, !ntb32 && len > 0xffff ? 0 : len);
+    ncm_put_field(ntb->data + 8, ntb32, !ntb32 && len > 0xffff ? 0 : len);
 }
 
 /* As many @frame_len-byte frames as fit an NTB of exactly @len bytes. */
-GByteArray *ntb_build_filled(NcmEnv *e, uint32_t len,
-                             uint32_t frame_len, uint32_t tag,
-                             GPtrArray *frames)
+GByteArray *ncm_ntb_build_filled(NcmEnv *e, uint32_t len,
+                                 uint32_t frame_len, uint32_t tag,
+                                 GPtrArray *frames)
 {
-    NtbLayout l = out_layout(e);
+    NcmOutLayout l = ncm_out_layout(e);
     GByteArray *ntb = NULL;
 
     for (;;) {
         GByteArray *next;
 
-        frames_add(frames, bcast_mac, tag + frames->len, frame_len);
-        next = ntb_build(&l, frames, 0);
+        ncm_frames_add(frames, ncm_bcast_mac, tag + frames->len, frame_len);
+        next = ncm_ntb_build(&l, frames, 0);
         if (next->len > len) {
             g_byte_array_unref(next);
             g_ptr_array_remove_index(frames, frames->len - 1);
@@ -344,13 +346,13 @@ GByteArray *ntb_build_filled(NcmEnv *e, uint32_t len,
         ntb = next;
     }
     g_assert(ntb && frames->len > 0);
-    ntb_pad_to(ntb, l.ntb32, len);
+    ncm_ntb_pad_to(ntb, l.ntb32, len);
     return ntb;
 }
 
 /* Device */
 
-char *firmware_args(void)
+char *ncm_firmware_args(void)
 {
     const char *dirs = g_getenv("USB_NCM_QTEST_FIRMWARE");
     g_auto(GStrv) v = g_strsplit(dirs ? dirs :
@@ -367,27 +369,27 @@ char *firmware_args(void)
     return g_string_free(s, false);
 }
 
-int class_in(NcmEnv *e, uint8_t req, uint16_t value, void *buf,
-             uint16_t len, uint32_t *actual)
+int ncm_class_in(NcmEnv *e, uint8_t req, uint16_t value, void *buf,
+                 uint16_t len, uint32_t *actual)
 {
-    return qxhci_control(e->dev, 0xa1, req, value, IF_CONTROL, buf, len,
+    return qxhci_control(e->dev, 0xa1, req, value, NCM_IF_CONTROL, buf, len,
                          actual);
 }
 
-int class_out(NcmEnv *e, uint8_t req, uint16_t value,
-              const void *buf, uint16_t len)
+int ncm_class_out(NcmEnv *e, uint8_t req, uint16_t value,
+                  const void *buf, uint16_t len)
 {
-    return qxhci_control(e->dev, 0x21, req, value, IF_CONTROL, (void *)buf,
+    return qxhci_control(e->dev, 0x21, req, value, NCM_IF_CONTROL, (void *)buf,
                          len, NULL);
 }
 
-void read_ntb_parameters(NcmEnv *e, NtbParams *p, uint8_t *raw)
+void ncm_read_ntb_parameters(NcmEnv *e, NcmNtbParams *p, uint8_t *raw)
 {
     uint8_t b[28];
     uint32_t actual = 0;
 
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_PARAMETERS, 0, b, sizeof(b),
-                             &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_PARAMETERS, 0, b, sizeof(b),
+                                 &actual), ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 28);
     g_assert_cmpuint(lduw_le_p(b), ==, 28);
     p->formats = lduw_le_p(b + 2);
@@ -427,14 +429,14 @@ void ncm_enumerate(NcmEnv *e)
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, e->config_len);
 
-    n = qxhci_config_find_endpoints(e->config, e->config_len, IF_CONTROL, 0,
+    n = qxhci_config_find_endpoints(e->config, e->config_len, NCM_IF_CONTROL, 0,
                                     eps, ARRAY_SIZE(eps));
     g_assert_cmpint(n, ==, 1);
     e->ep_notify = eps[0];
     g_assert_cmpint(qxhci_config_find_endpoints(e->config, e->config_len,
-                                                IF_DATA, 0, eps,
+                                                NCM_IF_DATA, 0, eps,
                                                 ARRAY_SIZE(eps)), ==, 0);
-    n = qxhci_config_find_endpoints(e->config, e->config_len, IF_DATA, 1,
+    n = qxhci_config_find_endpoints(e->config, e->config_len, NCM_IF_DATA, 1,
                                     eps, ARRAY_SIZE(eps));
     g_assert_cmpint(n, ==, 2);
     e->ep_in = (eps[0].address & 0x80) ? eps[0] : eps[1];
@@ -446,10 +448,10 @@ void ncm_enumerate(NcmEnv *e)
     g_assert_cmpint(qxhci_configure_endpoints(e->dev, &e->ep_notify, 1,
                                               NULL, 0),
                     ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(qxhci_control(e->dev, 0x00, USB_REQ_SET_CONFIGURATION,
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_SET_CONFIGURATION,
                                   1, 0, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
-    read_ntb_parameters(e, &e->p, NULL);
+    ncm_read_ntb_parameters(e, &e->p, NULL);
     e->ntb32 = false;
     e->in_size = e->p.in_max;
     e->rx_seq = 0;
@@ -464,8 +466,8 @@ void ncm_set_alt(NcmEnv *e, int alt)
         g_assert_cmpint(qxhci_configure_endpoints(e->dev, add, 2, NULL, 0),
                         ==, QXHCI_CC_SUCCESS);
     }
-    g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE, alt,
-                                  IF_DATA, NULL, 0, NULL),
+    g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE, alt,
+                                  NCM_IF_DATA, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
     if (!alt) {
         g_assert_cmpint(qxhci_configure_endpoints(e->dev, NULL, 0, drop, 2),
@@ -480,7 +482,7 @@ void ncm_set_alt(NcmEnv *e, int alt)
 NcmEnv *ncm_start(const NcmCase *c)
 {
     NcmEnv *e = g_new0(NcmEnv, 1);
-    g_autofree char *fw = firmware_args();
+    g_autofree char *fw = ncm_firmware_args();
     QXhciOptions opts = {
         /* small rings, so that every case wraps them */
         .cmd_ring_trbs = 8,
@@ -501,7 +503,7 @@ NcmEnv *ncm_start(const NcmCase *c)
     close(sv[1]);
     e->sock = sv[0];
     e->qts = e->qs->qts;
-    e->pdev = qpci_device_find(e->qs->pcibus, XHCI_DEVFN);
+    e->pdev = qpci_device_find(e->qs->pcibus, NCM_XHCI_DEVFN);
     g_assert(e->pdev);
     e->xhci = qxhci_new(e->qts, e->pdev, &e->qs->alloc, &opts);
     e->port = qxhci_find_connected_port(e->xhci);
@@ -520,7 +522,7 @@ void ncm_stop(NcmEnv *e)
     g_free(e);
 }
 
-void assert_alive(NcmEnv *e)
+void ncm_assert_alive(NcmEnv *e)
 {
     QDict *rsp = qtest_qmp(e->qts, "{'execute': 'query-status'}");
 
@@ -530,19 +532,19 @@ void assert_alive(NcmEnv *e)
 
 /* Data path helpers */
 
-void out_td(NcmEnv *e, const uint8_t *data, uint32_t len)
+void ncm_out_td(NcmEnv *e, const uint8_t *data, uint32_t len)
 {
     uint32_t actual = 0;
     int cc;
 
     cc = qxhci_transfer_sync(e->dev, e->ep_out.address, (void *)data, len,
-                             &actual, RX_TIMEOUT_NS);
+                             &actual, NCM_RX_TIMEOUT_NS);
     g_assert_cmpint(cc, ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, len);
 }
 
-void in_submit_queued(NcmEnv *e, QXhciTransfer **t, unsigned n,
-                      uint32_t len)
+void ncm_in_submit_queued(NcmEnv *e, QXhciTransfer **t, unsigned n,
+                          uint32_t len)
 {
     unsigned i;
 
@@ -557,16 +559,16 @@ void in_submit_queued(NcmEnv *e, QXhciTransfer **t, unsigned n,
 /* One OUT transfer, ended by a ZLP when it is an exact multiple. */
 void ncm_send(NcmEnv *e, const uint8_t *data, uint32_t len)
 {
-    out_td(e, data, len);
+    ncm_out_td(e, data, len);
     if (len && len % e->mps == 0) {
-        out_td(e, NULL, 0);
+        ncm_out_td(e, NULL, 0);
     }
 }
 
 void ncm_send_frames(NcmEnv *e, GPtrArray *frames)
 {
-    NtbLayout l = out_layout(e);
-    g_autoptr(GByteArray) ntb = ntb_build(&l, frames, 0);
+    NcmOutLayout l = ncm_out_layout(e);
+    g_autoptr(GByteArray) ntb = ncm_ntb_build(&l, frames, 0);
 
     ncm_send(e, ntb->data, ntb->len);
 }
@@ -574,24 +576,24 @@ void ncm_send_frames(NcmEnv *e, GPtrArray *frames)
 /* A valid NTB after whatever came before must come out alone and whole */
 void ncm_check_marker(NcmEnv *e, uint32_t tag)
 {
-    g_autoptr(GPtrArray) marker = frames_new();
+    g_autoptr(GPtrArray) marker = ncm_frames_new();
 
-    frames_add(marker, bcast_mac, tag, 60);
-    frames_add(marker, peer_mac, tag + 1, 1000);
-    frames_add(marker, other_mac, tag + 2, 1514);
+    ncm_frames_add(marker, ncm_bcast_mac, tag, 60);
+    ncm_frames_add(marker, ncm_peer_mac, tag + 1, 1000);
+    ncm_frames_add(marker, ncm_other_mac, tag + 2, 1514);
     ncm_send_frames(e, marker);
-    sock_expect_frames(e, marker);
-    sock_expect_silence(e, 20);
+    ncm_sock_expect_frames(e, marker);
+    ncm_sock_expect_silence(e, 20);
 }
 
-uint32_t get_field(const uint8_t *p, bool ntb32)
+uint32_t ncm_get_field(const uint8_t *p, bool ntb32)
 {
     return ntb32 ? ldl_le_p(p) : lduw_le_p(p);
 }
 
 /* Check one IN NTB strictly and append its datagrams to @out. */
-void ntb_parse_in(NcmEnv *e, const uint8_t *b, uint32_t len,
-                  uint32_t max_len, GPtrArray *out)
+void ncm_ntb_parse_in(NcmEnv *e, const uint8_t *b, uint32_t len,
+                      uint32_t max_len, GPtrArray *out)
 {
     bool n32 = e->ntb32;
     unsigned fs = n32 ? 4 : 2;
@@ -607,12 +609,12 @@ void ntb_parse_in(NcmEnv *e, const uint8_t *b, uint32_t len,
     g_assert_cmpuint(lduw_le_p(b + 4), ==, nth_len);
     g_assert_cmpuint(lduw_le_p(b + 6), ==, e->rx_seq);
     e->rx_seq++;
-    block = get_field(b + 8, n32);
+    block = ncm_get_field(b + 8, n32);
     if (!n32 && block == 0) {
         block = len;            /* a 64 KiB NTB16 */
     }
     g_assert_cmpuint(block, ==, len);
-    ndp = get_field(b + (n32 ? 12 : 10), n32);
+    ndp = ncm_get_field(b + (n32 ? 12 : 10), n32);
     g_assert_cmpuint(ndp % e->p.in_alignment, ==, 0);
     g_assert_cmpuint(ndp, >=, nth_len);
     g_assert_cmpuint(ndp + ndp_hdr, <=, block);
@@ -621,11 +623,11 @@ void ntb_parse_in(NcmEnv *e, const uint8_t *b, uint32_t len,
     g_assert_cmpuint(ndp_len, >=, ndp_min);
     g_assert_cmpuint((ndp_len - ndp_hdr) % (2 * fs), ==, 0);
     g_assert_cmpuint(ndp + ndp_len, <=, block);
-    g_assert_cmpuint(get_field(b + ndp + (n32 ? 8 : 6), n32), ==, 0);
+    g_assert_cmpuint(ncm_get_field(b + ndp + (n32 ? 8 : 6), n32), ==, 0);
 
     for (entry = ndp + ndp_hdr; entry < ndp + ndp_len; entry += 2 * fs) {
-        uint32_t off = get_field(b + entry, n32);
-        uint32_t dlen = get_field(b + entry + fs, n32);
+        uint32_t off = ncm_get_field(b + entry, n32);
+        uint32_t dlen = ncm_get_field(b + entry + fs, n32);
         GByteArray *f;
 
         if (!off || !dlen) {
@@ -655,14 +657,14 @@ void ntb_parse_in(NcmEnv *e, const uint8_t *b, uint32_t len,
 GPtrArray *ncm_receive(NcmEnv *e, unsigned n, uint32_t td_len,
                        uint32_t max_ntb)
 {
-    GPtrArray *got = frames_new();
+    GPtrArray *got = ncm_frames_new();
     g_autofree uint8_t *buf = g_malloc(td_len);
 
     while (got->len < n) {
         QXhciTransfer *t = qxhci_submit(e->dev, e->ep_in.address, NULL,
                                         td_len);
 
-        if (!qxhci_wait(t, RX_TIMEOUT_NS)) {
+        if (!qxhci_wait(t, NCM_RX_TIMEOUT_NS)) {
             g_test_message("bulk IN: only %u of %u frames arrived",
                            got->len, n);
             qxhci_transfer_free(t);
@@ -671,7 +673,7 @@ GPtrArray *ncm_receive(NcmEnv *e, unsigned n, uint32_t td_len,
         g_assert(t->cc == QXHCI_CC_SUCCESS ||
                  t->cc == QXHCI_CC_SHORT_PACKET);
         qxhci_transfer_read(t, buf);
-        ntb_parse_in(e, buf, t->actual, max_ntb, got);
+        ncm_ntb_parse_in(e, buf, t->actual, max_ntb, got);
         qxhci_transfer_free(t);
     }
     return got;
@@ -682,16 +684,16 @@ void ncm_expect_rx(NcmEnv *e, GPtrArray *want)
     g_autoptr(GPtrArray) got = ncm_receive(e, want->len, e->p.in_max,
                                            e->in_size);
 
-    frames_assert_equal(got, want);
+    ncm_frames_assert_equal(got, want);
 }
 
 /* One frame from the netdev to the adapter's address comes in whole. */
 void ncm_check_rx_frame(NcmEnv *e, uint32_t tag, size_t len)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
 
-    frames_add(rx, ncm_mac, tag, len);
-    sock_send_frames(e, rx);
+    ncm_frames_add(rx, ncm_mac, tag, len);
+    ncm_sock_send_frames(e, rx);
     ncm_expect_rx(e, rx);
 }
 
@@ -707,7 +709,7 @@ void ncm_expect_no_rx(NcmEnv *e)
 }
 
 /* One notification, or 0 bytes when none came within @timeout_ns. */
-uint32_t notify_read(NcmEnv *e, uint8_t *buf, int64_t timeout_ns)
+uint32_t ncm_notify_read(NcmEnv *e, uint8_t *buf, int64_t timeout_ns)
 {
     uint32_t actual = 0;
     int cc;
@@ -721,32 +723,32 @@ uint32_t notify_read(NcmEnv *e, uint8_t *buf, int64_t timeout_ns)
     return actual;
 }
 
-void expect_speed_change(const uint8_t *b, uint32_t len)
+void ncm_expect_speed_change(const uint8_t *b, uint32_t len)
 {
     static const uint8_t want[16] = {
-        0xa1, 0x2a, 0x00, 0x00, IF_CONTROL, 0x00, 0x08, 0x00,
+        0xa1, 0x2a, 0x00, 0x00, NCM_IF_CONTROL, 0x00, 0x08, 0x00,
         0x00, 0xca, 0x9a, 0x3b, 0x00, 0xca, 0x9a, 0x3b,   /* 1 Gbit/s */
     };
 
     g_assert_cmpmem(b, len, want, sizeof(want));
 }
 
-void expect_connection(const uint8_t *b, uint32_t len, bool up)
+void ncm_expect_connection(const uint8_t *b, uint32_t len, bool up)
 {
     const uint8_t want[8] = {
-        0xa1, 0x00, up, 0x00, IF_CONTROL, 0x00, 0x00, 0x00,
+        0xa1, 0x00, up, 0x00, NCM_IF_CONTROL, 0x00, 0x00, 0x00,
     };
 
     g_assert_cmpmem(b, len, want, sizeof(want));
 }
 
-void set_link(NcmEnv *e, bool up)
+void ncm_set_link(NcmEnv *e, bool up)
 {
     qtest_qmp_assert_success(e->qts, "{'execute': 'set_link', 'arguments':"
                              " {'name': 'ncm0', 'up': %i}}", up);
 }
 
-QDict *qom_get(NcmEnv *e, const char *prop)
+static QDict *qom_get(NcmEnv *e, const char *prop)
 {
     QDict *rsp = qtest_qmp(e->qts, "{'execute': 'qom-get', 'arguments': "
                            "{'path': %s, 'property': %s}}",
@@ -759,7 +761,7 @@ QDict *qom_get(NcmEnv *e, const char *prop)
     return rsp;
 }
 
-int64_t qom_get_int(NcmEnv *e, const char *prop)
+int64_t ncm_qom_get_int(NcmEnv *e, const char *prop)
 {
     QDict *rsp = qom_get(e, prop);
     int64_t v = qdict_get_int(rsp, "return");
@@ -768,7 +770,7 @@ int64_t qom_get_int(NcmEnv *e, const char *prop)
     return v;
 }
 
-char *qom_get_str(NcmEnv *e, const char *prop)
+char *ncm_qom_get_str(NcmEnv *e, const char *prop)
 {
     QDict *rsp = qom_get(e, prop);
     char *v = g_strdup(qdict_get_str(rsp, "return"));
@@ -783,7 +785,7 @@ char *qom_get_str(NcmEnv *e, const char *prop)
  */
 bool ncm_parks_packets(NcmEnv *e)
 {
-    g_autofree char *v = qom_get_str(e, "x-park-packets");
+    g_autofree char *v = ncm_qom_get_str(e, "x-park-packets");
 
     return strcmp(v, "off") != 0;
 }
@@ -801,57 +803,13 @@ QDict *ncm_stats(NcmEnv *e)
 }
 
 /* How much counter @name grew from @before to @after */
-uint64_t stat_delta(QDict *before, QDict *after, const char *name)
+static uint64_t stat_delta(QDict *before, QDict *after, const char *name)
 {
     if (!qdict_haskey(after, name)) {
         g_test_message("stats has no counter %s", name);
     }
     g_assert(qdict_haskey(before, name) && qdict_haskey(after, name));
     return qdict_get_int(after, name) - qdict_get_int(before, name);
-}
-
-void assert_stat_delta(QDict *before, QDict *after, const char *name,
-                       uint64_t want)
-{
-    uint64_t got = stat_delta(before, after, name);
-
-    if (got != want) {
-        g_test_message("stats %s grew by %" PRIu64 ", expected %" PRIu64,
-                       name, got, want);
-    }
-    g_assert_cmpuint(got, ==, want);
-}
-
-/*
- * out_parse_errors: class @name and "total" grew by @n, every other class
- * stayed put.  @name NULL: nothing grew.
- */
-void assert_parse_errors(QDict *before, QDict *after,
-                         const char *name, uint64_t n)
-{
-    QDict *b = qdict_get_qdict(before, "out_parse_errors");
-    QDict *a = qdict_get_qdict(after, "out_parse_errors");
-    const QDictEntry *ent;
-
-    g_assert(a && b);
-    g_assert(qdict_haskey(a, "total"));
-    if (name && !qdict_haskey(a, name)) {
-        g_test_message("out_parse_errors has no class %s", name);
-    }
-    g_assert(!name || qdict_haskey(a, name));
-    for (ent = qdict_first(a); ent; ent = qdict_next(a, ent)) {
-        const char *key = qdict_entry_key(ent);
-        bool grows = name && (!strcmp(key, name) || !strcmp(key, "total"));
-        uint64_t got;
-
-        g_assert(qdict_haskey(b, key));
-        got = qdict_get_int(a, key) - qdict_get_int(b, key);
-        if (got != (grows ? n : 0)) {
-            g_test_message("out_parse_errors.%s grew by %" PRIu64
-                           ", expected %" PRIu64, key, got, grows ? n : 0);
-        }
-        g_assert_cmpuint(got, ==, grows ? n : 0);
-    }
 }
 
 /*
@@ -864,6 +822,7 @@ void ncm_mark(NcmEnv *e)
     e->mark = ncm_stats(e);
 }
 
+/* Every counter in @want grew by as much since the mark (one snapshot). */
 void ncm_assert_deltas_n(NcmEnv *e, const NcmDelta *want, size_t n)
 {
     g_autoptr(QDict) now = ncm_stats(e);
@@ -871,7 +830,13 @@ void ncm_assert_deltas_n(NcmEnv *e, const NcmDelta *want, size_t n)
 
     g_assert(e->mark);
     for (i = 0; i < n; i++) {
-        assert_stat_delta(e->mark, now, want[i].name, want[i].delta);
+        uint64_t got = stat_delta(e->mark, now, want[i].name);
+
+        if (got != want[i].delta) {
+            g_test_message("stats %s grew by %" PRIu64 ", expected %" PRIu64,
+                           want[i].name, got, want[i].delta);
+        }
+        g_assert_cmpuint(got, ==, want[i].delta);
     }
 }
 
@@ -907,22 +872,48 @@ void ncm_assert_counters_kept(NcmEnv *e)
     }
 }
 
+/*
+ * out_parse_errors since the mark: class @name and "total" grew by @n,
+ * every other class stayed put.  @name NULL: nothing grew.
+ */
 void ncm_assert_parse_errors(NcmEnv *e, const char *name, uint64_t n)
 {
     g_autoptr(QDict) now = ncm_stats(e);
+    QDict *b, *a;
+    const QDictEntry *ent;
 
     g_assert(e->mark);
-    assert_parse_errors(e->mark, now, name, n);
+    b = qdict_get_qdict(e->mark, "out_parse_errors");
+    a = qdict_get_qdict(now, "out_parse_errors");
+    g_assert(a && b);
+    g_assert(qdict_haskey(a, "total"));
+    if (name && !qdict_haskey(a, name)) {
+        g_test_message("out_parse_errors has no class %s", name);
+    }
+    g_assert(!name || qdict_haskey(a, name));
+    for (ent = qdict_first(a); ent; ent = qdict_next(a, ent)) {
+        const char *key = qdict_entry_key(ent);
+        bool grows = name && (!strcmp(key, name) || !strcmp(key, "total"));
+        uint64_t got;
+
+        g_assert(qdict_haskey(b, key));
+        got = qdict_get_int(a, key) - qdict_get_int(b, key);
+        if (got != (grows ? n : 0)) {
+            g_test_message("out_parse_errors.%s grew by %" PRIu64
+                           ", expected %" PRIu64, key, got, grows ? n : 0);
+        }
+        g_assert_cmpuint(got, ==, grows ? n : 0);
+    }
 }
 
-void fault_set(NcmEnv *e, const char *prop, uint32_t value)
+void ncm_fault_set(NcmEnv *e, const char *prop, uint32_t value)
 {
     qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', 'arguments': "
                              "{'path': %s, 'property': %s, 'value': %u}}",
                              NCM_QOM_PATH, prop, value);
 }
 
-void fault_corrupt(NcmEnv *e, const char *how)
+void ncm_fault_corrupt(NcmEnv *e, const char *how)
 {
     qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', 'arguments': "
                              "{'path': %s, 'property': 'x-fault-corrupt-in', "
@@ -930,14 +921,14 @@ void fault_corrupt(NcmEnv *e, const char *how)
 }
 
 /* Virtual time in ns (clock_step refuses a step of 0, so step by 1 ns) */
-int64_t clock_ns(NcmEnv *e)
+int64_t ncm_clock_ns(NcmEnv *e)
 {
     return qtest_clock_step(e->qts, 1);
 }
 
 /* Cases: descriptors and class requests */
 
-const uint8_t *find_cs_desc(NcmEnv *e, uint8_t subtype)
+const uint8_t *ncm_find_cs_desc(NcmEnv *e, uint8_t subtype)
 {
     uint32_t pos = 0;
 
@@ -950,7 +941,7 @@ const uint8_t *find_cs_desc(NcmEnv *e, uint8_t subtype)
     return NULL;
 }
 
-char *get_string(NcmEnv *e, uint8_t index)
+char *ncm_get_string(NcmEnv *e, uint8_t index)
 {
     uint8_t b[255];
     uint32_t actual = 0;
@@ -971,8 +962,8 @@ char *get_string(NcmEnv *e, uint8_t index)
 }
 
 /* Parse what a completed IN TD holds (no NTB when it came back empty). */
-void in_td_parse(NcmEnv *e, QXhciTransfer *t, uint32_t max_ntb,
-                 GPtrArray *got)
+void ncm_in_td_parse(NcmEnv *e, QXhciTransfer *t, uint32_t max_ntb,
+                     GPtrArray *got)
 {
     g_autofree uint8_t *buf = g_malloc(MAX(t->length, 1));
 
@@ -980,7 +971,7 @@ void in_td_parse(NcmEnv *e, QXhciTransfer *t, uint32_t max_ntb,
     g_assert(t->cc == QXHCI_CC_SUCCESS || t->cc == QXHCI_CC_SHORT_PACKET);
     if (t->actual) {
         qxhci_transfer_read(t, buf);
-        ntb_parse_in(e, buf, t->actual, max_ntb, got);
+        ncm_ntb_parse_in(e, buf, t->actual, max_ntb, got);
     }
 }
 
@@ -988,8 +979,8 @@ void in_td_parse(NcmEnv *e, QXhciTransfer *t, uint32_t max_ntb,
  * The IN NTB the device builds from @frames: NTH, the datagrams at
  * wNdpInDivisor/wNdpInPayloadRemainder offsets, then the NDP.
  */
-GByteArray *in_ntb_expected(NcmEnv *e, GPtrArray *frames,
-                            uint16_t seq)
+GByteArray *ncm_in_ntb_expected(NcmEnv *e, GPtrArray *frames,
+                                uint16_t seq)
 {
     bool n32 = e->ntb32;
     unsigned fs = n32 ? 4 : 2;
@@ -1021,21 +1012,21 @@ GByteArray *in_ntb_expected(NcmEnv *e, GPtrArray *frames,
         GByteArray *f = g_ptr_array_index(frames, i);
         uint8_t *entry = ntb->data + ndp + ndp_hdr + i * 2 * fs;
 
-        put_field(entry, n32, offs[i]);
-        put_field(entry + fs, n32, f->len);
+        ncm_put_field(entry, n32, offs[i]);
+        ncm_put_field(entry + fs, n32, f->len);
     }
     memset(ntb->data, 0, nth_len);
     memcpy(ntb->data, n32 ? "ncmh" : "NCMH", 4);
     stw_le_p(ntb->data + 4, nth_len);
     stw_le_p(ntb->data + 6, seq);
-    put_field(ntb->data + 8, n32, !n32 && total > 0xffff ? 0 : total);
-    put_field(ntb->data + (n32 ? 12 : 10), n32, ndp);
+    ncm_put_field(ntb->data + 8, n32, !n32 && total > 0xffff ? 0 : total);
+    ncm_put_field(ntb->data + (n32 ? 12 : 10), n32, ndp);
     return ntb;
 }
 
 void ncm_set_configuration(NcmEnv *e, int value)
 {
-    g_assert_cmpint(qxhci_control(e->dev, 0x00, USB_REQ_SET_CONFIGURATION,
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_SET_CONFIGURATION,
                                   value, 0, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
 }
@@ -1057,39 +1048,39 @@ void ncm_reenumerate(NcmEnv *e)
  * Two IN TDs wait: @first's frames go into the first as one NTB, the
  * second waits on until @second's come (in an NTB of at most @max2).
  */
-void in_fill_in_turn(NcmEnv *e, QXhciTransfer **t, GPtrArray *first,
-                     GPtrArray *second, uint32_t max2)
+void ncm_in_fill_in_turn(NcmEnv *e, QXhciTransfer **t, GPtrArray *first,
+                         GPtrArray *second, uint32_t max2)
 {
-    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) got = ncm_frames_new();
     unsigned i;
 
-    sock_send_frames(e, first);
-    g_assert(qxhci_wait(t[0], RX_TIMEOUT_NS));
-    in_td_parse(e, t[0], e->in_size, got);
-    frames_assert_equal(got, first);
+    ncm_sock_send_frames(e, first);
+    g_assert(qxhci_wait(t[0], NCM_RX_TIMEOUT_NS));
+    ncm_in_td_parse(e, t[0], e->in_size, got);
+    ncm_frames_assert_equal(got, first);
     for (i = 0; i < 10; i++) {
         qxhci_step(e->xhci);
     }
     g_assert(!t[1]->done);
     g_ptr_array_set_size(got, 0);
-    sock_send_frames(e, second);
-    g_assert(qxhci_wait(t[1], RX_TIMEOUT_NS));
-    in_td_parse(e, t[1], max2, got);
-    frames_assert_equal(got, second);
+    ncm_sock_send_frames(e, second);
+    g_assert(qxhci_wait(t[1], NCM_RX_TIMEOUT_NS));
+    ncm_in_td_parse(e, t[1], max2, got);
+    ncm_frames_assert_equal(got, second);
 }
 
-void queue_check_traffic(NcmEnv *e, uint32_t tag)
+void ncm_queue_check_traffic(NcmEnv *e, uint32_t tag)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
-    g_autoptr(GPtrArray) rx2 = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
+    g_autoptr(GPtrArray) rx2 = ncm_frames_new();
     QXhciTransfer *t[2];
 
     ncm_check_marker(e, tag);
     /* two IN TDs at once: the first takes the NTB, the second waits */
-    in_submit_queued(e, t, 2, e->p.in_max);
-    frames_add(rx, ncm_mac, tag + 10, 700);
-    frames_add(rx2, bcast_mac, tag + 11, 1514);
-    in_fill_in_turn(e, t, rx, rx2, e->in_size);
+    ncm_in_submit_queued(e, t, 2, e->p.in_max);
+    ncm_frames_add(rx, ncm_mac, tag + 10, 700);
+    ncm_frames_add(rx2, ncm_bcast_mac, tag + 11, 1514);
+    ncm_in_fill_in_turn(e, t, rx, rx2, e->in_size);
     qxhci_transfer_free(t[0]);
     qxhci_transfer_free(t[1]);
 }
@@ -1102,8 +1093,8 @@ static void run_case(const void *data)
     NcmEnv *e = ncm_start(c);
 
     c->fn(e, c);
-    sock_expect_silence(e, 0);
-    assert_alive(e);
+    ncm_sock_expect_silence(e, 0);
+    ncm_assert_alive(e);
     ncm_stop(e);
 }
 

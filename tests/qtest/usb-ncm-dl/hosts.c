@@ -43,8 +43,6 @@
 #define CDC_SUB_ETHERNET    0x0f
 #define CDC_SUB_NCM         0x1a
 #define LANG_EN_US          0x0409
-#define REQ_CLEAR_FEATURE   0x01
-#define REQ_SET_NET_ADDRESS 0x82
 #define NCM_CAP_MAX_DGRAM   0x08
 
 /* A string descriptor as ASCII; returns the completion code. */
@@ -108,7 +106,7 @@ static void host_config(NcmEnv *e, uint16_t first)
 /* The MAC address string, parsed as the host does (hex, either case). */
 static void host_check_mac(NcmEnv *e, uint16_t lang, uint16_t wlen)
 {
-    const uint8_t *eth = find_cs_desc(e, CDC_SUB_ETHERNET);
+    const uint8_t *eth = ncm_find_cs_desc(e, CDC_SUB_ETHERNET);
     char mac[64];
 
     g_assert(eth);
@@ -209,11 +207,11 @@ static unsigned host_receive_ntb(NcmEnv *e, uint32_t td_len, GPtrArray *got)
     g_autofree uint8_t *buf = g_malloc(td_len);
     unsigned before = got->len;
 
-    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
     g_assert(t->cc == QXHCI_CC_SUCCESS || t->cc == QXHCI_CC_SHORT_PACKET);
     g_assert_cmpuint(t->actual, <=, td_len);
     qxhci_transfer_read(t, buf);
-    ntb_parse_in(e, buf, t->actual, td_len, got);
+    ncm_ntb_parse_in(e, buf, t->actual, td_len, got);
     qxhci_transfer_free(t);
     return got->len - before;
 }
@@ -225,18 +223,18 @@ static unsigned host_receive_ntb(NcmEnv *e, uint32_t td_len, GPtrArray *got)
 static unsigned host_rx(NcmEnv *e, unsigned n, size_t len, uint32_t td_len,
                         uint32_t tag)
 {
-    g_autoptr(GPtrArray) want = frames_new();
-    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) want = ncm_frames_new();
+    g_autoptr(GPtrArray) got = ncm_frames_new();
     unsigned i, most = 0;
 
     for (i = 0; i < n; i++) {
-        frames_add(want, ncm_mac, tag + i, len);
+        ncm_frames_add(want, ncm_mac, tag + i, len);
     }
-    sock_send_frames(e, want);
+    ncm_sock_send_frames(e, want);
     while (got->len < n) {
         most = MAX(most, host_receive_ntb(e, td_len, got));
     }
-    frames_assert_equal(got, want);
+    ncm_frames_assert_equal(got, want);
     return most;
 }
 
@@ -244,23 +242,23 @@ static void test_windows(NcmEnv *e, const NcmCase *c)
 {
     uint8_t dev[18];
     const uint8_t *eth;
-    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
     uint16_t mtu;
     unsigned i;
 
     windows_enumerate(e, dev);
     windows_check_descriptors(e, dev);
     /* SelectConfig with both interfaces at setting 0 */
-    g_assert_cmpint(qxhci_control(e->dev, 0x00, USB_REQ_SET_CONFIGURATION,
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_SET_CONFIGURATION,
                                   e->config[5], 0, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
-    eth = find_cs_desc(e, CDC_SUB_ETHERNET);
+    eth = ncm_find_cs_desc(e, CDC_SUB_ETHERNET);
     mtu = MIN(lduw_le_p(eth + 8), 9014);
     host_check_mac(e, LANG_EN_US, 255);
-    read_ntb_parameters(e, &e->p, NULL);
+    ncm_read_ntb_parameters(e, &e->p, NULL);
     g_assert(e->p.formats & 1);
     if (e->p.formats & 2) {
-        g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0),
+        g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 1, NULL, 0),
                         ==, QXHCI_CC_SUCCESS);
     }
     /* no SET_NTB_INPUT_SIZE at or under 64 KiB */
@@ -271,10 +269,10 @@ static void test_windows(NcmEnv *e, const NcmCase *c)
 
     /* wNtbOutMaxDatagrams per OUT NTB (16 when the device names none) */
     for (i = 0; i < MIN(e->p.out_max_datagrams ?: 16, 16); i++) {
-        frames_add(tx, peer_mac, 0x5700 + i, i % 2 ? mtu : 60);
+        ncm_frames_add(tx, ncm_peer_mac, 0x5700 + i, i % 2 ? mtu : 60);
     }
     ncm_send_frames(e, tx);
-    sock_expect_frames(e, tx);
+    ncm_sock_expect_frames(e, tx);
     /* the driver asserts no IN transfer exceeds its input size */
     host_rx(e, 24, 1514, MIN(e->p.in_max, 65536), 0x5800);
 }
@@ -288,7 +286,7 @@ static void test_windows(NcmEnv *e, const NcmCase *c)
  */
 static void freebsd_refused(NcmEnv *e, bool eight, uint32_t rx_max)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
     g_autofree uint8_t *buf = g_malloc(rx_max);
     g_autofree char *why = NULL;
     QXhciTransfer *t;
@@ -296,11 +294,11 @@ static void freebsd_refused(NcmEnv *e, bool eight, uint32_t rx_max)
     unsigned i;
 
     for (i = 0; i < 12; i++) {
-        frames_add(rx, ncm_mac, 0x5b00 + i, 1514);
+        ncm_frames_add(rx, ncm_mac, 0x5b00 + i, 1514);
     }
-    sock_send_frames(e, rx);
+    ncm_sock_send_frames(e, rx);
     t = qxhci_submit(e->dev, e->ep_in.address, NULL, rx_max);
-    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
     qxhci_transfer_read(t, buf);
     g_assert_cmpuint(t->actual, >=, 12);
     g_assert_cmpmem(buf, 4, "NCMH", 4);
@@ -322,16 +320,15 @@ static void freebsd_refused(NcmEnv *e, bool eight, uint32_t rx_max)
 static void test_freebsd(NcmEnv *e, const NcmCase *c)
 {
     uint8_t dev[18], req[8], lang[255];
-    const uint8_t *ncm = find_cs_desc(e, CDC_SUB_NCM);
-    const uint8_t *eth = find_cs_desc(e, CDC_SUB_ETHERNET);
+    const uint8_t *ncm = ncm_find_cs_desc(e, CDC_SUB_NCM);
+    const uint8_t *eth = ncm_find_cs_desc(e, CDC_SUB_ETHERNET);
     uint32_t actual = 0, rx_max, off, ntb_len, i;
     unsigned most;
     bool eight;
     uint64_t taken;
-    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
     g_autofree uint8_t *ntb = NULL;
     GByteArray *f;
-    QDict *st;
 
     host_device_descriptor(e, 8, dev);
     host_config(e, 9);
@@ -342,10 +339,10 @@ static void test_freebsd(NcmEnv *e, const NcmCase *c)
     g_assert(eth && eth[0] >= 13);
 
     /* cdce_attach: alternate index 0 first, and cdce_ncm_init there */
-    g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE, 0,
-                                  IF_DATA, NULL, 0, NULL),
+    g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE, 0,
+                                  NCM_IF_DATA, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
-    read_ntb_parameters(e, &e->p, NULL);
+    ncm_read_ntb_parameters(e, &e->p, NULL);
     rx_max = e->p.in_max < 32 || e->p.in_max > 16384 ? 16384 : e->p.in_max;
     eight = ncm[5] & NCM_CAP_MAX_DGRAM;
     stl_le_p(req, rx_max);
@@ -353,19 +350,17 @@ static void test_freebsd(NcmEnv *e, const NcmCase *c)
     stw_le_p(req + 6, 0);
     ncm_mark(e);
     /* each of these may fail: FreeBSD goes on regardless */
-    class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, req, eight ? 8 : 4);
-    class_out(e, REQ_SET_CRC_MODE, 0, NULL, 0);
-    class_out(e, REQ_SET_NTB_FORMAT, 0, NULL, 0);
-    st = ncm_stats(e);
+    ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, req, eight ? 8 : 4);
+    ncm_class_out(e, NCM_REQ_SET_CRC_MODE, 0, NULL, 0);
+    ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 0, NULL, 0);
     /* what FreeBSD relies on: the device took its input size */
-    taken = stat_delta(e->mark, st, eight ? "input_size_requests_8" :
-                       "input_size_requests_4");
-    qobject_unref(st);
+    taken = ncm_delta(e, eight ? "input_size_requests_8" :
+                      "input_size_requests_4");
     ncm_set_alt(e, 1);
     host_check_mac(e, lduw_le_p(lang + 2), 255);
 
     /* cdce_init: clear a stall on bulk OUT, which must be taken */
-    g_assert_cmpint(qxhci_control(e->dev, 0x02, REQ_CLEAR_FEATURE, 0,
+    g_assert_cmpint(qxhci_control(e->dev, 0x02, NCM_USB_REQ_CLEAR_FEATURE, 0,
                                   e->ep_out.address, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
 
@@ -376,9 +371,9 @@ static void test_freebsd(NcmEnv *e, const NcmCase *c)
      * bytes so that it always ends in a short packet.
      */
     ntb = g_malloc0(16384 + 4);
-    frames_add(tx, peer_mac, 0x5900, 60);
-    frames_add(tx, peer_mac, 0x5901, 1514);
-    frames_add(tx, peer_mac, 0x5902, 342);
+    ncm_frames_add(tx, ncm_peer_mac, 0x5900, 60);
+    ncm_frames_add(tx, ncm_peer_mac, 0x5901, 1514);
+    ncm_frames_add(tx, ncm_peer_mac, 0x5902, 342);
     off = 12 + 8 + 32 * 4;
     memcpy(ntb, "NCMH", 4);
     stw_le_p(ntb + 4, 12);              /* wHeaderLength */
@@ -398,8 +393,8 @@ static void test_freebsd(NcmEnv *e, const NcmCase *c)
     }
     ntb_len = ROUND_UP(off, 512) + 1;
     stw_le_p(ntb + 8, ntb_len);         /* wBlockLength */
-    out_td(e, ntb, ntb_len);
-    sock_expect_frames(e, tx);
+    ncm_out_td(e, ntb, ntb_len);
+    ncm_sock_expect_frames(e, tx);
 
     if (!taken) {
         freebsd_refused(e, eight, rx_max);
@@ -442,19 +437,19 @@ static void test_ipxe(NcmEnv *e, const NcmCase *c)
     uint8_t dev[18], req[4], mac[6];
     uint32_t in_len, tail;
     unsigned i;
-    g_autoptr(GPtrArray) tx = frames_new();
-    g_autoptr(GPtrArray) rest = frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
+    g_autoptr(GPtrArray) rest = ncm_frames_new();
     bool zlp_needed = !strcmp(c->model, NCM_DL);
 
     /* usb_get_mtu (8 bytes), the whole descriptor, 9 then all */
     host_device_descriptor(e, 8, dev);
     host_config(e, 9);
-    g_assert_cmpint(qxhci_control(e->dev, 0x00, USB_REQ_SET_CONFIGURATION,
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_SET_CONFIGURATION,
                                   e->config[5], 0, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
     /* ecm_fetch_mac: language 0, a 26-byte buffer */
     host_check_mac(e, 0, 26);
-    read_ntb_parameters(e, &e->p, NULL);
+    ncm_read_ntb_parameters(e, &e->p, NULL);
 
     /* ncm_in_prefill: 3+ buffers, at most 128 KiB in all */
     for (in_len = MIN(e->p.in_max, 65536);
@@ -462,25 +457,26 @@ static void test_ipxe(NcmEnv *e, const NcmCase *c)
         /* halve */
     }
     stl_le_p(req, in_len);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, req, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, req, 4),
                     ==, QXHCI_CC_SUCCESS);
     e->in_size = in_len;
     memcpy(mac, ncm_mac, 6);
     /* its error is ignored */
-    class_out(e, REQ_SET_NET_ADDRESS, 0, mac, 6);
+    ncm_class_out(e, NCM_REQ_SET_NET_ADDRESS, 0, mac, 6);
     ncm_set_alt(e, 1);
 
     /* one datagram per NTB, and never a ZLP */
     for (i = 0; i < 3; i++) {
-        frames_add(tx, peer_mac, 0x5c00 + i, i == 1 ? 1514 : 60 + 100 * i);
+        ncm_frames_add(tx, ncm_peer_mac, 0x5c00 + i,
+                       i == 1 ? 1514 : 60 + 100 * i);
     }
     for (i = 0; i < tx->len; i++) {
         g_autoptr(GByteArray) n = ipxe_ntb(e, g_ptr_array_index(tx, i), i);
 
         g_assert(n->len % e->mps);
-        out_td(e, n->data, n->len);
+        ncm_out_td(e, n->data, n->len);
     }
-    sock_expect_frames(e, tx);
+    ncm_sock_expect_frames(e, tx);
 
     /*
      * An NTB that fills whole packets, then another: iPXE sends no ZLP.
@@ -490,8 +486,8 @@ static void test_ipxe(NcmEnv *e, const NcmCase *c)
      */
     tail = e->mps - (28 + ((e->p.out_remainder - 42) &
                            ((e->p.out_divisor ?: 1) - 1)));
-    frames_add(rest, peer_mac, 0x5d00, tail);
-    frames_add(rest, peer_mac, 0x5d01, 60);
+    ncm_frames_add(rest, ncm_peer_mac, 0x5d00, tail);
+    ncm_frames_add(rest, ncm_peer_mac, 0x5d01, 60);
     ncm_mark(e);
     for (i = 0; i < rest->len; i++) {
         g_autoptr(GByteArray) n = ipxe_ntb(e, g_ptr_array_index(rest, i),
@@ -500,15 +496,15 @@ static void test_ipxe(NcmEnv *e, const NcmCase *c)
         if (i == 0) {
             g_assert_cmpuint(n->len % e->mps, ==, 0);
         }
-        out_td(e, n->data, n->len);
+        ncm_out_td(e, n->data, n->len);
     }
     if (zlp_needed) {
         g_ptr_array_remove_index(rest, 1);
-        sock_expect_frames(e, rest);
+        ncm_sock_expect_frames(e, rest);
         ncm_assert_deltas(e, { "out_merged_transfers", 1 },
                           { "out_merge_lost_datagrams", 1 });
     } else {
-        sock_expect_frames(e, rest);
+        ncm_sock_expect_frames(e, rest);
     }
 
     /* IN: buffers of the size it set */
@@ -517,22 +513,22 @@ static void test_ipxe(NcmEnv *e, const NcmCase *c)
 
 static void test_macos(NcmEnv *e, const NcmCase *c)
 {
-    const uint8_t *ncm = find_cs_desc(e, CDC_SUB_NCM);
-    g_autoptr(GPtrArray) tx = frames_new();
+    const uint8_t *ncm = ncm_find_cs_desc(e, CDC_SUB_NCM);
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
 
     g_assert(ncm);
     /* promiscuous mode and Internet Sharing need the packet filter */
     g_assert(ncm[5] & 0x01);
-    read_ntb_parameters(e, &e->p, NULL);
+    ncm_read_ntb_parameters(e, &e->p, NULL);
     ncm_set_alt(e, 1);
     ncm_set_alt(e, 0);
     ncm_set_alt(e, 1);
-    g_assert_cmpint(class_out(e, REQ_SET_ETHERNET_PACKET_FILTER, 0x000f,
-                              NULL, 0), ==, QXHCI_CC_SUCCESS);
-    frames_add(tx, peer_mac, 0x5f00, 1514);
-    frames_add(tx, peer_mac, 0x5f01, 60);
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_ETHERNET_PACKET_FILTER, 0x000f,
+                                  NULL, 0), ==, QXHCI_CC_SUCCESS);
+    ncm_frames_add(tx, ncm_peer_mac, 0x5f00, 1514);
+    ncm_frames_add(tx, ncm_peer_mac, 0x5f01, 60);
     ncm_send_frames(e, tx);
-    sock_expect_frames(e, tx);
+    ncm_sock_expect_frames(e, tx);
     host_rx(e, 8, 1514, e->p.in_max, 0x6000);
 }
 

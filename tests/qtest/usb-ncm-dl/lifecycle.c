@@ -14,26 +14,26 @@
 
 static void test_device_del(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
-    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
     QXhciTransfer *in, *notify;
-    NtbLayout l;
+    NcmOutLayout l;
     unsigned i;
 
     ncm_set_alt(e, 1);
     ncm_check_marker(e, 4000);
     /* traffic in flight: IN NTBs queued, an OUT NTB half sent, TDs wait */
     for (i = 0; i < 100; i++) {
-        frames_add(rx, ncm_mac, 4100 + i, 1000);
+        ncm_frames_add(rx, ncm_mac, 4100 + i, 1000);
     }
-    sock_send_frames(e, rx);
+    ncm_sock_send_frames(e, rx);
     for (i = 0; i < 10; i++) {
-        frames_add(tx, bcast_mac, 4500 + i, 1000);
+        ncm_frames_add(tx, ncm_bcast_mac, 4500 + i, 1000);
     }
-    l = out_layout(e);
-    ntb = ntb_build(&l, tx, 0);
-    out_td(e, ntb->data, 2 * e->mps);
+    l = ncm_out_layout(e);
+    ntb = ncm_ntb_build(&l, tx, 0);
+    ncm_out_td(e, ntb->data, 2 * e->mps);
     notify = qxhci_submit(e->dev, e->ep_notify.address, NULL, 16);
     in = qxhci_submit(e->dev, e->ep_in.address, NULL, 2048);
     qxhci_step(e->xhci);
@@ -51,9 +51,9 @@ static void test_device_del(NcmEnv *e, const NcmCase *c)
     e->dev = NULL;
 
     /* frames for nobody, then a new adapter on the same netdev */
-    sock_send_frames(e, rx);
-    sock_settle(e);
-    assert_alive(e);
+    ncm_sock_send_frames(e, rx);
+    ncm_sock_settle(e);
+    ncm_assert_alive(e);
     qtest_qmp_device_add(e->qts, c->model, "ncm1",
                          "{'bus': 'xhci.0', 'netdev': 'n0', "
                          "'mac': '" NCM_MAC_STR "'}");
@@ -67,24 +67,24 @@ static void test_device_del(NcmEnv *e, const NcmCase *c)
 
 static void test_port_reset(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
-    NtbLayout l;
+    NcmOutLayout l;
     uint8_t b[4];
     uint32_t actual = 0;
     unsigned i;
 
     stl_le_p(b, 4096);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
     ncm_set_alt(e, 1);
     for (i = 0; i < 10; i++) {
-        frames_add(tx, bcast_mac, 5000 + i, 1000);
+        ncm_frames_add(tx, ncm_bcast_mac, 5000 + i, 1000);
     }
-    l = out_layout(e);
-    ntb = ntb_build(&l, tx, 0);
+    l = ncm_out_layout(e);
+    ntb = ncm_ntb_build(&l, tx, 0);
     /* half an NTB, then the port resets */
-    out_td(e, ntb->data, 2 * e->mps);
+    ncm_out_td(e, ntb->data, 2 * e->mps);
     g_assert_cmpint(qxhci_port_reset(e->xhci, e->port), ==,
                     c->super ? QXHCI_SPEED_SUPER : QXHCI_SPEED_HIGH);
     qxhci_device_free(e->dev);
@@ -92,13 +92,14 @@ static void test_port_reset(NcmEnv *e, const NcmCase *c)
     ncm_enumerate(e);
 
     /* back to power-on defaults */
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+                                 &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, e->p.in_max);
     ncm_set_alt(e, 1);
     /* the rest of the interrupted NTB is just a malformed transfer */
     ncm_send(e, ntb->data + 2 * e->mps, ntb->len - 2 * e->mps);
-    sock_expect_silence(e, 20);
+    ncm_sock_expect_silence(e, 20);
     ncm_check_marker(e, 5100);
     ncm_check_rx_frame(e, 5200, 1514);
 }
@@ -110,12 +111,12 @@ static void test_ring_wrap(NcmEnv *e, const NcmCase *c)
 
     ncm_set_alt(e, 1);
     for (i = 0; i < 40; i++) {
-        g_autoptr(GPtrArray) f = frames_new();
+        g_autoptr(GPtrArray) f = ncm_frames_new();
 
-        frames_add(f, bcast_mac, 6000 + i, 60 + i * 37);
+        ncm_frames_add(f, ncm_bcast_mac, 6000 + i, 60 + i * 37);
         ncm_send_frames(e, f);
-        sock_expect_frames(e, f);
-        sock_send_frames(e, f);
+        ncm_sock_expect_frames(e, f);
+        ncm_sock_send_frames(e, f);
         ncm_expect_rx(e, f);
         if (i % 4 == 0) {
             g_assert_cmpint(qxhci_cmd_noop(e->xhci), ==, QXHCI_CC_SUCCESS);
@@ -172,12 +173,12 @@ typedef struct QueueCase {
 static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
                         unsigned n_out, uint32_t tag)
 {
-    g_autoptr(GPtrArray) tx = frames_new();
-    g_autoptr(GPtrArray) sent = frames_new();
-    g_autoptr(GPtrArray) busy_rx = frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
+    g_autoptr(GPtrArray) sent = ncm_frames_new();
+    g_autoptr(GPtrArray) busy_rx = ncm_frames_new();
     QXhciTransfer *in[ARRAY_SIZE(queue_in_sizes)];
     QXhciTransfer *out[4];
-    NtbLayout l = out_layout(e);
+    NcmOutLayout l = ncm_out_layout(e);
     unsigned i, out_done = 0;
     bool gone = false;
     bool parks = ncm_parks_packets(e);
@@ -186,12 +187,12 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
                    queue_event_names[ev], n_in, n_out);
     qxhci_hold_doorbells(e->dev, true);
     for (i = 0; i < n_out; i++) {
-        g_autoptr(GPtrArray) one = frames_new();
+        g_autoptr(GPtrArray) one = ncm_frames_new();
         g_autoptr(GByteArray) ntb = NULL;
 
-        frames_add(one, bcast_mac, tag + i, 301 + i * 64);
-        frames_add(tx, bcast_mac, tag + i, 301 + i * 64);
-        ntb = ntb_build(&l, one, i);
+        ncm_frames_add(one, ncm_bcast_mac, tag + i, 301 + i * 64);
+        ncm_frames_add(tx, ncm_bcast_mac, tag + i, 301 + i * 64);
+        ntb = ncm_ntb_build(&l, one, i);
         g_assert_cmpuint(ntb->len % e->mps, !=, 0);
         out[i] = qxhci_submit(e->dev, e->ep_out.address, ntb->data,
                               ntb->len);
@@ -202,7 +203,7 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
     }
     qxhci_hold_doorbells(e->dev, false);
     if (ev == QEV_FAULT_BUSY) {
-        fault_set(e, "x-fault-busy-ms", 1000000);
+        ncm_fault_set(e, "x-fault-busy-ms", 1000000);
     }
     if (n_in) {
         qxhci_ring_doorbell(e->dev, e->ep_in.address);
@@ -218,8 +219,8 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
         ncm_set_alt(e, 0);
         break;
     case QEV_SET_INTERFACE_1:
-        g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE,
-                                      1, IF_DATA, NULL, 0, NULL),
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE,
+                                      1, NCM_IF_DATA, NULL, 0, NULL),
                         ==, QXHCI_CC_SUCCESS);
         break;
     case QEV_SET_CONFIGURATION_0:
@@ -244,16 +245,16 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
         break;
     case QEV_FAULT_BUSY:
         if (n_in) {
-            frames_add(busy_rx, ncm_mac, tag + 50, 900);
-            sock_send_frames(e, busy_rx);
-            sock_settle(e);
+            ncm_frames_add(busy_rx, ncm_mac, tag + 50, 900);
+            ncm_sock_send_frames(e, busy_rx);
+            ncm_sock_settle(e);
         }
-        fault_set(e, "x-fault-busy-ms", 0);
+        ncm_fault_set(e, "x-fault-busy-ms", 0);
         break;
     default:
         g_assert_not_reached();
     }
-    assert_alive(e);
+    ncm_assert_alive(e);
 
     /* every TD: completed now, or waiting in a way Stop Endpoint ends */
     for (i = 0; i < 10; i++) {
@@ -268,7 +269,7 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
     if (!gone && (ev == QEV_NONE || ev == QEV_FAULT_BUSY)) {
         /* nothing took the OUT TDs away: all of them complete */
         for (i = 0; i < n_out; i++) {
-            g_assert(qxhci_wait(out[i], RX_TIMEOUT_NS));
+            g_assert(qxhci_wait(out[i], NCM_RX_TIMEOUT_NS));
             g_assert_cmpint(out[i]->cc, ==, QXHCI_CC_SUCCESS);
         }
         out_done = n_out;
@@ -291,11 +292,11 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
     }
     if (ev == QEV_FAULT_BUSY && n_in) {
         /* the frame that came while busy went into the first IN TD */
-        g_autoptr(GPtrArray) got = frames_new();
+        g_autoptr(GPtrArray) got = ncm_frames_new();
 
-        g_assert(qxhci_wait(in[0], RX_TIMEOUT_NS));
-        in_td_parse(e, in[0], e->in_size, got);
-        frames_assert_equal(got, busy_rx);
+        g_assert(qxhci_wait(in[0], NCM_RX_TIMEOUT_NS));
+        ncm_in_td_parse(e, in[0], e->in_size, got);
+        ncm_frames_assert_equal(got, busy_rx);
     }
     for (i = 0; i < n_out; i++) {
         GByteArray *f = g_ptr_array_index(tx, i);
@@ -305,8 +306,8 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
         }
         g_ptr_array_add(sent, g_byte_array_ref(f));
     }
-    sock_expect_frames(e, sent);
-    sock_expect_silence(e, 20);
+    ncm_sock_expect_frames(e, sent);
+    ncm_sock_expect_silence(e, 20);
 
     if (gone || ev == QEV_PORT_RESET) {
         /* the slot goes; its TDs with it */
@@ -320,7 +321,7 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
     for (i = 0; i < n_out; i++) {
         qxhci_transfer_free(out[i]);
     }
-    assert_alive(e);
+    ncm_assert_alive(e);
 
     /* back to a working data interface */
     switch (ev) {
@@ -342,15 +343,15 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
     case QEV_SET_CONFIGURATION_1:
         /* the endpoints' xHCI contexts stay; the device starts afresh */
         ncm_set_configuration(e, 1);
-        g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE,
-                                      1, IF_DATA, NULL, 0, NULL),
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE,
+                                      1, NCM_IF_DATA, NULL, 0, NULL),
                         ==, QXHCI_CC_SUCCESS);
         e->rx_seq = 0;
         break;
     default:
         break;
     }
-    queue_check_traffic(e, tag + 100);
+    ncm_queue_check_traffic(e, tag + 100);
 }
 
 static void test_queue(NcmEnv *e, const NcmCase *c)
@@ -382,8 +383,8 @@ typedef enum QueueAbort {
 static void test_queue_abort(NcmEnv *e, const NcmCase *c)
 {
     const QueueAbort *how = c->data;
-    g_autoptr(GPtrArray) rx = frames_new();
-    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
+    g_autoptr(GPtrArray) got = ncm_frames_new();
     QXhciTransfer *t[2];
     unsigned i;
 
@@ -400,9 +401,9 @@ static void test_queue_abort(NcmEnv *e, const NcmCase *c)
     switch (*how) {
     case ABORT_SMALL_TD_BEHIND_PARKED:
         /* an ARP request; the small TD waits for the next NTB */
-        frames_add(rx, bcast_mac, 30000, 60);
-        frames_add(got, ncm_mac, 30001, 98);
-        in_fill_in_turn(e, t, rx, got, 512);
+        ncm_frames_add(rx, ncm_bcast_mac, 30000, 60);
+        ncm_frames_add(got, ncm_mac, 30001, 98);
+        ncm_in_fill_in_turn(e, t, rx, got, 512);
         break;
     case ABORT_SET_INTERFACE:
         ncm_set_alt(e, 0);
@@ -414,16 +415,16 @@ static void test_queue_abort(NcmEnv *e, const NcmCase *c)
         ncm_set_configuration(e, 1);
         g_assert(t[0]->done && t[1]->done);
         g_assert_cmpuint(t[0]->actual + t[1]->actual, ==, 0);
-        g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE,
-                                      1, IF_DATA, NULL, 0, NULL),
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE,
+                                      1, NCM_IF_DATA, NULL, 0, NULL),
                         ==, QXHCI_CC_SUCCESS);
         e->rx_seq = 0;
         break;
     }
     qxhci_transfer_free(t[0]);
     qxhci_transfer_free(t[1]);
-    assert_alive(e);
-    queue_check_traffic(e, 30100);
+    ncm_assert_alive(e);
+    ncm_queue_check_traffic(e, 30100);
 }
 
 /*
@@ -434,7 +435,7 @@ static void test_nak_mode(NcmEnv *e, const NcmCase *c)
 {
     ncm_set_alt(e, 1);
     ncm_mark(e);
-    queue_check_traffic(e, 35000);
+    ncm_queue_check_traffic(e, 35000);
     ncm_assert_deltas(e, { "in_parked", 0 });
     g_assert_cmpuint(ncm_delta(e, "in_naks"), >, 0);
     ncm_assert_deltas(e, { "out_deferred_packets", 0 });
@@ -502,7 +503,7 @@ static void migrate_save(NcmEnv *e, const char *file)
 static QTestState *migrate_load(NcmEnv *e, const char *file,
                                 const char *props, int *sock)
 {
-    g_autofree char *fw = firmware_args();
+    g_autofree char *fw = ncm_firmware_args();
     g_autofree char *in = g_strdup_printf("exec:cat %s", file);
     QTestState *dst;
     int sv[2];
@@ -547,7 +548,7 @@ static void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock)
     qpci_free_pc(e->qs->pcibus);
     e->qs->pcibus = qpci_new_pc(dst, &e->qs->alloc);
     g_free(e->pdev);
-    e->pdev = qpci_device_find(e->qs->pcibus, XHCI_DEVFN);
+    e->pdev = qpci_device_find(e->qs->pcibus, NCM_XHCI_DEVFN);
     g_assert(e->pdev);
     qxhci_migrated(e->xhci, dst, e->pdev);
 }
@@ -555,27 +556,27 @@ static void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock)
 static void test_migrate(NcmEnv *e, const NcmCase *c)
 {
     const MigCase *m = c->data;
-    g_autoptr(GPtrArray) rx = frames_new();
-    g_autoptr(GPtrArray) got = frames_new();
-    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
+    g_autoptr(GPtrArray) got = ncm_frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
     g_autofree char *file = g_strdup_printf("%s/usb-ncm-mig-%d",
                                             g_get_tmp_dir(), getpid());
     const char *dst_props = NULL;
     QXhciTransfer *in[2];
     QTestState *dst;
-    NtbLayout l;
+    NcmOutLayout l;
     uint8_t b[4];
     uint32_t actual = 0, half;
     int sock = -1;
     unsigned i;
 
     /* negotiated state that differs from the defaults */
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0), ==,
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 1, NULL, 0), ==,
                     QXHCI_CC_SUCCESS);
     e->ntb32 = true;
     stl_le_p(b, 16384);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
                     QXHCI_CC_SUCCESS);
     e->in_size = 16384;
     ncm_set_alt(e, 1);
@@ -585,10 +586,10 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
 
     /* an OUT transfer half way: two full packets, no end yet */
     for (i = 0; i < 3; i++) {
-        frames_add(tx, bcast_mac, 36100 + i, 600 + i * 100);
+        ncm_frames_add(tx, ncm_bcast_mac, 36100 + i, 600 + i * 100);
     }
-    l = out_layout(e);
-    ntb = ntb_build(&l, tx, 1);
+    l = ncm_out_layout(e);
+    ntb = ncm_ntb_build(&l, tx, 1);
     half = 2 * e->mps;
     g_assert_cmpuint(ntb->len, >, half);
     if (*m == MIG_REFUSE_OUT_BUFFER) {
@@ -596,31 +597,31 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
         g_autofree uint8_t *zeros = g_malloc0(32768);
 
         for (i = 0; i < 3; i++) {
-            out_td(e, zeros, 32768);
+            ncm_out_td(e, zeros, 32768);
         }
         dst_props = "zlp=auto";
     } else {
-        out_td(e, ntb->data, half);
+        ncm_out_td(e, ntb->data, half);
     }
 
     /*
      * An IN NTB under construction in the host's waiting TD (built in
      * place), held there by the busy fault.
      */
-    in_submit_queued(e, in, 2, 16384);
+    ncm_in_submit_queued(e, in, 2, 16384);
     for (i = 0; i < 5; i++) {
         qxhci_step(e->xhci);
     }
-    fault_set(e, "x-fault-busy-ms", 300);
+    ncm_fault_set(e, "x-fault-busy-ms", 300);
     for (i = 0; i < 3; i++) {
-        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 36200 + i,
-                   *m == MIG_REFUSE_INPUT_SIZE ? 1514 : 200 + i * 300);
+        ncm_frames_add(rx, i % 2 ? ncm_mac : ncm_bcast_mac, 36200 + i,
+                       *m == MIG_REFUSE_INPUT_SIZE ? 1514 : 200 + i * 300);
     }
     if (*m == MIG_REFUSE_INPUT_SIZE) {
         dst_props = "ntb-in-max-size=4096";
     }
-    sock_send_frames(e, rx);
-    sock_settle(e);
+    ncm_sock_send_frames(e, rx);
+    ncm_sock_settle(e);
     g_assert(!in[0]->done);
     ncm_mark(e);
 
@@ -629,7 +630,7 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     if (*m != MIG_MID_TRANSFER) {
         /* refused, and said so; the source is stopped but alive */
         g_assert(!dst);
-        assert_alive(e);
+        ncm_assert_alive(e);
         qxhci_transfer_free(in[0]);
         qxhci_transfer_free(in[1]);
         qtest_qmp_assert_success(e->qts, "{'execute': 'cont'}");
@@ -639,9 +640,9 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     ncm_follow_migration(e, dst, sock);
 
     /* the NTB under construction arrives whole, in sequence, as NTB32 */
-    g_assert(qxhci_wait(in[0], RX_TIMEOUT_NS));
-    in_td_parse(e, in[0], 16384, got);
-    frames_assert_equal(got, rx);
+    g_assert(qxhci_wait(in[0], NCM_RX_TIMEOUT_NS));
+    ncm_in_td_parse(e, in[0], 16384, got);
+    ncm_frames_assert_equal(got, rx);
     qxhci_transfer_free(in[0]);
     /* the second TD waits on */
     for (i = 0; i < 5; i++) {
@@ -652,13 +653,14 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
 
     /* the OUT transfer goes on where it was */
     ncm_send(e, ntb->data + half, ntb->len - half);
-    sock_expect_frames(e, tx);
+    ncm_sock_expect_frames(e, tx);
 
     /* what was negotiated is still in force */
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+                                 &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, 16384);
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 1);
     /* every counter came along; none starts again from 0 */
@@ -667,7 +669,7 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     ncm_assert_deltas(e, { "in_rescued_datagrams", rx->len }, { "in_ntbs", 1 },
                       { "out_datagrams", tx->len },
                       { "in_flushed_datagrams", 0 });
-    queue_check_traffic(e, 36300);
+    ncm_queue_check_traffic(e, 36300);
 }
 
 /*
@@ -808,7 +810,7 @@ static void test_migrate_edited(NcmEnv *e, const NcmCase *c)
     ncm_set_alt(e, 1);
     ncm_check_rx_frame(e, 36500, 300);
     if (*edit == MIG_EDIT_BUSY_NO_TIMER || *edit == MIG_EDIT_BUSY_FOREVER) {
-        fault_set(e, "x-fault-busy-ms", 5000);
+        ncm_fault_set(e, "x-fault-busy-ms", 5000);
     }
     migrate_save(e, file);
     mig_edit(file, *edit);
@@ -816,10 +818,10 @@ static void test_migrate_edited(NcmEnv *e, const NcmCase *c)
     unlink(file);
     /* refused, and said so; the source is stopped but alive */
     g_assert(!dst);
-    assert_alive(e);
+    ncm_assert_alive(e);
     qtest_qmp_assert_success(e->qts, "{'execute': 'cont'}");
     if (*edit == MIG_EDIT_BUSY_NO_TIMER || *edit == MIG_EDIT_BUSY_FOREVER) {
-        fault_set(e, "x-fault-busy-ms", 0);
+        ncm_fault_set(e, "x-fault-busy-ms", 0);
     }
     ncm_check_rx_frame(e, 36501, 300);
 }
@@ -850,10 +852,10 @@ static void test_migrate_attached(NcmEnv *e, const NcmCase *c)
 
     g_assert_cmpint(qxhci_get_descriptor(e->dev, 1, 0, 0, desc, sizeof(desc),
                                          &actual), !=, QXHCI_CC_SUCCESS);
-    assert_alive(e);
+    ncm_assert_alive(e);
     ncm_reenumerate(e);
     ncm_set_alt(e, 1);
-    queue_check_traffic(e, 36800);
+    ncm_queue_check_traffic(e, 36800);
 }
 
 /*
@@ -871,7 +873,7 @@ static void test_migrate_unplugged(NcmEnv *e, const NcmCase *c)
 
     ncm_set_alt(e, 1);
     ncm_check_rx_frame(e, 36600, 300);
-    fault_set(e, "x-fault-replug-ms", 60000);
+    ncm_fault_set(e, "x-fault-replug-ms", 60000);
     g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
     g_assert(!(qxhci_portsc(e->xhci, e->port) & 1));
 
@@ -880,14 +882,14 @@ static void test_migrate_unplugged(NcmEnv *e, const NcmCase *c)
     g_assert(dst);
     ncm_follow_migration(e, dst, sock);
 
-    deadline = clock_ns(e) + 5000 * MS;
+    deadline = ncm_clock_ns(e) + 5000 * NCM_MS;
     while (!(qxhci_portsc(e->xhci, e->port) & 1)) {
-        g_assert_cmpint(clock_ns(e), <, deadline);
+        g_assert_cmpint(ncm_clock_ns(e), <, deadline);
         qxhci_step(e->xhci);
     }
     ncm_reenumerate(e);
     ncm_set_alt(e, 1);
-    queue_check_traffic(e, 36700);
+    ncm_queue_check_traffic(e, 36700);
 }
 
 /*
@@ -900,9 +902,9 @@ static void test_migrate_unplugged(NcmEnv *e, const NcmCase *c)
  */
 static void test_migrate_queued_tds(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
-    g_autoptr(GPtrArray) got = frames_new();
-    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
+    g_autoptr(GPtrArray) got = ncm_frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
     g_autofree char *file = g_strdup_printf("%s/usb-ncm-mig-q-%d",
                                             g_get_tmp_dir(), getpid());
     QXhciTransfer *in[3];
@@ -911,16 +913,16 @@ static void test_migrate_queued_tds(NcmEnv *e, const NcmCase *c)
     unsigned i;
 
     ncm_set_alt(e, 1);
-    in_submit_queued(e, in, 3, e->p.in_max);
-    frames_add(rx, ncm_mac, 36400, 700);
-    sock_send_frames(e, rx);
-    g_assert(qxhci_wait(in[0], RX_TIMEOUT_NS));
-    in_td_parse(e, in[0], e->in_size, got);
-    frames_assert_equal(got, rx);
+    ncm_in_submit_queued(e, in, 3, e->p.in_max);
+    ncm_frames_add(rx, ncm_mac, 36400, 700);
+    ncm_sock_send_frames(e, rx);
+    g_assert(qxhci_wait(in[0], NCM_RX_TIMEOUT_NS));
+    ncm_in_td_parse(e, in[0], e->in_size, got);
+    ncm_frames_assert_equal(got, rx);
     qxhci_transfer_free(in[0]);
-    frames_add(tx, bcast_mac, 36401, 900);
+    ncm_frames_add(tx, ncm_bcast_mac, 36401, 900);
     ncm_send_frames(e, tx);
-    sock_expect_frames(e, tx);
+    ncm_sock_expect_frames(e, tx);
     for (i = 0; i < 5; i++) {
         qxhci_step(e->xhci);
     }
@@ -936,20 +938,21 @@ static void test_migrate_queued_tds(NcmEnv *e, const NcmCase *c)
     for (i = 1; i < 3; i++) {
         g_ptr_array_set_size(rx, 0);
         g_ptr_array_set_size(got, 0);
-        frames_add(rx, i == 1 ? bcast_mac : ncm_mac, 36401 + i, 600 * i);
-        sock_send_frames(e, rx);
-        g_assert(qxhci_wait(in[i], RX_TIMEOUT_NS));
-        in_td_parse(e, in[i], e->in_size, got);
-        frames_assert_equal(got, rx);
+        ncm_frames_add(rx, i == 1 ? ncm_bcast_mac : ncm_mac, 36401 + i,
+                       600 * i);
+        ncm_sock_send_frames(e, rx);
+        g_assert(qxhci_wait(in[i], NCM_RX_TIMEOUT_NS));
+        ncm_in_td_parse(e, in[i], e->in_size, got);
+        ncm_frames_assert_equal(got, rx);
         qxhci_transfer_free(in[i]);
     }
     /* the first frame out of the destination is the next one sent */
     g_ptr_array_set_size(tx, 0);
-    frames_add(tx, bcast_mac, 36404, 1000);
+    ncm_frames_add(tx, ncm_bcast_mac, 36404, 1000);
     ncm_send_frames(e, tx);
-    sock_expect_frames(e, tx);
+    ncm_sock_expect_frames(e, tx);
     ncm_assert_deltas(e, { "in_ntbs", 2 }, { "out_datagrams", 1 });
-    queue_check_traffic(e, 36500);
+    ncm_queue_check_traffic(e, 36500);
 }
 
 /*
@@ -994,8 +997,6 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
 {
     g_autofree char *img = g_strdup_printf("%s/usb-ncm-snap-%d.qcow2",
                                            g_get_tmp_dir(), getpid());
-    g_autoptr(QDict) saved = NULL;
-    g_autoptr(QDict) now = NULL;
     QDict *rsp;
     uint8_t b[4];
     uint32_t actual = 0;
@@ -1029,14 +1030,14 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
                              "'node-name': 'disk0', 'file': 'f0'}}");
 
     stl_le_p(b, 8192);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
                     QXHCI_CC_SUCCESS);
     e->in_size = 8192;
     ncm_set_alt(e, 1);
     e->in_size = 8192;
     ncm_check_rx_frame(e, 37000, 500);
-    fault_set(e, "x-fault-drop-in-every", 7);
-    saved = ncm_stats(e);
+    ncm_fault_set(e, "x-fault-drop-in-every", 7);
+    ncm_mark(e);
 
     qtest_qmp_assert_success(e->qts, "{'execute': 'snapshot-save', "
                              "'arguments': {'job-id': 's0', 'tag': 'ncm', "
@@ -1044,9 +1045,9 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
     g_assert(qmp_job_wait(e->qts, "s0"));
 
     /* change what the snapshot holds, without touching the rings */
-    fault_set(e, "x-fault-drop-in-every", 0);
-    set_link(e, false);
-    set_link(e, true);
+    ncm_fault_set(e, "x-fault-drop-in-every", 0);
+    ncm_set_link(e, false);
+    ncm_set_link(e, true);
 
     qtest_qmp_assert_success(e->qts, "{'execute': 'snapshot-load', "
                              "'arguments': {'job-id': 'l0', 'tag': 'ncm', "
@@ -1054,14 +1055,13 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
     g_assert(qmp_job_wait(e->qts, "l0"));
     unlink(img);
 
-    g_assert_cmpint(qom_get_int(e, "x-fault-drop-in-every"), ==, 7);
-    now = ncm_stats(e);
-    assert_stat_delta(saved, now, "in_ntbs", 0);
-    assert_stat_delta(saved, now, "notifications", 0);
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 4, &actual),
+    g_assert_cmpint(ncm_qom_get_int(e, "x-fault-drop-in-every"), ==, 7);
+    ncm_assert_deltas(e, { "in_ntbs", 0 }, { "notifications", 0 });
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+                                 &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, 8192);
-    fault_set(e, "x-fault-drop-in-every", 0);
+    ncm_fault_set(e, "x-fault-drop-in-every", 0);
     /* and the data path picks up where the snapshot left it */
     ncm_check_rx_frame(e, 37001, 800);
     ncm_check_marker(e, 37100);

@@ -12,9 +12,6 @@
 #include "qemu/osdep.h"
 #include "fixture.h"
 
-#define REQ_GET_CRC_MODE                    0x89
-#define REQ_SET_MAX_DATAGRAM_SIZE           0x88
-
 #define CDC_FILTER_ALL_MULTICAST    0x02
 #define CDC_FILTER_DIRECTED         0x04
 #define CDC_FILTER_BROADCAST        0x08
@@ -92,7 +89,7 @@ static unsigned spec_parse_in16(const uint8_t *b, uint32_t len, bool crc,
 static GPtrArray *spec_receive(NcmEnv *e, unsigned n, unsigned per_ntb,
                                bool crc)
 {
-    GPtrArray *got = frames_new();
+    GPtrArray *got = ncm_frames_new();
     g_autofree uint8_t *buf = g_malloc(e->p.in_max);
 
     while (got->len < n) {
@@ -100,7 +97,7 @@ static GPtrArray *spec_receive(NcmEnv *e, unsigned n, unsigned per_ntb,
                                         e->p.in_max);
         unsigned k;
 
-        g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+        g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
         g_assert(t->cc == QXHCI_CC_SUCCESS ||
                  t->cc == QXHCI_CC_SHORT_PACKET);
         qxhci_transfer_read(t, buf);
@@ -148,52 +145,52 @@ static GByteArray *spec_ntb_crc(GPtrArray *frames, int bad, const char *sig)
 /* 8-byte SET/GET_NTB_INPUT_SIZE (bmNetworkCapabilities D5) */
 static void test_spec_input_size_8(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
     g_autoptr(GPtrArray) got = NULL;
-    g_autoptr(QDict) before = ncm_stats(e);
-    g_autoptr(QDict) after = NULL;
-    const uint8_t *ncm = find_cs_desc(e, 0x1a);
+    const uint8_t *ncm = ncm_find_cs_desc(e, 0x1a);
     uint8_t b[8];
     uint32_t actual = 0;
     int i;
 
+    ncm_mark(e);
     g_assert(ncm);
     g_assert_cmphex(ncm[5], ==, 0x2b);
     stl_le_p(b, 8192);
     stw_le_p(b + 4, 2);
     stw_le_p(b + 6, 0);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 8),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 8),
                     ==, QXHCI_CC_SUCCESS);
     memset(b, 0, sizeof(b));
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 8, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 8,
+                                 &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 8);
     g_assert_cmpuint(ldl_le_p(b), ==, 8192);
     g_assert_cmpuint(lduw_le_p(b + 4), ==, 2);
     /* malformed lengths stall; the 8-byte setting stays */
     for (i = 5; i <= 7; i++) {
-        g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, i),
+        g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, i),
                         ==, QXHCI_CC_STALL);
     }
     ncm_set_alt(e, 1);
     e->in_size = 8192;
     for (i = 0; i < 7; i++) {
-        frames_add(tx, ncm_mac, 100 + i, 300);
+        ncm_frames_add(tx, ncm_mac, 100 + i, 300);
     }
-    sock_send_frames(e, tx);
+    ncm_sock_send_frames(e, tx);
     got = spec_receive(e, tx->len, 2, false);
-    frames_assert_equal(got, tx);
-    after = ncm_stats(e);
-    assert_stat_delta(before, after, "input_size_requests_8", 1);
-    assert_stat_delta(before, after, "input_size_requests_4", 0);
-    assert_stat_delta(before, after, "bad_requests", 3);
-    g_assert_cmpuint(stat_delta(before, after, "in_ntbs"), >=, 4);
+    ncm_frames_assert_equal(got, tx);
+    ncm_assert_deltas(e, { "input_size_requests_8", 1 },
+                      { "input_size_requests_4", 0 },
+                      { "bad_requests", 3 });
+    g_assert_cmpuint(ncm_delta(e, "in_ntbs"), >=, 4);
 
     /* the 4-byte form still works and lifts the limit */
     stl_le_p(b, 16384);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(class_in(e, REQ_GET_NTB_INPUT_SIZE, 0, b, 8, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 8,
+                                 &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 8);
     g_assert_cmpuint(ldl_le_p(b), ==, 16384);
@@ -203,7 +200,8 @@ static void test_spec_input_size_8(NcmEnv *e, const NcmCase *c)
 
 static int set_mc(NcmEnv *e, uint16_t n, const uint8_t *list, uint16_t len)
 {
-    return class_out(e, REQ_SET_ETHERNET_MULTICAST_FILTERS, n, list, len);
+    return ncm_class_out(e, NCM_REQ_SET_ETHERNET_MULTICAST_FILTERS, n, list,
+                         len);
 }
 
 /*
@@ -212,13 +210,12 @@ static int set_mc(NcmEnv *e, uint16_t n, const uint8_t *list, uint16_t len)
  */
 static void test_spec_mc_perfect(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) tx = frames_new();
-    g_autoptr(GPtrArray) want = frames_new();
-    g_autoptr(QDict) before = ncm_stats(e);
-    g_autoptr(QDict) after = NULL;
-    const uint8_t *eth = find_cs_desc(e, 0x0f);
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
+    g_autoptr(GPtrArray) want = ncm_frames_new();
+    const uint8_t *eth = ncm_find_cs_desc(e, 0x0f);
     uint8_t list[18];
 
+    ncm_mark(e);
     g_assert(eth);
     g_assert_cmpuint(lduw_le_p(eth + 10), ==, 2);
     memcpy(list, mc_listed, 6);
@@ -229,33 +226,33 @@ static void test_spec_mc_perfect(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(set_mc(e, 1, list, 7), ==, QXHCI_CC_STALL);
     g_assert_cmpint(set_mc(e, 2, list, 6), ==, QXHCI_CC_STALL);
     g_assert_cmpint(set_mc(e, 2, list, 12), ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(class_out(e, REQ_SET_ETHERNET_PACKET_FILTER,
-                              CDC_FILTER_DIRECTED | CDC_FILTER_MULTICAST,
-                              NULL, 0), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_ETHERNET_PACKET_FILTER,
+                                  CDC_FILTER_DIRECTED | CDC_FILTER_MULTICAST,
+                                  NULL, 0), ==, QXHCI_CC_SUCCESS);
     ncm_set_alt(e, 1);
-    frames_add(tx, mc_unlisted, 1, 100);
-    frames_add(tx, mc_listed, 2, 100);
-    frames_add(tx, bcast_mac, 3, 100);
-    frames_add(tx, mc_listed2, 4, 100);
-    frames_add(tx, ncm_mac, 5, 100);
-    frames_add(want, mc_listed, 2, 100);
-    frames_add(want, mc_listed2, 4, 100);
-    frames_add(want, ncm_mac, 5, 100);
-    sock_send_frames(e, tx);
+    ncm_frames_add(tx, mc_unlisted, 1, 100);
+    ncm_frames_add(tx, mc_listed, 2, 100);
+    ncm_frames_add(tx, ncm_bcast_mac, 3, 100);
+    ncm_frames_add(tx, mc_listed2, 4, 100);
+    ncm_frames_add(tx, ncm_mac, 5, 100);
+    ncm_frames_add(want, mc_listed, 2, 100);
+    ncm_frames_add(want, mc_listed2, 4, 100);
+    ncm_frames_add(want, ncm_mac, 5, 100);
+    ncm_sock_send_frames(e, tx);
     ncm_expect_rx(e, want);
-    after = ncm_stats(e);
-    assert_stat_delta(before, after, "mc_filter_requests", 1);
-    assert_stat_delta(before, after, "mc_filter_rejects", 3);
-    assert_stat_delta(before, after, "rx_filtered", 2);
-    assert_stat_delta(before, after, "in_multicast_frames", 2);
+    ncm_assert_deltas(e, { "mc_filter_requests", 1 },
+                      { "mc_filter_rejects", 3 },
+                      { "rx_filtered", 2 },
+                      { "in_multicast_frames", 2 });
 
     /* ALL_MULTICAST takes every one */
     g_ptr_array_set_size(tx, 0);
-    frames_add(tx, mc_unlisted, 6, 100);
-    g_assert_cmpint(class_out(e, REQ_SET_ETHERNET_PACKET_FILTER,
-                              CDC_FILTER_DIRECTED | CDC_FILTER_ALL_MULTICAST,
-                              NULL, 0), ==, QXHCI_CC_SUCCESS);
-    sock_send_frames(e, tx);
+    ncm_frames_add(tx, mc_unlisted, 6, 100);
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_ETHERNET_PACKET_FILTER,
+                                  CDC_FILTER_DIRECTED |
+                                  CDC_FILTER_ALL_MULTICAST, NULL, 0),
+                    ==, QXHCI_CC_SUCCESS);
+    ncm_sock_send_frames(e, tx);
     ncm_expect_rx(e, tx);
 }
 
@@ -270,8 +267,8 @@ static unsigned spec_hash_bin(const uint8_t *mac)
 
 static void test_spec_mc_imperfect(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) tx = frames_new();
-    g_autoptr(GPtrArray) want = frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
+    g_autoptr(GPtrArray) want = ncm_frames_new();
     uint8_t same[6], other[6];
     bool have_same = false, have_other = false;
     unsigned i;
@@ -288,18 +285,18 @@ static void test_spec_mc_imperfect(NcmEnv *e, const NcmCase *c)
         }
     }
     g_assert(have_same && have_other);
-    g_assert_cmphex(lduw_le_p(find_cs_desc(e, 0x0f) + 10), ==, 0x8004);
+    g_assert_cmphex(lduw_le_p(ncm_find_cs_desc(e, 0x0f) + 10), ==, 0x8004);
     g_assert_cmpint(set_mc(e, 1, mc_listed, 6), ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(class_out(e, REQ_SET_ETHERNET_PACKET_FILTER,
-                              CDC_FILTER_MULTICAST, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_ETHERNET_PACKET_FILTER,
+                                  CDC_FILTER_MULTICAST, NULL, 0),
                     ==, QXHCI_CC_SUCCESS);
     ncm_set_alt(e, 1);
-    frames_add(tx, other, 1, 80);
-    frames_add(tx, same, 2, 80);
-    frames_add(tx, mc_listed, 3, 80);
-    frames_add(want, same, 2, 80);
-    frames_add(want, mc_listed, 3, 80);
-    sock_send_frames(e, tx);
+    ncm_frames_add(tx, other, 1, 80);
+    ncm_frames_add(tx, same, 2, 80);
+    ncm_frames_add(tx, mc_listed, 3, 80);
+    ncm_frames_add(want, same, 2, 80);
+    ncm_frames_add(want, mc_listed, 3, 80);
+    ncm_sock_send_frames(e, tx);
     ncm_expect_rx(e, want);
     g_assert_cmpuint(stat_now(e, "rx_filtered"), ==, 1);
 }
@@ -309,8 +306,9 @@ static uint32_t spec_statistic(NcmEnv *e, uint16_t selector)
     uint8_t b[4];
     uint32_t actual = 0;
 
-    g_assert_cmpint(class_in(e, REQ_GET_ETHERNET_STATISTIC, selector, b, 4,
-                             &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_ETHERNET_STATISTIC, selector, b,
+                                 4,
+                                 &actual), ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 4);
     return ldl_le_p(b);
 }
@@ -318,23 +316,23 @@ static uint32_t spec_statistic(NcmEnv *e, uint16_t selector)
 /* GET_ETHERNET_STATISTIC (CDC ECM 1.2 6.2.5) for what is advertised */
 static void test_spec_statistics(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) out = frames_new();
-    g_autoptr(GPtrArray) in = frames_new();
+    g_autoptr(GPtrArray) out = ncm_frames_new();
+    g_autoptr(GPtrArray) in = ncm_frames_new();
     uint8_t b[4];
     uint32_t actual = 0;
 
-    g_assert_cmphex((uint32_t)ldl_le_p(find_cs_desc(e, 0x0f) + 4), ==,
+    g_assert_cmphex((uint32_t)ldl_le_p(ncm_find_cs_desc(e, 0x0f) + 4), ==,
                     0x0001fffd);
     ncm_set_alt(e, 1);
-    frames_add(out, bcast_mac, 1, 200);
-    frames_add(out, peer_mac, 2, 300);
-    frames_add(out, peer_mac, 3, 400);
-    frames_add(out, mc_listed, 4, 500);
+    ncm_frames_add(out, ncm_bcast_mac, 1, 200);
+    ncm_frames_add(out, ncm_peer_mac, 2, 300);
+    ncm_frames_add(out, ncm_peer_mac, 3, 400);
+    ncm_frames_add(out, mc_listed, 4, 500);
     ncm_send_frames(e, out);
-    sock_expect_frames(e, out);
-    frames_add(in, ncm_mac, 5, 1000);
-    frames_add(in, bcast_mac, 6, 100);
-    sock_send_frames(e, in);
+    ncm_sock_expect_frames(e, out);
+    ncm_frames_add(in, ncm_mac, 5, 1000);
+    ncm_frames_add(in, ncm_bcast_mac, 6, 100);
+    ncm_sock_send_frames(e, in);
     ncm_expect_rx(e, in);
 
     g_assert_cmpuint(spec_statistic(e, 1), ==, 4);         /* XMIT_OK */
@@ -345,12 +343,12 @@ static void test_spec_statistics(NcmEnv *e, const NcmCase *c)
     g_assert_cmpuint(spec_statistic(e, 12), ==, 1000);     /* directed RCV */
     g_assert_cmpuint(spec_statistic(e, 17), ==, 1);        /* bcast RCV F */
     /* RCV_OK is not advertised here (0x1fffd); 18 is beyond the model */
-    g_assert_cmpint(class_in(e, REQ_GET_ETHERNET_STATISTIC, 2, b, 4,
-                             &actual), ==, QXHCI_CC_STALL);
-    g_assert_cmpint(class_in(e, REQ_GET_ETHERNET_STATISTIC, 18, b, 4,
-                             &actual), ==, QXHCI_CC_STALL);
-    g_assert_cmpint(class_in(e, REQ_GET_ETHERNET_STATISTIC, 0, b, 4,
-                             &actual), ==, QXHCI_CC_STALL);
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_ETHERNET_STATISTIC, 2, b, 4,
+                                 &actual), ==, QXHCI_CC_STALL);
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_ETHERNET_STATISTIC, 18, b, 4,
+                                 &actual), ==, QXHCI_CC_STALL);
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_ETHERNET_STATISTIC, 0, b, 4,
+                                 &actual), ==, QXHCI_CC_STALL);
     g_assert_cmpuint(stat_now(e, "statistic_requests"), ==, 7);
 }
 
@@ -361,59 +359,56 @@ static void test_spec_statistics(NcmEnv *e, const NcmCase *c)
  */
 static void test_spec_crc(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) out = frames_new();
-    g_autoptr(GPtrArray) want = frames_new();
-    g_autoptr(GPtrArray) in = frames_new();
+    g_autoptr(GPtrArray) out = ncm_frames_new();
+    g_autoptr(GPtrArray) want = ncm_frames_new();
+    g_autoptr(GPtrArray) in = ncm_frames_new();
     g_autoptr(GPtrArray) got = NULL;
     g_autoptr(GByteArray) ntb = NULL;
-    g_autoptr(QDict) before = NULL;
-    g_autoptr(QDict) after = NULL;
     uint8_t b[2];
     uint32_t actual = 0;
 
-    g_assert_cmphex(find_cs_desc(e, 0x1a)[5], ==, 0x1b);
-    g_assert_cmpint(class_in(e, REQ_GET_CRC_MODE, 0, b, 2, &actual),
+    g_assert_cmphex(ncm_find_cs_desc(e, 0x1a)[5], ==, 0x1b);
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_CRC_MODE, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 0);
-    g_assert_cmpint(class_out(e, REQ_SET_CRC_MODE, 2, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_CRC_MODE, 2, NULL, 0),
                     ==, QXHCI_CC_STALL);
-    g_assert_cmpint(class_out(e, REQ_SET_CRC_MODE, 1, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_CRC_MODE, 1, NULL, 0),
                     ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(class_in(e, REQ_GET_CRC_MODE, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_CRC_MODE, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 1);
     ncm_set_alt(e, 1);
     /* not while the data interface is up */
-    g_assert_cmpint(class_out(e, REQ_SET_CRC_MODE, 0, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_CRC_MODE, 0, NULL, 0),
                     ==, QXHCI_CC_STALL);
 
-    before = ncm_stats(e);
-    frames_add(out, bcast_mac, 1, 60);
-    frames_add(out, peer_mac, 2, 1514);
-    frames_add(out, peer_mac, 3, 700);
-    frames_add(want, bcast_mac, 1, 60);
-    frames_add(want, peer_mac, 3, 700);
+    ncm_mark(e);
+    ncm_frames_add(out, ncm_bcast_mac, 1, 60);
+    ncm_frames_add(out, ncm_peer_mac, 2, 1514);
+    ncm_frames_add(out, ncm_peer_mac, 3, 700);
+    ncm_frames_add(want, ncm_bcast_mac, 1, 60);
+    ncm_frames_add(want, ncm_peer_mac, 3, 700);
     ntb = spec_ntb_crc(out, 1, NULL);
     ncm_send(e, ntb->data, ntb->len);
-    sock_expect_frames(e, want);
-    sock_expect_silence(e, 20);
+    ncm_sock_expect_frames(e, want);
+    ncm_sock_expect_silence(e, 20);
 
-    frames_add(in, ncm_mac, 4, 1514);
-    frames_add(in, bcast_mac, 5, 64);
-    sock_send_frames(e, in);
+    ncm_frames_add(in, ncm_mac, 4, 1514);
+    ncm_frames_add(in, ncm_bcast_mac, 5, 64);
+    ncm_sock_send_frames(e, in);
     got = spec_receive(e, in->len, 0, true);
-    frames_assert_equal(got, in);
-    after = ncm_stats(e);
-    assert_stat_delta(before, after, "out_crc_errors", 1);
-    assert_stat_delta(before, after, "out_crc_datagrams", 2);
-    assert_stat_delta(before, after, "out_datagrams", 2);
-    g_assert_cmpuint(stat_delta(before, after, "in_crc_ntbs"), >=, 1);
-    assert_parse_errors(before, after, NULL, 0);
-    assert_alive(e);
+    ncm_frames_assert_equal(got, in);
+    ncm_assert_deltas(e, { "out_crc_errors", 1 },
+                      { "out_crc_datagrams", 2 },
+                      { "out_datagrams", 2 });
+    g_assert_cmpuint(ncm_delta(e, "in_crc_ntbs"), >=, 1);
+    ncm_assert_parse_errors(e, NULL, 0);
+    ncm_assert_alive(e);
 
     /* alt 0 ends CRC mode */
     ncm_set_alt(e, 0);
-    g_assert_cmpint(class_in(e, REQ_GET_CRC_MODE, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_CRC_MODE, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 0);
 }
@@ -425,54 +420,44 @@ static void test_spec_crc(NcmEnv *e, const NcmCase *c)
  */
 static void test_spec_crc_malformed(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) one = frames_new();
+    g_autoptr(GPtrArray) one = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
-    g_autoptr(QDict) before = NULL;
-    g_autoptr(QDict) after = NULL;
     static const uint16_t short_lens[] = { 3, 4, 17 };
     unsigned i;
 
-    frames_add(one, peer_mac, 1, 100);
-    g_assert_cmpint(class_out(e, REQ_SET_CRC_MODE, 1, NULL, 0),
+    ncm_frames_add(one, ncm_peer_mac, 1, 100);
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_CRC_MODE, 1, NULL, 0),
                     ==, QXHCI_CC_SUCCESS);
     ncm_set_alt(e, 1);
     for (i = 0; i < ARRAY_SIZE(short_lens); i++) {
         g_autoptr(GByteArray) bad = spec_ntb_crc(one, -1, NULL);
 
-        before = ncm_stats(e);
+        ncm_mark(e);
         stw_le_p(bad->data + 12 + 10, short_lens[i]);
         ncm_send(e, bad->data, bad->len);
-        sock_expect_silence(e, 20);
-        after = ncm_stats(e);
-        assert_parse_errors(before, after, "datagram-too-short", 1);
-        qobject_unref(before);
-        qobject_unref(after);
-        before = after = NULL;
+        ncm_sock_expect_silence(e, 20);
+        ncm_assert_parse_errors(e, "datagram-too-short", 1);
     }
     /* NCM0 in CRC mode */
-    before = ncm_stats(e);
+    ncm_mark(e);
     ntb = spec_ntb_crc(one, -1, "NCM0");
     ncm_send(e, ntb->data, ntb->len);
-    sock_expect_silence(e, 20);
-    after = ncm_stats(e);
-    assert_parse_errors(before, after, "ndp-signature", 1);
-    qobject_unref(before);
-    qobject_unref(after);
+    ncm_sock_expect_silence(e, 20);
+    ncm_assert_parse_errors(e, "ndp-signature", 1);
     /* a good one still passes */
     g_byte_array_unref(ntb);
     ntb = spec_ntb_crc(one, -1, NULL);
     ncm_send(e, ntb->data, ntb->len);
-    sock_expect_frames(e, one);
+    ncm_sock_expect_frames(e, one);
 
     /* CRC mode off (alt 0): NCM1 is a signature error */
     ncm_set_alt(e, 0);
     ncm_set_alt(e, 1);
-    before = ncm_stats(e);
+    ncm_mark(e);
     ncm_send(e, ntb->data, ntb->len);
-    sock_expect_silence(e, 20);
-    after = ncm_stats(e);
-    assert_parse_errors(before, after, "ndp-signature", 1);
-    assert_stat_delta(before, after, "out_crc_errors", 0);
+    ncm_sock_expect_silence(e, 20);
+    ncm_assert_parse_errors(e, "ndp-signature", 1);
+    ncm_assert_deltas(e, { "out_crc_errors", 0 });
     ncm_check_marker(e, 50);
 }
 
@@ -482,9 +467,9 @@ static void test_spec_crc_not_offered(NcmEnv *e, const NcmCase *c)
     uint8_t b[2];
     uint32_t actual = 0;
 
-    g_assert_cmpint(class_in(e, REQ_GET_CRC_MODE, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_CRC_MODE, 0, b, 2, &actual),
                     ==, QXHCI_CC_STALL);
-    g_assert_cmpint(class_out(e, REQ_SET_CRC_MODE, 1, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_CRC_MODE, 1, NULL, 0),
                     ==, QXHCI_CC_STALL);
     g_assert_cmpint(set_mc(e, 1, mc_listed, 6), ==, QXHCI_CC_STALL);
     g_assert_cmpuint(stat_now(e, "bad_requests"), ==, 3);
@@ -532,10 +517,10 @@ static const SpecProfile spec_profiles[] = {
 static void test_spec_profile(NcmEnv *e, const NcmCase *c)
 {
     const SpecProfile *p = c->data;
-    const uint8_t *hdr = find_cs_desc(e, 0x00);
-    const uint8_t *eth = find_cs_desc(e, 0x0f);
-    const uint8_t *ncm = find_cs_desc(e, 0x1a);
-    g_autoptr(GPtrArray) tx = frames_new();
+    const uint8_t *hdr = ncm_find_cs_desc(e, 0x00);
+    const uint8_t *eth = ncm_find_cs_desc(e, 0x0f);
+    const uint8_t *ncm = ncm_find_cs_desc(e, 0x1a);
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
     g_autoptr(GPtrArray) got = NULL;
     g_autoptr(QDict) stats = NULL;
     uint8_t dev[18];
@@ -560,29 +545,31 @@ static void test_spec_profile(NcmEnv *e, const NcmCase *c)
     /* traffic both ways under the profile's limits */
     ncm_set_alt(e, 1);
     if (p->caps & 0x01) {
-        g_assert_cmpint(class_out(e, REQ_SET_ETHERNET_PACKET_FILTER,
-                                  CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST,
-                                  NULL, 0), ==, QXHCI_CC_SUCCESS);
+        g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_ETHERNET_PACKET_FILTER,
+                                      CDC_FILTER_DIRECTED |
+                                      CDC_FILTER_BROADCAST, NULL, 0),
+                        ==, QXHCI_CC_SUCCESS);
     }
     for (i = 0; i < 6; i++) {
-        frames_add(tx, i % 2 ? bcast_mac : ncm_mac, 10 + i, 200 + i * 250);
+        ncm_frames_add(tx, i % 2 ? ncm_bcast_mac : ncm_mac, 10 + i,
+                       200 + i * 250);
     }
-    sock_send_frames(e, tx);
+    ncm_sock_send_frames(e, tx);
     got = spec_receive(e, tx->len, p->in_per_ntb, false);
-    frames_assert_equal(got, tx);
+    ncm_frames_assert_equal(got, tx);
     if (p->in_per_ntb == 1) {
         g_assert_cmpuint(stat_now(e, "in_ntbs"), ==, tx->len);
     }
     /* OUT: NTBs of up to wNtbOutMaxDatagrams frames */
     for (i = 0; i < 3; i++) {
-        g_autoptr(GPtrArray) out = frames_new();
+        g_autoptr(GPtrArray) out = ncm_frames_new();
 
-        frames_add(out, peer_mac, 100 + i, 60 + i * 700);
+        ncm_frames_add(out, ncm_peer_mac, 100 + i, 60 + i * 700);
         if (p->out_max_datagrams != 1) {
-            frames_add(out, bcast_mac, 200 + i, 1514);
+            ncm_frames_add(out, ncm_bcast_mac, 200 + i, 1514);
         }
         ncm_send_frames(e, out);
-        sock_expect_frames(e, out);
+        ncm_sock_expect_frames(e, out);
     }
     stats = ncm_stats(e);
     g_assert_cmpuint(qdict_get_int(qdict_get_qdict(stats, "out_parse_errors"),
@@ -594,35 +581,36 @@ static void test_spec_profile(NcmEnv *e, const NcmCase *c)
 /* max-segment-size at its limit (an NTB of 65536 with its headers) */
 static void test_spec_max_segment(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) out = frames_new();
-    g_autoptr(GPtrArray) in = frames_new();
+    g_autoptr(GPtrArray) out = ncm_frames_new();
+    g_autoptr(GPtrArray) in = ncm_frames_new();
     g_autoptr(GPtrArray) got = NULL;
     uint8_t b[2];
     uint32_t actual = 0;
 
-    g_assert_cmpuint(lduw_le_p(find_cs_desc(e, 0x0f) + 8), ==, 65472);
-    g_assert_cmpint(class_in(e, REQ_GET_MAX_DATAGRAM_SIZE, 0, b, 2, &actual),
+    g_assert_cmpuint(lduw_le_p(ncm_find_cs_desc(e, 0x0f) + 8), ==, 65472);
+    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_MAX_DATAGRAM_SIZE, 0, b, 2,
+                                 &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 65472);
     stw_le_p(b, 65473);
-    g_assert_cmpint(class_out(e, REQ_SET_MAX_DATAGRAM_SIZE, 0, b, 2),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_MAX_DATAGRAM_SIZE, 0, b, 2),
                     ==, QXHCI_CC_STALL);
     stw_le_p(b, 60000);
-    g_assert_cmpint(class_out(e, REQ_SET_MAX_DATAGRAM_SIZE, 0, b, 2),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_MAX_DATAGRAM_SIZE, 0, b, 2),
                     ==, QXHCI_CC_SUCCESS);
     ncm_set_alt(e, 1);
-    frames_add(out, peer_mac, 1, 60000);
+    ncm_frames_add(out, ncm_peer_mac, 1, 60000);
     ncm_send_frames(e, out);
-    sock_expect_frames(e, out);
-    frames_add(in, ncm_mac, 2, 60000);
-    frames_add(in, ncm_mac, 3, 9000);
-    sock_send_frames(e, in);
+    ncm_sock_expect_frames(e, out);
+    ncm_frames_add(in, ncm_mac, 2, 60000);
+    ncm_frames_add(in, ncm_mac, 3, 9000);
+    ncm_sock_send_frames(e, in);
     got = spec_receive(e, in->len, 0, false);
-    frames_assert_equal(got, in);
+    ncm_frames_assert_equal(got, in);
     /* one byte over the negotiated size is dropped, counted */
     g_ptr_array_set_size(in, 0);
-    frames_add(in, ncm_mac, 4, 60001);
-    sock_send_frames(e, in);
+    ncm_frames_add(in, ncm_mac, 4, 60001);
+    ncm_sock_send_frames(e, in);
     ncm_expect_no_rx(e);
     g_assert_cmpuint(stat_now(e, "rx_oversize"), ==, 1);
 }

@@ -42,11 +42,11 @@ static void host_stall(bool perturb, GRand *r)
 /* Step the virtual clock by @ns exactly, servicing the controller. */
 static void run_for(NcmEnv *e, int64_t ns)
 {
-    int64_t end = clock_ns(e) + ns;
+    int64_t end = ncm_clock_ns(e) + ns;
     int64_t now;
 
-    while ((now = clock_ns(e)) < end) {
-        qtest_clock_step(e->qts, MIN(end - now, 1 * MS));
+    while ((now = ncm_clock_ns(e)) < end) {
+        qtest_clock_step(e->qts, MIN(end - now, 1 * NCM_MS));
         qxhci_step(e->xhci);
     }
 }
@@ -62,13 +62,13 @@ static void await_connection(NcmEnv *e, bool up, ReplayRun *run)
     unsigned i;
 
     for (i = 0; i < 6; i++) {
-        uint32_t n = notify_read(e, b, RX_TIMEOUT_NS);
+        uint32_t n = ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS);
 
         g_assert_cmpuint(n, >=, 8);
         g_string_append_printf(run->times, "notification:0x%02x:%u\n",
                                b[1], lduw_le_p(b + 2));
         if (b[1] == 0x00 && lduw_le_p(b + 2) == up) {
-            expect_connection(b, n, up);
+            ncm_expect_connection(b, n, up);
             return;
         }
     }
@@ -82,39 +82,39 @@ static void replay_script(NcmEnv *e, bool perturb, ReplayRun *run)
     unsigned round, i;
 
     ncm_set_alt(e, 1);
-    expect_speed_change(b, notify_read(e, b, RX_TIMEOUT_NS));
-    expect_connection(b, notify_read(e, b, RX_TIMEOUT_NS), true);
+    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
+    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
 
     for (round = 0; round < 6; round++) {
-        g_autoptr(GPtrArray) tx = frames_new();
-        g_autoptr(GPtrArray) rx = frames_new();
+        g_autoptr(GPtrArray) tx = ncm_frames_new();
+        g_autoptr(GPtrArray) rx = ncm_frames_new();
 
         /* OUT: one NTB of 1 to 6 datagrams, each size its own */
         for (i = 0; i <= round; i++) {
-            frames_add(tx, bcast_mac, 60000 + round * 10 + i,
-                       60 + (round * 331 + i * 97) % 1450);
+            ncm_frames_add(tx, ncm_bcast_mac, 60000 + round * 10 + i,
+                           60 + (round * 331 + i * 97) % 1450);
         }
         ncm_send_frames(e, tx);
-        sock_expect_frames(e, tx);
+        ncm_sock_expect_frames(e, tx);
         host_stall(perturb, r);
 
         /* IN: a burst, all taken in before the host asks for it */
         for (i = 0; i < 2 + round; i++) {
-            frames_add(rx, ncm_mac, 61000 + round * 10 + i,
-                       64 + (round * 211 + i * 113) % 1450);
+            ncm_frames_add(rx, ncm_mac, 61000 + round * 10 + i,
+                           64 + (round * 211 + i * 113) % 1450);
         }
-        sock_send_frames(e, rx);
-        sock_settle(e);
+        ncm_sock_send_frames(e, rx);
+        ncm_sock_settle(e);
         host_stall(perturb, r);
         ncm_expect_rx(e, rx);
         host_stall(perturb, r);
     }
 
     /* a link flap: down, and up again (speed, then connection) 200 ms later */
-    fault_set(e, "x-fault-link-down-ms", 200);
+    ncm_fault_set(e, "x-fault-link-down-ms", 200);
     await_connection(e, false, run);
     host_stall(perturb, r);
-    run_for(e, 210 * MS);
+    run_for(e, 210 * NCM_MS);
     await_connection(e, true, run);
 
     /*
@@ -123,29 +123,29 @@ static void replay_script(NcmEnv *e, bool perturb, ReplayRun *run)
      * the virtual clock, never the host's
      */
     {
-        g_autoptr(GPtrArray) first = frames_new();
-        g_autoptr(GPtrArray) second = frames_new();
+        g_autoptr(GPtrArray) first = ncm_frames_new();
+        g_autoptr(GPtrArray) second = ncm_frames_new();
         QXhciTransfer *t[2];
 
-        in_submit_queued(e, t, 2, e->p.in_max);
+        ncm_in_submit_queued(e, t, 2, e->p.in_max);
         host_stall(perturb, r);
-        frames_add(first, ncm_mac, 62000, 300);
-        frames_add(first, ncm_mac, 62001, 1400);
-        frames_add(second, ncm_mac, 62010, 900);
-        in_fill_in_turn(e, t, first, second, e->in_size);
+        ncm_frames_add(first, ncm_mac, 62000, 300);
+        ncm_frames_add(first, ncm_mac, 62001, 1400);
+        ncm_frames_add(second, ncm_mac, 62010, 900);
+        ncm_in_fill_in_turn(e, t, first, second, e->in_size);
         qxhci_transfer_free(t[0]);
         qxhci_transfer_free(t[1]);
     }
 
     /* re-enumeration with a seeded jitter: periodic, for 1.5 s */
-    fault_set(e, "x-fault-replug-seed", 7);
-    fault_set(e, "x-fault-replug-every-ms", 300);
+    ncm_fault_set(e, "x-fault-replug-seed", 7);
+    ncm_fault_set(e, "x-fault-replug-every-ms", 300);
     host_stall(perturb, r);
-    run_for(e, 1500 * MS);
-    fault_set(e, "x-fault-replug-every-ms", 0);
+    run_for(e, 1500 * NCM_MS);
+    ncm_fault_set(e, "x-fault-replug-every-ms", 0);
     g_string_append_printf(run->times, "replug-port-events:%d\n",
                            qxhci_take_port_events(e->xhci, e->port));
-    run_for(e, 500 * MS);
+    run_for(e, 500 * NCM_MS);
 }
 
 static void replay_run(const NcmCase *c, bool perturb, ReplayRun *run)

@@ -18,80 +18,81 @@ static void test_rx_frames(NcmEnv *e, const NcmCase *c)
         14, 60, 61, 62, 63, 64, 65, 127, 128, 511, 512, 513, 1023, 1024,
         1025, 1500, 1513, 1514,
     };
-    g_autoptr(GPtrArray) inject = frames_new();
-    g_autoptr(GPtrArray) want = frames_new();
+    g_autoptr(GPtrArray) inject = ncm_frames_new();
+    g_autoptr(GPtrArray) want = ncm_frames_new();
     unsigned i;
 
     ncm_set_alt(e, 1);
     for (i = 0; i < ARRAY_SIZE(sizes); i++) {
-        const uint8_t *dst = i % 2 ? ncm_mac : bcast_mac;
+        const uint8_t *dst = i % 2 ? ncm_mac : ncm_bcast_mac;
 
-        frames_add(inject, dst, 2000 + i, sizes[i]);
-        frames_add(want, dst, 2000 + i, sizes[i]);
+        ncm_frames_add(inject, dst, 2000 + i, sizes[i]);
+        ncm_frames_add(want, dst, 2000 + i, sizes[i]);
         if (i == 4) {
             /* filtered: another station's unicast, an oversized frame */
-            frames_add(inject, other_mac, 2100, 200);
-            frames_add(inject, ncm_mac, 2101, 1515);
+            ncm_frames_add(inject, ncm_other_mac, 2100, 200);
+            ncm_frames_add(inject, ncm_mac, 2101, 1515);
         }
     }
-    sock_send_frames(e, inject);
+    ncm_sock_send_frames(e, inject);
     ncm_expect_rx(e, want);
     ncm_expect_no_rx(e);
 }
 
 static void test_rx_input_size(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
     g_autoptr(GPtrArray) got = NULL;
     uint8_t b[4];
     unsigned i, ntbs;
 
     stl_le_p(b, 4096);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
     ncm_set_alt(e, 1);
     for (i = 0; i < 60; i++) {
-        frames_add(rx, ncm_mac, 2200 + i, 700 + (i * 97) % 815);
+        ncm_frames_add(rx, ncm_mac, 2200 + i, 700 + (i * 97) % 815);
     }
-    sock_send_frames(e, rx);
-    sock_settle(e);
+    ncm_sock_send_frames(e, rx);
+    ncm_sock_settle(e);
     /* IN TDs much larger than the input size: the device must stop */
     got = ncm_receive(e, rx->len, e->p.in_max, 4096);
-    frames_assert_equal(got, rx);
+    ncm_frames_assert_equal(got, rx);
     g_assert_cmpuint(e->rx_ntbs, >=, 60 * 700 / 4096);
 
     /* a smaller size set in alt 1 applies to the next NTBs */
     stl_le_p(b, 2048);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
     g_ptr_array_set_size(rx, 0);
     for (i = 0; i < 20; i++) {
-        frames_add(rx, bcast_mac, 2300 + i, 600 + i * 40);
+        ncm_frames_add(rx, ncm_bcast_mac, 2300 + i, 600 + i * 40);
     }
-    sock_send_frames(e, rx);
-    sock_settle(e);
+    ncm_sock_send_frames(e, rx);
+    ncm_sock_settle(e);
     ntbs = e->rx_ntbs;
     g_ptr_array_unref(got);
     got = ncm_receive(e, rx->len, e->p.in_max, 2048);
-    frames_assert_equal(got, rx);
+    ncm_frames_assert_equal(got, rx);
     g_assert_cmpuint(e->rx_ntbs - ntbs, >=, 20 * 600 / 2048);
 }
 
 static void test_rx_backlog(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
     g_autoptr(GPtrArray) got = NULL;
     unsigned i;
 
     ncm_set_alt(e, 1);
     for (i = 0; i < 1000; i++) {
-        frames_add(rx, i % 5 ? ncm_mac : bcast_mac, 10000 + i, 60 + i % 64);
+        ncm_frames_add(rx, i % 5 ? ncm_mac : ncm_bcast_mac, 10000 + i,
+                       60 + i % 64);
     }
     /* all written while nobody polls bulk IN */
-    sock_send_frames(e, rx);
-    sock_settle(e);
+    ncm_sock_send_frames(e, rx);
+    ncm_sock_settle(e);
     got = ncm_receive(e, rx->len, e->p.in_max, e->in_size);
-    frames_assert_equal(got, rx);
+    ncm_frames_assert_equal(got, rx);
     g_assert_cmpuint(e->rx_ntbs, >=, 2);
     ncm_expect_no_rx(e);
 }
@@ -129,23 +130,16 @@ static void in_drain(NcmEnv *e, GPtrArray *got);
 #define COALESCE_NS             (200 * 1000)
 #define COALESCE_POLL_NS        (50 * 1000)
 
-/* Virtual time by @ns (not the driver's 1 ms steps), then events. */
-static void step_ns(NcmEnv *e, int64_t ns)
-{
-    qtest_clock_step(e->qts, ns);
-    qxhci_poll(e->xhci);
-}
-
 /* @t completed with exactly @want, in one NTB */
 static void in_td_expect(NcmEnv *e, QXhciTransfer *t, GPtrArray *want)
 {
-    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) got = ncm_frames_new();
     unsigned ntbs = e->rx_ntbs;
 
     g_assert(t->done);
-    in_td_parse(e, t, e->in_size, got);
+    ncm_in_td_parse(e, t, e->in_size, got);
     g_assert_cmpuint(e->rx_ntbs, ==, ntbs + 1);
-    frames_assert_equal(got, want);
+    ncm_frames_assert_equal(got, want);
     qxhci_transfer_free(t);
 }
 
@@ -153,11 +147,11 @@ static void in_td_expect(NcmEnv *e, QXhciTransfer *t, GPtrArray *want)
 static void in_one_frame(NcmEnv *e, QXhciTransfer *t, uint32_t tag,
                          size_t len)
 {
-    g_autoptr(GPtrArray) f = frames_new();
+    g_autoptr(GPtrArray) f = ncm_frames_new();
 
-    frames_add(f, ncm_mac, tag, len);
-    sock_send_frames(e, f);
-    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    ncm_frames_add(f, ncm_mac, tag, len);
+    ncm_sock_send_frames(e, f);
+    g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
     in_td_expect(e, t, f);
 }
 
@@ -168,34 +162,34 @@ static void in_one_frame(NcmEnv *e, QXhciTransfer *t, uint32_t tag,
 static void coalesce_kept(NcmEnv *e, QXhciTransfer *t, GPtrArray *b,
                           uint32_t tag, size_t len, int64_t ns)
 {
-    g_autoptr(GPtrArray) f = frames_new();
+    g_autoptr(GPtrArray) f = ncm_frames_new();
 
-    frames_add(f, ncm_mac, tag, len);
-    sock_send_frames(e, f);
+    ncm_frames_add(f, ncm_mac, tag, len);
+    ncm_sock_send_frames(e, f);
     g_ptr_array_add(b, g_ptr_array_steal_index(f, 0));
-    sock_settle_by(e, 1);
-    step_ns(e, ns);
+    ncm_sock_settle_by(e, 1);
+    ncm_step(e, ns);
     g_assert(!t->done);
 }
 
 /* Three TDs queued; the first frame goes at once (the host waits). */
 static void coalesce_start(NcmEnv *e, QXhciTransfer **t, uint32_t tag)
 {
-    g_autoptr(GPtrArray) a = frames_new();
+    g_autoptr(GPtrArray) a = ncm_frames_new();
 
     ncm_set_alt(e, 1);
-    in_submit_queued(e, t, 3, e->p.in_max);
-    frames_add(a, ncm_mac, tag, 300);
-    sock_send_frames(e, a);
-    sock_settle_by(e, 1);
-    step_ns(e, 1);
+    ncm_in_submit_queued(e, t, 3, e->p.in_max);
+    ncm_frames_add(a, ncm_mac, tag, 300);
+    ncm_sock_send_frames(e, a);
+    ncm_sock_settle_by(e, 1);
+    ncm_step(e, 1);
     in_td_expect(e, t[0], a);
     ncm_mark(e);
 }
 
 static void test_rx_coalesce(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) b = frames_new();
+    g_autoptr(GPtrArray) b = ncm_frames_new();
     QXhciTransfer *t[4];
 
     coalesce_start(e, t, 13000);
@@ -204,7 +198,7 @@ static void test_rx_coalesce(NcmEnv *e, const NcmCase *c)
     coalesce_kept(e, t[1], b, 13002, 1514, COALESCE_POLL_NS / 2 - 1000);
     /* the host is back (three queued again): both go, in one NTB */
     t[3] = qxhci_submit(e->dev, e->ep_in.address, NULL, e->p.in_max);
-    step_ns(e, COALESCE_POLL_NS);
+    ncm_step(e, COALESCE_POLL_NS);
     in_td_expect(e, t[1], b);
     ncm_assert_deltas(e, { "in_coalesced", 1 }, { "in_coalesce_timeouts", 0 },
                       { "in_ntbs", 1 }, { "in_datagrams", 2 });
@@ -220,7 +214,7 @@ static void test_rx_coalesce(NcmEnv *e, const NcmCase *c)
  */
 static void test_rx_coalesce_timeout(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) b = frames_new();
+    g_autoptr(GPtrArray) b = ncm_frames_new();
     QXhciTransfer *t[3];
     int64_t waited;
 
@@ -228,7 +222,7 @@ static void test_rx_coalesce_timeout(NcmEnv *e, const NcmCase *c)
     coalesce_kept(e, t[1], b, 13101, 800, 1);
     for (waited = 0; !t[1]->done; waited += COALESCE_POLL_NS) {
         g_assert_cmpint(waited, <=, COALESCE_NS + COALESCE_POLL_NS);
-        step_ns(e, COALESCE_POLL_NS);
+        ncm_step(e, COALESCE_POLL_NS);
     }
     g_assert_cmpint(waited, >=, COALESCE_NS);
     in_td_expect(e, t[1], b);
@@ -241,27 +235,27 @@ static void test_rx_coalesce_timeout(NcmEnv *e, const NcmCase *c)
 /* A full NTB goes at once, kept or not; the rest starts the next. */
 static void test_rx_coalesce_full(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) b = frames_new();
-    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) b = ncm_frames_new();
+    g_autoptr(GPtrArray) got = ncm_frames_new();
     QXhciTransfer *t[3];
     unsigned i, n = e->in_size / 1514 + 2;
 
     coalesce_start(e, t, 13200);
     for (i = 0; i < n; i++) {
-        frames_add(b, ncm_mac, 13201 + i, 1514);
+        ncm_frames_add(b, ncm_mac, 13201 + i, 1514);
     }
-    sock_send_frames(e, b);
-    sock_settle_by(e, 1);
-    step_ns(e, 1);
+    ncm_sock_send_frames(e, b);
+    ncm_sock_settle_by(e, 1);
+    ncm_step(e, 1);
     g_assert(t[1]->done);
-    in_td_parse(e, t[1], e->in_size, got);
+    ncm_in_td_parse(e, t[1], e->in_size, got);
     g_assert_cmpuint(got->len, <, n);
     qxhci_transfer_free(t[1]);
-    g_assert(qxhci_wait(t[2], RX_TIMEOUT_NS));
-    in_td_parse(e, t[2], e->in_size, got);
+    g_assert(qxhci_wait(t[2], NCM_RX_TIMEOUT_NS));
+    ncm_in_td_parse(e, t[2], e->in_size, got);
     qxhci_transfer_free(t[2]);
     in_drain(e, got);
-    frames_assert_equal(got, b);
+    ncm_frames_assert_equal(got, b);
     ncm_assert_deltas(e, { "in_datagrams", n }, { "in_flushed_datagrams", 0 });
 }
 
@@ -271,20 +265,20 @@ static void test_rx_coalesce_full(NcmEnv *e, const NcmCase *c)
  */
 static void test_rx_coalesce_alt_change(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) b = frames_new();
+    g_autoptr(GPtrArray) b = ncm_frames_new();
     QXhciTransfer *t[3];
 
     coalesce_start(e, t, 13300);
     coalesce_kept(e, t[1], b, 13301, 500, 1);
     ncm_set_alt(e, 0);
-    g_assert(qxhci_wait(t[1], RX_TIMEOUT_NS));
-    g_assert(qxhci_wait(t[2], RX_TIMEOUT_NS));
+    g_assert(qxhci_wait(t[1], NCM_RX_TIMEOUT_NS));
+    g_assert(qxhci_wait(t[2], NCM_RX_TIMEOUT_NS));
     g_assert_cmpuint(t[1]->actual, ==, 0);
     g_assert_cmpuint(t[2]->actual, ==, 0);
     qxhci_transfer_free(t[1]);
     qxhci_transfer_free(t[2]);
     ncm_set_alt(e, 1);
-    queue_check_traffic(e, 13310);
+    ncm_queue_check_traffic(e, 13310);
 }
 
 /* Bulk IN until a TD stays NAK'd: everything the device still holds. */
@@ -298,15 +292,15 @@ static void in_drain(NcmEnv *e, GPtrArray *got)
             qxhci_transfer_free(t);
             return;
         }
-        in_td_parse(e, t, e->in_size, got);
+        ncm_in_td_parse(e, t, e->in_size, got);
         qxhci_transfer_free(t);
     }
 }
 
 static void test_rx_direct(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
-    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
+    g_autoptr(GPtrArray) got = ncm_frames_new();
     QXhciTransfer *t;
     unsigned i;
 
@@ -314,14 +308,15 @@ static void test_rx_direct(NcmEnv *e, const NcmCase *c)
     ncm_mark(e);
     t = in_park(e, e->p.in_max, 0);
     for (i = 0; i < 5; i++) {
-        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11000 + i, 60 + i * 150);
+        ncm_frames_add(rx, i % 2 ? ncm_mac : ncm_bcast_mac, 11000 + i,
+                       60 + i * 150);
     }
-    sock_send_frames(e, rx);
-    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
-    in_td_parse(e, t, e->in_size, got);
+    ncm_sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
+    ncm_in_td_parse(e, t, e->in_size, got);
     qxhci_transfer_free(t);
     g_assert_cmpuint(e->rx_ntbs, ==, 1);
-    frames_assert_equal(got, rx);
+    ncm_frames_assert_equal(got, rx);
     ncm_expect_no_rx(e);
 
     ncm_assert_deltas(e, { "in_direct_ntbs", 1 }, { "in_ntbs", 1 },
@@ -331,19 +326,20 @@ static void test_rx_direct(NcmEnv *e, const NcmCase *c)
 
 static void test_rx_copy(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
     g_autoptr(GPtrArray) got = NULL;
     unsigned i;
 
     ncm_set_alt(e, 1);
     ncm_mark(e);
     for (i = 0; i < 5; i++) {
-        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11100 + i, 60 + i * 150);
+        ncm_frames_add(rx, i % 2 ? ncm_mac : ncm_bcast_mac, 11100 + i,
+                       60 + i * 150);
     }
-    sock_send_frames(e, rx);
-    sock_settle(e);
+    ncm_sock_send_frames(e, rx);
+    ncm_sock_settle(e);
     got = ncm_receive(e, rx->len, e->p.in_max, e->in_size);
-    frames_assert_equal(got, rx);
+    ncm_frames_assert_equal(got, rx);
     g_assert_cmpuint(e->rx_ntbs, ==, 1);
     ncm_expect_no_rx(e);
 
@@ -354,8 +350,8 @@ static void test_rx_copy(NcmEnv *e, const NcmCase *c)
 
 static void test_rx_direct_input_size(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
-    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
+    g_autoptr(GPtrArray) got = ncm_frames_new();
     g_autoptr(GPtrArray) rest = NULL;
     QXhciTransfer *t;
     uint8_t b[4];
@@ -365,16 +361,16 @@ static void test_rx_direct_input_size(NcmEnv *e, const NcmCase *c)
     ncm_mark(e);
     t = in_park(e, 65536, 0);
     stl_le_p(b, 4096);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
     e->in_size = 4096;
     for (i = 0; i < 20; i++) {
-        frames_add(rx, i % 3 ? ncm_mac : bcast_mac, 11200 + i,
-                   600 + i * 47);
+        ncm_frames_add(rx, i % 3 ? ncm_mac : ncm_bcast_mac, 11200 + i,
+                       600 + i * 47);
     }
-    sock_send_frames(e, rx);
-    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
-    in_td_parse(e, t, 4096, got);
+    ncm_sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
+    ncm_in_td_parse(e, t, 4096, got);
     qxhci_transfer_free(t);
     g_assert_cmpuint(got->len, >, 0);
     g_assert_cmpuint(got->len, <, rx->len);
@@ -382,7 +378,7 @@ static void test_rx_direct_input_size(NcmEnv *e, const NcmCase *c)
     for (i = 0; i < rest->len; i++) {
         g_ptr_array_add(got, g_byte_array_ref(g_ptr_array_index(rest, i)));
     }
-    frames_assert_equal(got, rx);
+    ncm_frames_assert_equal(got, rx);
     ncm_expect_no_rx(e);
 
     g_assert_cmpuint(ncm_delta(e, "in_direct_ntbs"), >=, 1);
@@ -444,17 +440,17 @@ static void in_cancel_parked(NcmEnv *e, const NcmCase *c, QXhciTransfer *t,
         break;
     case CANCEL_CONTROL_SET_INTERFACE:
         /* the data interface stays in alt 1; the core resets endpoints */
-        g_assert_cmpint(qxhci_control(e->dev, 0x01, USB_REQ_SET_INTERFACE,
-                                      0, IF_CONTROL, NULL, 0, NULL),
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE,
+                                      0, NCM_IF_CONTROL, NULL, 0, NULL),
                         ==, QXHCI_CC_SUCCESS);
         break;
     }
     if (busy) {
-        fault_set(e, "x-fault-busy-ms", 0);
+        ncm_fault_set(e, "x-fault-busy-ms", 0);
     }
     qxhci_poll(e->xhci);
     if (t->done && t->actual) {
-        in_td_parse(e, t, e->in_size, got);
+        ncm_in_td_parse(e, t, e->in_size, got);
     }
     if (*how == CANCEL_PORT_RESET) {
         qxhci_device_free(e->dev);
@@ -462,8 +458,8 @@ static void in_cancel_parked(NcmEnv *e, const NcmCase *c, QXhciTransfer *t,
         t->dev = NULL;
     }
     qxhci_transfer_free(t);
-    sock_settle(e);
-    assert_alive(e);
+    ncm_sock_settle(e);
+    ncm_assert_alive(e);
     if (*how == CANCEL_PORT_RESET) {
         ncm_enumerate(e);
     }
@@ -475,9 +471,8 @@ static void in_cancel_parked(NcmEnv *e, const NcmCase *c, QXhciTransfer *t,
 static void test_rx_parked_cancel(NcmEnv *e, const NcmCase *c)
 {
     const CancelHow *how = c->data;
-    g_autoptr(GPtrArray) rx = frames_new();
-    g_autoptr(GPtrArray) got = frames_new();
-    QDict *before, *after;
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
+    g_autoptr(GPtrArray) got = ncm_frames_new();
     QXhciTransfer *t;
     uint64_t flushed, inactive;
     unsigned i;
@@ -485,15 +480,11 @@ static void test_rx_parked_cancel(NcmEnv *e, const NcmCase *c)
     ncm_set_alt(e, 1);
 
     /* nothing written yet: the TD goes away, nothing is lost */
-    before = ncm_stats(e);
+    ncm_mark(e);
     t = in_park(e, e->p.in_max, 0);
     in_cancel_parked(e, c, t, got, false);
     g_assert_cmpuint(got->len, ==, 0);
-    after = ncm_stats(e);
-    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
-    assert_stat_delta(before, after, "in_ntbs", 0);
-    qobject_unref(before);
-    qobject_unref(after);
+    ncm_assert_deltas(e, { "in_flushed_datagrams", 0 }, { "in_ntbs", 0 });
 
     /*
      * Frames written into the parked TD, not completed (the device is
@@ -501,117 +492,111 @@ static void test_rx_parked_cancel(NcmEnv *e, const NcmCase *c)
      * and come in the next TD; a reset of the data path (alt 0, port
      * reset) drops exactly those, and says so.
      */
-    before = ncm_stats(e);
+    ncm_mark(e);
     t = in_park(e, e->p.in_max, 0);
-    fault_set(e, "x-fault-busy-ms", 1000000);
+    ncm_fault_set(e, "x-fault-busy-ms", 1000000);
     for (i = 0; i < 4; i++) {
-        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11300 + i, 200 + i * 90);
+        ncm_frames_add(rx, i % 2 ? ncm_mac : ncm_bcast_mac, 11300 + i,
+                       200 + i * 90);
     }
-    sock_send_frames(e, rx);
-    sock_settle(e);
+    ncm_sock_send_frames(e, rx);
+    ncm_sock_settle(e);
     g_assert(!t->done);
     in_cancel_parked(e, c, t, got, true);
     g_assert_cmpuint(got->len, ==, 0);
     in_drain(e, got);
-    after = ncm_stats(e);
-    assert_stat_delta(before, after, "in_rescued_datagrams", rx->len);
     if (*how == CANCEL_ALT_0 || *how == CANCEL_PORT_RESET) {
+        ncm_assert_deltas(e, { "in_rescued_datagrams", rx->len },
+                          { "in_flushed_datagrams", rx->len },
+                          { "in_ntbs", 0 });
         g_assert_cmpuint(got->len, ==, 0);
-        assert_stat_delta(before, after, "in_flushed_datagrams", rx->len);
-        assert_stat_delta(before, after, "in_ntbs", 0);
     } else {
-        frames_assert_equal(got, rx);
-        assert_stat_delta(before, after, "in_flushed_datagrams", 0);
-        assert_stat_delta(before, after, "in_datagrams", rx->len);
+        ncm_assert_deltas(e, { "in_rescued_datagrams", rx->len },
+                          { "in_flushed_datagrams", 0 },
+                          { "in_datagrams", rx->len });
+        ncm_frames_assert_equal(got, rx);
     }
     g_ptr_array_set_size(got, 0);
-    qobject_unref(before);
-    qobject_unref(after);
 
     /* frames on their way as the TD goes: each arrives or is counted */
     g_ptr_array_set_size(rx, 0);
-    before = ncm_stats(e);
+    ncm_mark(e);
     t = in_park(e, e->p.in_max, 0);
     for (i = 0; i < 8; i++) {
-        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11400 + i, 200 + i * 90);
+        ncm_frames_add(rx, i % 2 ? ncm_mac : ncm_bcast_mac, 11400 + i,
+                       200 + i * 90);
     }
-    sock_send_frames(e, rx);
+    ncm_sock_send_frames(e, rx);
     in_cancel_parked(e, c, t, got, false);
     in_drain(e, got);
     frames_assert_subsequence(got, rx);
-    after = ncm_stats(e);
-    flushed = stat_delta(before, after, "in_flushed_datagrams");
-    inactive = stat_delta(before, after, "rx_inactive_drops");
+    flushed = ncm_delta(e, "in_flushed_datagrams");
+    inactive = ncm_delta(e, "rx_inactive_drops");
     g_test_message("%u frames received, %" PRIu64 " flushed, %" PRIu64
                    " dropped while inactive", got->len, flushed, inactive);
     g_assert_cmpuint(got->len + flushed + inactive, ==, rx->len);
-    assert_stat_delta(before, after, "in_datagrams", got->len);
+    ncm_assert_deltas(e, { "in_flushed_datagrams", flushed },
+                      { "rx_inactive_drops", inactive },
+                      { "in_datagrams", got->len });
     if (*how == CANCEL_STOP_ENDPOINT ||
         *how == CANCEL_CONTROL_SET_INTERFACE) {
         g_assert_cmpuint(inactive, ==, 0);
     }
-    qobject_unref(before);
-    qobject_unref(after);
 
     /* a new TD receives new frames, the one-copy way again */
     g_ptr_array_set_size(rx, 0);
     g_ptr_array_set_size(got, 0);
-    before = ncm_stats(e);
+    ncm_mark(e);
     t = in_park(e, e->p.in_max, 0);
     for (i = 0; i < 4; i++) {
-        frames_add(rx, ncm_mac, 11500 + i, 300 + i * 200);
+        ncm_frames_add(rx, ncm_mac, 11500 + i, 300 + i * 200);
     }
-    sock_send_frames(e, rx);
-    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
-    in_td_parse(e, t, e->in_size, got);
+    ncm_sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
+    ncm_in_td_parse(e, t, e->in_size, got);
     qxhci_transfer_free(t);
-    frames_assert_equal(got, rx);
-    after = ncm_stats(e);
-    assert_stat_delta(before, after, "in_direct_ntbs", 1);
-    assert_stat_delta(before, after, "in_ntbs", 1);
-    assert_stat_delta(before, after, "in_flushed_datagrams", 0);
-    qobject_unref(before);
-    qobject_unref(after);
+    ncm_frames_assert_equal(got, rx);
+    ncm_assert_deltas(e, { "in_direct_ntbs", 1 }, { "in_ntbs", 1 },
+                      { "in_flushed_datagrams", 0 });
     ncm_expect_no_rx(e);
 }
 
 static void test_rx_direct_small_first(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
-    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
+    g_autoptr(GPtrArray) got = ncm_frames_new();
     QXhciTransfer *t;
     unsigned i;
 
     ncm_set_alt(e, 1);
     ncm_mark(e);
     for (i = 0; i < 20; i++) {
-        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 11600 + i, 800 + i * 31);
+        ncm_frames_add(rx, i % 2 ? ncm_mac : ncm_bcast_mac, 11600 + i,
+                       800 + i * 31);
     }
     t = in_park(e, 65536, 4096);
     g_assert_cmpuint(t->ntrbs, >=, 2);
     g_assert_cmpuint(t->trb_len[0], ==, 4096);
-    sock_send_frames(e, rx);
+    ncm_sock_send_frames(e, rx);
     while (got->len < rx->len) {
-        g_autoptr(QDict) s0 = ncm_stats(e);
-        g_autoptr(QDict) s1 = NULL;
+        uint64_t direct = ncm_delta(e, "in_direct_ntbs");
         unsigned ntbs = e->rx_ntbs;
 
         if (!t) {
             t = qxhci_submit_split(e->dev, e->ep_in.address, NULL, 65536,
                                    4096);
         }
-        g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
-        in_td_parse(e, t, e->in_size, got);
+        g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
+        ncm_in_td_parse(e, t, e->in_size, got);
         g_assert_cmpuint(e->rx_ntbs, ==, ntbs + 1);
-        s1 = ncm_stats(e);
-        if (!ntbs || stat_delta(s0, s1, "in_direct_ntbs")) {
+        if (!ntbs || ncm_delta(e, "in_direct_ntbs") != direct) {
             /* built in place: the NTB never leaves the first piece */
             g_assert_cmpuint(t->actual, <=, 4096);
         }
         qxhci_transfer_free(t);
         t = NULL;
     }
-    frames_assert_equal(got, rx);
+    ncm_frames_assert_equal(got, rx);
     ncm_expect_no_rx(e);
     g_assert_cmpuint(ncm_delta(e, "in_direct_ntbs"), >=, 1);
     ncm_assert_deltas(e, { "in_ntbs", e->rx_ntbs },
@@ -626,7 +611,7 @@ static void test_rx_direct_small_first(NcmEnv *e, const NcmCase *c)
  */
 static GPtrArray *frames_for_ntb_len(NcmEnv *e, uint32_t len, uint32_t tag)
 {
-    GPtrArray *f = frames_new();
+    GPtrArray *f = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
     uint32_t n = 1, first, each = 0, i;
     int64_t diff;
@@ -639,12 +624,12 @@ static GPtrArray *frames_for_ntb_len(NcmEnv *e, uint32_t len, uint32_t tag)
     first = n == 1 ? len - 12 - 16 : each;
     for (;;) {
         g_ptr_array_set_size(f, 0);
-        frames_add(f, bcast_mac, tag, first);
+        ncm_frames_add(f, ncm_bcast_mac, tag, first);
         for (i = 1; i < n; i++) {
-            frames_add(f, i % 2 ? ncm_mac : bcast_mac, tag + i,
-                       i == n - 1 ? 1514 : each);
+            ncm_frames_add(f, i % 2 ? ncm_mac : ncm_bcast_mac, tag + i,
+                           i == n - 1 ? 1514 : each);
         }
-        ntb = in_ntb_expected(e, f, 0);
+        ntb = ncm_in_ntb_expected(e, f, 0);
         diff = (int64_t)len - ntb->len;
         g_clear_pointer(&ntb, g_byte_array_unref);
         if (!diff) {
@@ -676,11 +661,9 @@ static void test_zlp(NcmEnv *e, const NcmCase *c)
     uint32_t td_len = *z == ZLP_PACKET_TDS ? e->mps : 4096;
     unsigned n_td = *z == ZLP_PACKET_TDS ? 3 : 2, i;
     g_autoptr(GPtrArray) rx = NULL;
-    g_autoptr(GPtrArray) more = frames_new();
-    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) more = ncm_frames_new();
+    g_autoptr(GPtrArray) got = ncm_frames_new();
     g_autoptr(GByteArray) ntb = g_byte_array_new();
-    g_autoptr(QDict) before = NULL;
-    g_autoptr(QDict) after = NULL;
     QXhciTransfer *t[3];
     bool zlp = *z == ZLP_PACKET_TDS || *z == ZLP_FILLED_TD;
 
@@ -688,55 +671,54 @@ static void test_zlp(NcmEnv *e, const NcmCase *c)
         uint8_t b[4];
 
         stl_le_p(b, 4096);
-        g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+        g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
                         ==, QXHCI_CC_SUCCESS);
         e->in_size = 4096;
     }
     ncm_set_alt(e, 1);
     rx = frames_for_ntb_len(e, ntb_len, 31000);
-    before = ncm_stats(e);
-    in_submit_queued(e, t, n_td, td_len);
+    ncm_mark(e);
+    ncm_in_submit_queued(e, t, n_td, td_len);
     g_test_message("first TD in %u TRBs, first %u bytes", t[0]->ntrbs,
                    t[0]->trb_len[0]);
-    sock_send_frames(e, rx);
+    ncm_sock_send_frames(e, rx);
     for (i = 0; i < n_td - 1; i++) {
         g_autofree uint8_t *buf = g_malloc(td_len);
 
-        g_assert(qxhci_wait(t[i], RX_TIMEOUT_NS));
+        g_assert(qxhci_wait(t[i], NCM_RX_TIMEOUT_NS));
         qxhci_transfer_read(t[i], buf);
         g_byte_array_append(ntb, buf, t[i]->actual);
     }
     g_assert_cmpuint(ntb->len, ==, ntb_len);
-    ntb_parse_in(e, ntb->data, ntb->len, e->in_size, got);
-    frames_assert_equal(got, rx);
+    ncm_ntb_parse_in(e, ntb->data, ntb->len, e->in_size, got);
+    ncm_frames_assert_equal(got, rx);
     for (i = 0; i < 10; i++) {
         qxhci_step(e->xhci);
     }
-    after = ncm_stats(e);
+    if (*z == ZLP_FILLED_TD) {
+        /* built in the TD the device held; in NAK mode it holds none */
+        ncm_assert_deltas(e, { "in_zlps", 1 },
+                          { "in_direct_ntbs", ncm_parks_packets(e) ? 1 : 0 });
+    } else {
+        ncm_assert_deltas(e, { "in_zlps", zlp ? 1 : 0 });
+    }
     if (zlp) {
         g_assert(t[n_td - 1]->done);
         g_assert_cmpuint(t[n_td - 1]->actual, ==, 0);
-        assert_stat_delta(before, after, "in_zlps", 1);
     } else {
         /* no empty transfer: the last TD waits for the next NTB */
         g_assert(!t[n_td - 1]->done);
-        assert_stat_delta(before, after, "in_zlps", 0);
-        frames_add(more, ncm_mac, 31100, 400);
-        sock_send_frames(e, more);
-        g_assert(qxhci_wait(t[n_td - 1], RX_TIMEOUT_NS));
+        ncm_frames_add(more, ncm_mac, 31100, 400);
+        ncm_sock_send_frames(e, more);
+        g_assert(qxhci_wait(t[n_td - 1], NCM_RX_TIMEOUT_NS));
         g_ptr_array_set_size(got, 0);
-        in_td_parse(e, t[n_td - 1], e->in_size, got);
-        frames_assert_equal(got, more);
-    }
-    if (*z == ZLP_FILLED_TD) {
-        /* built in the TD the device held; in NAK mode it holds none */
-        assert_stat_delta(before, after, "in_direct_ntbs",
-                          ncm_parks_packets(e) ? 1 : 0);
+        ncm_in_td_parse(e, t[n_td - 1], e->in_size, got);
+        ncm_frames_assert_equal(got, more);
     }
     for (i = 0; i < n_td; i++) {
         qxhci_transfer_free(t[i]);
     }
-    queue_check_traffic(e, 31200);
+    ncm_queue_check_traffic(e, 31200);
 }
 
 /*
@@ -745,9 +727,9 @@ static void test_zlp(NcmEnv *e, const NcmCase *c)
  */
 static void test_rx_input_size_flush(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
     g_autoptr(GPtrArray) got = NULL;
-    g_autoptr(GPtrArray) next = frames_new();
+    g_autoptr(GPtrArray) next = ncm_frames_new();
     uint64_t flushed, backlog;
     uint8_t b[4];
     unsigned i;
@@ -755,15 +737,15 @@ static void test_rx_input_size_flush(NcmEnv *e, const NcmCase *c)
     ncm_set_alt(e, 1);
     ncm_mark(e);
     for (i = 0; i < 100; i++) {
-        frames_add(rx, ncm_mac, 32000 + i, 1000);
+        ncm_frames_add(rx, ncm_mac, 32000 + i, 1000);
     }
-    sock_send_frames(e, rx);
-    sock_settle(e);
+    ncm_sock_send_frames(e, rx);
+    ncm_sock_settle(e);
     stl_le_p(b, 2048);
-    g_assert_cmpint(class_out(e, REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
     e->in_size = 2048;
-    sock_settle(e);
+    ncm_sock_settle(e);
     flushed = ncm_delta(e, "in_flushed_datagrams");
     g_assert_cmpuint(flushed, >, 0);
     backlog = rx->len - flushed;
@@ -774,7 +756,7 @@ static void test_rx_input_size_flush(NcmEnv *e, const NcmCase *c)
         g_ptr_array_add(next, g_byte_array_ref(
                             g_ptr_array_index(rx, flushed + i)));
     }
-    frames_assert_equal(got, next);
+    ncm_frames_assert_equal(got, next);
     ncm_expect_no_rx(e);
 }
 
@@ -784,29 +766,29 @@ static void test_rx_input_size_flush(NcmEnv *e, const NcmCase *c)
  */
 static void test_rx_jumbo_small_td(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
-    g_autoptr(GPtrArray) got = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
+    g_autoptr(GPtrArray) got = ncm_frames_new();
     g_autoptr(GByteArray) ntb = g_byte_array_new();
     g_autofree uint8_t *buf = g_malloc(65536);
     QXhciTransfer *t;
 
     ncm_set_alt(e, 1);
     t = in_park(e, 2048, 0);
-    frames_add(rx, ncm_mac, 33000, 8000);
-    sock_send_frames(e, rx);
-    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    ncm_frames_add(rx, ncm_mac, 33000, 8000);
+    ncm_sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
     g_assert_cmpuint(t->actual, ==, 2048);
     qxhci_transfer_read(t, buf);
     g_byte_array_append(ntb, buf, t->actual);
     qxhci_transfer_free(t);
     t = qxhci_submit(e->dev, e->ep_in.address, NULL, 65536);
-    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
     qxhci_transfer_read(t, buf);
     g_byte_array_append(ntb, buf, t->actual);
     qxhci_transfer_free(t);
-    ntb_parse_in(e, ntb->data, ntb->len, e->in_size, got);
-    frames_assert_equal(got, rx);
-    queue_check_traffic(e, 33100);
+    ncm_ntb_parse_in(e, ntb->data, ntb->len, e->in_size, got);
+    ncm_frames_assert_equal(got, rx);
+    ncm_queue_check_traffic(e, 33100);
 }
 
 /*
@@ -817,15 +799,15 @@ static void test_rx_jumbo_small_td(NcmEnv *e, const NcmCase *c)
  */
 static void test_rx_babble(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) rx = frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
     QXhciTransfer *t;
 
     ncm_set_alt(e, 1);
     ncm_mark(e);
     t = in_park(e, 100, 0);
-    frames_add(rx, ncm_mac, 38000, 500);
-    sock_send_frames(e, rx);
-    g_assert(qxhci_wait(t, RX_TIMEOUT_NS));
+    ncm_frames_add(rx, ncm_mac, 38000, 500);
+    ncm_sock_send_frames(e, rx);
+    g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
     g_assert_cmpint(t->cc, ==, QXHCI_CC_BABBLE);
     qxhci_transfer_free(t);
     ncm_assert_deltas(e, { "in_babbles", 1 }, { "in_flushed_datagrams", 1 });
@@ -833,7 +815,7 @@ static void test_rx_babble(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_in.address), ==,
                     QXHCI_CC_SUCCESS);
     e->rx_seq++;
-    queue_check_traffic(e, 38100);
+    ncm_queue_check_traffic(e, 38100);
 }
 
 void ncm_add_rx_cases(bool ss)

@@ -14,7 +14,7 @@
 
 static void test_tx_datagrams(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
     const unsigned *count = c->data;     /* 0: wNtbOutMaxDatagrams */
     unsigned n = *count ? *count : e->p.out_max_datagrams;
     unsigned i;
@@ -23,99 +23,100 @@ static void test_tx_datagrams(NcmEnv *e, const NcmCase *c)
     for (i = 0; i < n; i++) {
         size_t len = n == 40 ? 1514 - (i % 3) : 60 + (i * 131) % 900;
 
-        frames_add(tx, i % 3 ? bcast_mac : other_mac, 1000 + i, len);
+        ncm_frames_add(tx, i % 3 ? ncm_bcast_mac : ncm_other_mac, 1000 + i,
+                       len);
     }
     ncm_send_frames(e, tx);
-    sock_expect_frames(e, tx);
-    sock_expect_silence(e, 20);
+    ncm_sock_expect_frames(e, tx);
+    ncm_sock_expect_silence(e, 20);
     ncm_check_marker(e, 1100);
 }
 
 static void test_tx_64k(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
 
     ncm_set_alt(e, 1);
-    ntb = ntb_build_filled(e, 65536, 1514, 1200, tx);
+    ntb = ncm_ntb_build_filled(e, 65536, 1514, 1200, tx);
     g_assert_cmpuint(lduw_le_p(ntb->data + 8), ==, 0);
     g_assert_cmpuint(ntb->len % e->mps, ==, 0);
-    out_td(e, ntb->data, ntb->len);
+    ncm_out_td(e, ntb->data, ntb->len);
     if (!strcmp(c->model, "usb-ncm-dl")) {
         /* ZLP-required firmware: nothing until the transfer ends */
-        sock_expect_silence(e, 50);
-        out_td(e, NULL, 0);
-        sock_expect_frames(e, tx);
+        ncm_sock_expect_silence(e, 50);
+        ncm_out_td(e, NULL, 0);
+        ncm_sock_expect_frames(e, tx);
     } else {
         /* NCM 1.0: dwNtbOutMaxSize bytes end the transfer by themselves */
-        sock_expect_frames(e, tx);
-        out_td(e, NULL, 0);
+        ncm_sock_expect_frames(e, tx);
+        ncm_out_td(e, NULL, 0);
     }
-    sock_expect_silence(e, 20);
+    ncm_sock_expect_silence(e, 20);
     ncm_check_marker(e, 1300);
 }
 
 static void test_tx_split(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
     uint32_t len = 4 * e->mps + 300;
 
     ncm_set_alt(e, 1);
-    ntb = ntb_build_filled(e, len, 700, 1400, tx);
+    ntb = ncm_ntb_build_filled(e, len, 700, 1400, tx);
     g_assert_cmpuint(tx->len, >=, 2);
-    out_td(e, ntb->data, 2 * e->mps);
-    out_td(e, ntb->data + 2 * e->mps, 2 * e->mps);
-    sock_expect_silence(e, 20);
-    out_td(e, ntb->data + 4 * e->mps, 300);
-    sock_expect_frames(e, tx);
-    sock_expect_silence(e, 20);
+    ncm_out_td(e, ntb->data, 2 * e->mps);
+    ncm_out_td(e, ntb->data + 2 * e->mps, 2 * e->mps);
+    ncm_sock_expect_silence(e, 20);
+    ncm_out_td(e, ntb->data + 4 * e->mps, 300);
+    ncm_sock_expect_frames(e, tx);
+    ncm_sock_expect_silence(e, 20);
     ncm_check_marker(e, 1500);
 }
 
 static void test_tx_exact_multiple(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
     bool dl = !strcmp(c->model, "usb-ncm-dl");
 
     ncm_set_alt(e, 1);
-    ntb = ntb_build_filled(e, 3 * e->mps, 500, 1600, tx);
-    out_td(e, ntb->data, e->mps);
-    out_td(e, ntb->data + e->mps, 2 * e->mps);
+    ntb = ncm_ntb_build_filled(e, 3 * e->mps, 500, 1600, tx);
+    ncm_out_td(e, ntb->data, e->mps);
+    ncm_out_td(e, ntb->data + e->mps, 2 * e->mps);
     if (dl) {
-        sock_expect_silence(e, 50);
+        ncm_sock_expect_silence(e, 50);
     } else {
         /* wBlockLength has arrived: NCM 1.0 needs no terminator */
-        sock_expect_frames(e, tx);
+        ncm_sock_expect_frames(e, tx);
     }
-    out_td(e, NULL, 0);
+    ncm_out_td(e, NULL, 0);
     if (dl) {
-        sock_expect_frames(e, tx);
+        ncm_sock_expect_frames(e, tx);
     }
-    sock_expect_silence(e, 20);
+    ncm_sock_expect_silence(e, 20);
     ncm_check_marker(e, 1700);
 }
 
 /* CVE-2024-27405: a trailing 1-byte zero pad must not cost the NTB */
 static void test_tx_windows_pad(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) tx = frames_new();
+    g_autoptr(GPtrArray) tx = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
-    NtbLayout l;
+    NcmOutLayout l;
     uint8_t zero = 0;
     unsigned i;
 
     ncm_set_alt(e, 1);
     for (i = 0; i < 4; i++) {
-        frames_add(tx, bcast_mac, 1800 + i, 100 + i * 200);
+        ncm_frames_add(tx, ncm_bcast_mac, 1800 + i, 100 + i * 200);
     }
-    l = out_layout(e);
-    ntb = ntb_build(&l, tx, 0);
+    l = ncm_out_layout(e);
+    ntb = ncm_ntb_build(&l, tx, 0);
     g_byte_array_append(ntb, &zero, 1);
     ncm_send(e, ntb->data, ntb->len);
-    sock_expect_frames(e, tx);
-    sock_expect_silence(e, 20);
+    ncm_sock_expect_frames(e, tx);
+    ncm_sock_expect_silence(e, 20);
     ncm_check_marker(e, 1900);
 }
 
@@ -188,7 +189,7 @@ static const BadNtbCase bad_cases[BAD__MAX] = {
 /* 17 NDPs, each pointing to the next, the first with a valid datagram */
 static GByteArray *ntb_ndp_chain(unsigned ndps)
 {
-    g_autoptr(GByteArray) f = make_frame(bcast_mac, 3000, 100);
+    g_autoptr(GByteArray) f = ncm_make_frame(ncm_bcast_mac, 3000, 100);
     GByteArray *ntb = g_byte_array_new();
     uint32_t dg = 12 + ndps * 16;
     unsigned i;
@@ -216,8 +217,8 @@ static GByteArray *ntb_ndp_chain(unsigned ndps)
 
 static GByteArray *ntb_malformed(NcmEnv *e, int which)
 {
-    g_autoptr(GPtrArray) frames = frames_new();
-    NtbLayout l = out_layout(e);
+    g_autoptr(GPtrArray) frames = ncm_frames_new();
+    NcmOutLayout l = ncm_out_layout(e);
     GByteArray *ntb;
     uint8_t *b;
     unsigned i;
@@ -227,14 +228,14 @@ static GByteArray *ntb_malformed(NcmEnv *e, int which)
     }
     if (which == BAD_TOO_MANY_DATAGRAMS) {
         for (i = 0; i <= e->p.out_max_datagrams; i++) {
-            frames_add(frames, bcast_mac, 3100 + i, 60);
+            ncm_frames_add(frames, ncm_bcast_mac, 3100 + i, 60);
         }
-        return ntb_build(&l, frames, 0);
+        return ncm_ntb_build(&l, frames, 0);
     }
-    frames_add(frames, bcast_mac, 3200, 100);
-    frames_add(frames, bcast_mac, 3201,
-               which == BAD_DATAGRAM_TOO_LONG ? 1515 : 100);
-    ntb = ntb_build(&l, frames, 0);
+    ncm_frames_add(frames, ncm_bcast_mac, 3200, 100);
+    ncm_frames_add(frames, ncm_bcast_mac, 3201,
+                   which == BAD_DATAGRAM_TOO_LONG ? 1515 : 100);
+    ntb = ncm_ntb_build(&l, frames, 0);
     b = ntb->data;
     if (which == BAD_NTB32_BLOCK_LEN_0) {
         /* CVE-2024-35825: NTB32 has no "length from the transfer" */
@@ -267,7 +268,7 @@ static GByteArray *ntb_malformed(NcmEnv *e, int which)
         break;
     case BAD_BLOCK_TOO_LONG:
         g_assert_cmpuint(e->p.out_max, ==, 16384);
-        ntb_pad_to(ntb, false, 20000);
+        ncm_ntb_pad_to(ntb, false, 20000);
         break;
     case BAD_NDP_ALIGNMENT:
         stw_le_p(b + 10, 14);
@@ -325,7 +326,7 @@ static void test_malformed(NcmEnv *e, const NcmCase *c)
     g_autoptr(GByteArray) ntb = NULL;
 
     if (which == BAD_NTB32_BLOCK_LEN_0) {
-        g_assert_cmpint(class_out(e, REQ_SET_NTB_FORMAT, 1, NULL, 0),
+        g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 1, NULL, 0),
                         ==, QXHCI_CC_SUCCESS);
     }
     ncm_set_alt(e, 1);
@@ -334,17 +335,17 @@ static void test_malformed(NcmEnv *e, const NcmCase *c)
     ncm_mark(e);
     ncm_send(e, ntb->data, ntb->len);
     /* not a single datagram of a malformed NTB leaves the device */
-    sock_expect_silence(e, 20);
+    ncm_sock_expect_silence(e, 20);
     /* counted once, in its own class */
     ncm_assert_parse_errors(e, bad->error, 1);
     ncm_assert_deltas(e, { "out_ntbs", 0 }, { "out_datagrams", 0 },
                       { "out_bytes", 0 }, { "out_merged_transfers", 0 });
-    assert_alive(e);
+    ncm_assert_alive(e);
     ncm_check_marker(e, 3300);
     /* twice in a row, and back to back with a valid one */
     ncm_send(e, ntb->data, ntb->len);
     ncm_check_marker(e, 3400);
-    assert_alive(e);
+    ncm_assert_alive(e);
     ncm_assert_parse_errors(e, bad->error, 2);
     ncm_assert_deltas(e, { "out_ntbs", 2 }, { "out_datagrams", 6 });
 }
@@ -364,9 +365,9 @@ typedef struct MergeCase {
  */
 static void test_merge(NcmEnv *e, const NcmCase *c)
 {
-    g_autoptr(GPtrArray) first = frames_new();
-    g_autoptr(GPtrArray) second = frames_new();
-    g_autoptr(GPtrArray) want = frames_new();
+    g_autoptr(GPtrArray) first = ncm_frames_new();
+    g_autoptr(GPtrArray) second = ncm_frames_new();
+    g_autoptr(GPtrArray) want = ncm_frames_new();
     g_autoptr(GByteArray) a = NULL;
     g_autoptr(GByteArray) b = NULL;
     bool required = !strcmp(c->model, "usb-ncm-dl");
@@ -374,32 +375,32 @@ static void test_merge(NcmEnv *e, const NcmCase *c)
     bool zlp = mc->zlp, big = mc->block_len_0;
     bool merged = required && !zlp;
     uint32_t len = big ? e->p.out_max : (c->super ? 3 : 4) * e->mps;
-    NtbLayout l;
+    NcmOutLayout l;
     unsigned i;
 
     ncm_set_alt(e, 1);
-    l = out_layout(e);
-    a = ntb_build_filled(e, len, big ? 1514 : 500, 7000, first);
+    l = ncm_out_layout(e);
+    a = ncm_ntb_build_filled(e, len, big ? 1514 : 500, 7000, first);
     g_assert_cmpuint(a->len, ==, len);
     g_assert_cmpuint(a->len % e->mps, ==, 0);
     /* 2048 (high) or 3072 (super) in wBlockLength, or 0 for 64 KiB */
     g_assert_cmpuint(lduw_le_p(a->data + 8), ==, big ? 0 : len);
-    frames_add(second, bcast_mac, 7100, 100);
-    frames_add(second, peer_mac, 7101, 300);
-    frames_add(second, other_mac, 7102, 701);
-    b = ntb_build(&l, second, 1);
+    ncm_frames_add(second, ncm_bcast_mac, 7100, 100);
+    ncm_frames_add(second, ncm_peer_mac, 7101, 300);
+    ncm_frames_add(second, ncm_other_mac, 7102, 701);
+    b = ncm_ntb_build(&l, second, 1);
     g_assert_cmpuint(b->len % e->mps, !=, 0);
 
     ncm_mark(e);
-    out_td(e, a->data, a->len);
+    ncm_out_td(e, a->data, a->len);
     if (merged) {
         /* the firmware still waits for the end of the transfer */
-        sock_expect_silence(e, 20);
+        ncm_sock_expect_silence(e, 20);
     }
     if (zlp) {
-        out_td(e, NULL, 0);
+        ncm_out_td(e, NULL, 0);
     }
-    out_td(e, b->data, b->len);
+    ncm_out_td(e, b->data, b->len);
 
     for (i = 0; i < first->len; i++) {
         g_ptr_array_add(want, g_byte_array_ref(g_ptr_array_index(first, i)));
@@ -408,8 +409,8 @@ static void test_merge(NcmEnv *e, const NcmCase *c)
         g_ptr_array_add(want, g_byte_array_ref(g_ptr_array_index(second,
                                                                  i)));
     }
-    sock_expect_frames(e, want);
-    sock_expect_silence(e, 50);
+    ncm_sock_expect_frames(e, want);
+    ncm_sock_expect_silence(e, 50);
 
     ncm_assert_deltas(e, { "out_merged_transfers", merged },
                       { "out_merge_lost_datagrams", merged ? second->len : 0 },
@@ -425,10 +426,10 @@ static void test_merge(NcmEnv *e, const NcmCase *c)
 static void test_counters(NcmEnv *e, const NcmCase *c)
 {
     bool in_vcpu_thread = *(const bool *)c->data; /* x-deferred-out=off */
-    g_autoptr(GPtrArray) tx1 = frames_new();
-    g_autoptr(GPtrArray) tx2 = frames_new();
-    g_autoptr(GPtrArray) rx = frames_new();
-    g_autoptr(GPtrArray) inject = frames_new();
+    g_autoptr(GPtrArray) tx1 = ncm_frames_new();
+    g_autoptr(GPtrArray) tx2 = ncm_frames_new();
+    g_autoptr(GPtrArray) rx = ncm_frames_new();
+    g_autoptr(GPtrArray) inject = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
     uint64_t tx_bytes = 0, rx_bytes0;
     unsigned i, rx_ntbs0;
@@ -437,14 +438,14 @@ static void test_counters(NcmEnv *e, const NcmCase *c)
     ncm_mark(e);
 
     /* a short transfer, then an exact multiple ended by a ZLP */
-    frames_add(tx1, bcast_mac, 7300, 60);
-    frames_add(tx1, peer_mac, 7301, 777);
-    frames_add(tx1, other_mac, 7302, 1514);
-    ntb = ntb_build_filled(e, 2 * e->mps, 200, 7400, tx2);
+    ncm_frames_add(tx1, ncm_bcast_mac, 7300, 60);
+    ncm_frames_add(tx1, ncm_peer_mac, 7301, 777);
+    ncm_frames_add(tx1, ncm_other_mac, 7302, 1514);
+    ntb = ncm_ntb_build_filled(e, 2 * e->mps, 200, 7400, tx2);
     ncm_send_frames(e, tx1);
-    sock_expect_frames(e, tx1);
+    ncm_sock_expect_frames(e, tx1);
     ncm_send(e, ntb->data, ntb->len);
-    sock_expect_frames(e, tx2);
+    ncm_sock_expect_frames(e, tx2);
     for (i = 0; i < tx1->len; i++) {
         tx_bytes += ((GByteArray *)g_ptr_array_index(tx1, i))->len;
     }
@@ -454,17 +455,18 @@ static void test_counters(NcmEnv *e, const NcmCase *c)
 
     /* five frames in, one filtered, one too long */
     for (i = 0; i < 5; i++) {
-        frames_add(inject, i % 2 ? ncm_mac : bcast_mac, 7500 + i,
-                   100 + i * 300);
-        frames_add(rx, i % 2 ? ncm_mac : bcast_mac, 7500 + i, 100 + i * 300);
+        ncm_frames_add(inject, i % 2 ? ncm_mac : ncm_bcast_mac, 7500 + i,
+                       100 + i * 300);
+        ncm_frames_add(rx, i % 2 ? ncm_mac : ncm_bcast_mac, 7500 + i,
+                       100 + i * 300);
         if (i == 2) {
-            frames_add(inject, other_mac, 7600, 200);
-            frames_add(inject, ncm_mac, 7601, 1515);
+            ncm_frames_add(inject, ncm_other_mac, 7600, 200);
+            ncm_frames_add(inject, ncm_mac, 7601, 1515);
         }
     }
     rx_ntbs0 = e->rx_ntbs;
     rx_bytes0 = e->rx_bytes;
-    sock_send_frames(e, inject);
+    ncm_sock_send_frames(e, inject);
     ncm_expect_rx(e, rx);
     ncm_expect_no_rx(e);
 
