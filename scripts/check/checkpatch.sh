@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # QEMU's scripts/checkpatch.pl on every C file we own, one PASS/FAIL line
-# per file.  Paths are given relative to the repo so that checkpatch applies
+# per file; then the record/replay lint of the device's files.  Paths are given relative to the repo so that checkpatch applies
 # its tests/ rules to the tests.
 set -uo pipefail
 . "$(dirname "$0")/../setup/common.sh"
@@ -23,4 +23,6 @@ while IFS= read -r f; do
     fi
 done < <(git ls-files 'hw/*.c' 'hw/*.h' 'include/*.h' 'tests/*.c' 'tests/*.h' |
          grep -v '^tests/standalone/')
+# what the device schedules must replay (scripts/check/determinism.py)
+python3 "$NCM_TOP/scripts/check/determinism.py" || rc=1
 exit $rc
