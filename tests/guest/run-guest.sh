@@ -92,9 +92,12 @@ GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir) ||
     die "could not build the guest image" "see the messages above"
 
 mkdir -p "$NCM_BUILD/guest-logs"
+# (an arm64 tour's logs beside the x86 one's)
+RUN_NAME=run
+[ "$NCM_ARCH" = x86_64 ] || RUN_NAME=run-$NCM_ARCH
 trap guest_iperf_stop EXIT
 # a replay talks to nobody: its packets come from the recording
-[ "$REPLAY" = replay ] || guest_iperf_start "$NCM_BUILD/guest-logs/run.iperf3-server.log"
+[ "$REPLAY" = replay ] || guest_iperf_start "$NCM_BUILD/guest-logs/$RUN_NAME.iperf3-server.log"
 where=$GUEST_DEV_NAME
 [ "$GUEST_IS_USB" = 1 ] && where="$GUEST_DEV_NAME on $CTRL"
 [ "$NCM_ARCH" = x86_64 ] || where="$where, $NCM_ARCH guest (-M virt)"
@@ -118,7 +121,7 @@ ncm.port=$GUEST_IPERF_PORT $size ${NCM_APPEND:-}"
     exit "$rc"
 fi
 
-LOG=$NCM_BUILD/guest-logs/run.log
+LOG=$NCM_BUILD/guest-logs/$RUN_NAME.log
 guest_qemu_cmd "$GDIR" "ncm.mode=run ncm.driver=$GUEST_DRIVER \
 ncm.port=$GUEST_IPERF_PORT ncm.time=$TIME ${NCM_APPEND:-}"
 replay_cmd run
