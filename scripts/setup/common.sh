@@ -47,14 +47,14 @@ die() {
 # works) or arm64 (-M virt under TCG, Debian's arm64 kernel and userland).
 # arm64 has a QEMU of its own, qemu-system-aarch64 in $NCM_BUILD/qemu-aarch64,
 # next to the x86 one: asking for it never reconfigures or rebuilds
-# $NCM_BUILD/qemu.  NCM_ARCH is the normalised name; ARCH is also what a
-# kernel build reads, so the spellings of both worlds are taken.
+# $NCM_BUILD/qemu.  NCM_ARCH is the normalised name (not exported: each
+# script derives it from ARCH); ARCH is also what a kernel build reads, so
+# the spellings of both worlds are taken.
 case ${ARCH:-x86_64} in
 x86_64|x86|amd64|"") NCM_ARCH=x86_64 ;;
 arm64|aarch64) NCM_ARCH=arm64 ;;
 *) die "ARCH=$ARCH: unknown guest architecture" "use ARCH=x86_64 (default) or ARCH=arm64" ;;
 esac
-export NCM_ARCH
 # the QEMU target (softmmu) of that architecture and its build directory
 case $NCM_ARCH in
 arm64) NCM_QEMU_TARGET=aarch64 NCM_QEMU_OBJ=$NCM_BUILD/qemu-aarch64 ;;
