@@ -8,8 +8,10 @@ SHELL := /bin/bash
 FUZZ_SECONDS ?= 60
 SOAK_SECONDS ?= 600
 PREFIX ?= /usr/local
+# ARCH=arm64: make, run, shell and check-guest for an arm64 guest
+# (qemu-system-aarch64 -M virt in build/qemu-aarch64; scripts/setup/common.sh)
 export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS SANITIZE FUZZ_TARGET ACCEL \
-       PREFIX DESTDIR
+       PREFIX DESTDIR ARCH
 
 .PHONY: all qemu install deps guest-image run shell record replay check check-unit check-tools check-fuzz \
         check-qtest check-guest check-dropout soak fuzz bench-codec \

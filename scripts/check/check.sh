@@ -7,8 +7,15 @@
 # when anything failed.
 #
 #   scripts/check/check.sh [all|style|unit|tools|fuzz|fuzz-device|device|qtest|guest|dropout]...
+#
+# ARCH=arm64 is for the guest suite: it runs the arm64 legs alone
+# (tests/guest/run-all.sh); every other suite is x86_64's whatever ARCH
+# says.  Without it the guest suite has an arm64 leg too (GUEST_ARM64), so
+# qemu-system-aarch64 is built next to qemu-system-x86_64 for it.
 set -uo pipefail
 . "$(dirname "$0")/../setup/common.sh"
+GUEST_ARCH=$NCM_ARCH
+export ARCH=x86_64
 
 CHECK_FUZZ_SECONDS=${CHECK_FUZZ_SECONDS:-20}
 # fuzz-device: each usb-ncm-dl fuzz target inside QEMU this long (a smoke;
@@ -21,8 +28,17 @@ suites=${*:-all}
 [ "$suites" = all ] && suites="style unit tools fuzz fuzz-device device qtest guest dropout"
 
 needs_qemu=0
+needs_arm64=0
 for s in $suites; do
-    case $s in style|device|qtest|guest|dropout) needs_qemu=1 ;; esac
+    case $s in style|device|qtest|dropout) needs_qemu=1 ;; esac
+    if [ "$s" = guest ]; then
+        if [ "$GUEST_ARCH" = arm64 ]; then
+            needs_arm64=1
+        else
+            needs_qemu=1
+            [ -z "${GUEST_ARM64-xhci}" ] || needs_arm64=1
+        fi
+    fi
 done
 
 passed=0
@@ -61,6 +77,7 @@ for s in $suites; do
     guest|dropout) dep_sets="$dep_sets guest" ;;
     fuzz|fuzz-device) dep_sets="$dep_sets fuzz" ;;
     esac
+    [ "$s:$needs_arm64" = guest:1 ] && dep_sets="$dep_sets arm64"
 done
 step "installing what the suites need ($dep_sets)"
 if ! bash "$NCM_TOP/scripts/setup/install-deps.sh" $dep_sets; then
@@ -86,6 +103,17 @@ if [ "$needs_qemu" = 1 ]; then
     fi
 fi
 
+# qemu-system-aarch64 for the arm64 guest legs: a build that fails is one
+# FAIL (the legs then say that QEMU is missing), not the end of the run
+if [ "$needs_arm64" = 1 ]; then
+    step "making sure qemu-system-aarch64 with usb-ncm-dl is built (arm64 guest legs)"
+    if ! ARCH=arm64 bash "$NCM_TOP/scripts/setup/build-qemu.sh"; then
+        echo "FAIL: build/qemu-aarch64 (qemu-system-aarch64 did not build; see the messages above)"
+        failed=$((failed + 1))
+        failures+=("build/qemu-aarch64: see the messages above")
+    fi
+fi
+
 for s in $suites; do
     case $s in
     style) run_suite style bash "$NCM_TOP/scripts/check/checkpatch.sh" ;;
@@ -97,7 +125,7 @@ for s in $suites; do
             "$CHECK_FUZZ_DEVICE_SECONDS" ;;
     device) run_suite device bash "$NCM_TOP/tests/device/check-properties.sh" ;;
     qtest) run_suite qtest bash "$NCM_TOP/scripts/check/check-qtest.sh" ;;
-    guest) run_suite guest bash "$NCM_TOP/tests/guest/run-all.sh" ;;
+    guest) run_suite guest env ARCH="$GUEST_ARCH" bash "$NCM_TOP/tests/guest/run-all.sh" ;;
     dropout) run_suite dropout bash "$NCM_TOP/tests/guest/run-dropout-test.sh" ;;
     *) die "unknown suite '$s'" "use style, unit, tools, fuzz, fuzz-device, device, qtest, guest, dropout or all" ;;
     esac

@@ -6,13 +6,15 @@
 # scripts/setup/qemu-tree.sh), configure x86_64-softmmu once and build
 # build/qemu/qemu-system-x86_64.  Re-running only copies files whose content
 # changed, so ninja rebuilds incrementally.  QEMU_VERSION=10.2 builds in
-# build/10.2/ instead (scripts/setup/common.sh).
+# build/10.2/ instead (scripts/setup/common.sh).  ARCH=arm64 configures
+# aarch64-softmmu in build/qemu-aarch64 from the same tree and builds
+# qemu-system-aarch64 there; build/qemu is left as it is.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 . "$NCM_TOP/scripts/setup/qemu-tree.sh"
 
 SRC_COPY=$NCM_BUILD/qemu-src
-OBJ=$NCM_BUILD/qemu
+OBJ=$NCM_QEMU_OBJ
 
 # One build at a time in this tree: helpers, make check and make run share it.
 mkdir -p "$NCM_BUILD"
@@ -29,7 +31,8 @@ mkdir -p "$NCM_BUILD"
 if [ ! -f "$SRC_COPY/.copied-from" ] ||
    [ "$(cat "$SRC_COPY/.copied-from")" != "$pristine" ]; then
     step "copying QEMU source to $SRC_COPY"
-    rm -rf "$SRC_COPY" "$OBJ"
+    # (both architectures' build directories: they are built from this copy)
+    rm -rf "$SRC_COPY" "$NCM_BUILD/qemu" "$NCM_BUILD/qemu-aarch64"
     cp -a "$pristine" "$SRC_COPY.tmp"
     rm -rf "$SRC_COPY.tmp/.git"
     mv "$SRC_COPY.tmp" "$SRC_COPY"
@@ -87,12 +90,14 @@ if [ -f "$OBJ/build.ninja" ] &&
     note "$OBJ was configured differently: configuring it afresh"
     rm -rf "$OBJ"
 fi
+CONF_LOG=$NCM_BUILD/configure.log
+[ "$NCM_QEMU_TARGET" = x86_64 ] || CONF_LOG=$NCM_BUILD/configure-$NCM_QEMU_TARGET.log
 if [ ! -f "$OBJ/build.ninja" ]; then
-    step "configuring x86_64-softmmu (about 30 s)"
-    qemu_configure "$SRC_COPY" "$OBJ" "$NCM_BUILD/configure.log" || {
-        tail -n 30 "$NCM_BUILD/configure.log" >&2
+    step "configuring $NCM_QEMU_TARGET-softmmu (about 30 s)"
+    qemu_configure "$SRC_COPY" "$OBJ" "$CONF_LOG" || {
+        tail -n 30 "$CONF_LOG" >&2
         rm -f "$OBJ/build.ninja"
-        die "configure failed (full log: $NCM_BUILD/configure.log)" \
+        die "configure failed (full log: $CONF_LOG)" \
             "missing packages: run scripts/setup/install-deps.sh build"
     }
     [ -z "$key" ] || echo "$key" >"$OBJ/.ncm-configure-key"
@@ -101,7 +106,7 @@ fi
 # Let ccache hit across clones and build directories.
 export CCACHE_BASEDIR=$NCM_BUILD CCACHE_NOHASHDIR=1
 
-targets=${QEMU_TARGETS:-qemu-system-x86_64}
+targets=${QEMU_TARGETS:-qemu-system-$NCM_QEMU_TARGET}
 step "building $targets (cold: ~8 min; incremental: seconds)"
 ninja -C "$OBJ" $targets 2>&1 | awk '
     /^\[[0-9]+\/[0-9]+\]/ { n++; if (n % 100 == 0) { print "    " $1; fflush() } next }

@@ -49,6 +49,24 @@ libfuzzer_stat() {
     sed -n "s/^stat::$2: *//p" "$1" | tail -n 1
 }
 
+# ARCH: the guest architecture, x86_64 (the default: q35, KVM where it
+# works) or arm64 (-M virt under TCG, Debian's arm64 kernel and userland).
+# arm64 has a QEMU of its own, qemu-system-aarch64 in $NCM_BUILD/qemu-aarch64,
+# next to the x86 one: asking for it never reconfigures or rebuilds
+# $NCM_BUILD/qemu.  NCM_ARCH is the normalised name (not exported: each
+# script derives it from ARCH); ARCH is also what a kernel build reads, so
+# the spellings of both worlds are taken.
+case ${ARCH:-x86_64} in
+x86_64|x86|amd64|"") NCM_ARCH=x86_64 ;;
+arm64|aarch64) NCM_ARCH=arm64 ;;
+*) die "ARCH=$ARCH: unknown guest architecture" "use ARCH=x86_64 (default) or ARCH=arm64" ;;
+esac
+# the QEMU target (softmmu) of that architecture and its build directory
+case $NCM_ARCH in
+arm64) NCM_QEMU_TARGET=aarch64 NCM_QEMU_OBJ=$NCM_BUILD/qemu-aarch64 ;;
+*) NCM_QEMU_TARGET=x86_64 NCM_QEMU_OBJ=$NCM_BUILD/qemu ;;
+esac
+
 as_root() {
     if [ "$(id -u)" = 0 ]; then
         "$@"

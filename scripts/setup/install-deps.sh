@@ -4,7 +4,7 @@
 # Install what building QEMU with usb-ncm-dl and running its tests needs.
 # Idempotent: every step checks first and does nothing when already done.
 #
-#   scripts/setup/install-deps.sh [build|guest|fuzz|bench|replay|all]...
+#   scripts/setup/install-deps.sh [build|guest|arm64|fuzz|bench|replay|all]...
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -18,6 +18,11 @@ BENCH_PKGS="gnuplot-nox linux-perf iproute2"
 # record/replay and captures (the guest tests use them too): qemu-img for
 # the snapshot image, tshark to decode the NTBs, gdb for the replay's gdbstub
 REPLAY_PKGS="qemu-utils tshark gdb"
+# the arm64 guest (ARCH=arm64): its static helper programs
+# (ncm-usbfs-stress, ncm-ping) cross-built; amd64 packages of bookworm, no
+# foreign architecture is added (its kernel and userland come through
+# tests/guest/image.sh's private apt configuration)
+ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross"
 
 [ -r /etc/debian_version ] || die "this is not a Debian machine" \
     "install QEMU's build dependencies by hand and run: make QEMU_SRC=/path/to/qemu"
@@ -105,6 +110,7 @@ for w in $want; do
         fi
         ;;&
     guest|all) install_pkgs guest $GUEST_PKGS ;;&
+    arm64|all) install_pkgs arm64 $ARM64_PKGS ;;&
     fuzz|all) install_pkgs fuzz $FUZZ_PKGS ;;&
     bench|all) install_pkgs bench $BENCH_PKGS ;;&
     guest|replay|all)
@@ -115,8 +121,8 @@ for w in $want; do
         fi
         install_pkgs replay $REPLAY_PKGS
         ;;&
-    build|guest|fuzz|bench|replay|all) ;;
-    *) die "unknown dependency set '$w'" "use build, guest, fuzz, bench, replay or all" ;;
+    build|guest|arm64|fuzz|bench|replay|all) ;;
+    *) die "unknown dependency set '$w'" "use build, guest, arm64, fuzz, bench, replay or all" ;;
     esac
 done
 step "dependencies ready"

@@ -109,9 +109,15 @@ apply_patch() {
 # Part of qemu_configure_key, so a build directory configured before KVM
 # was added is configured afresh once.
 NCM_QEMU_ACCELS="--enable-tcg --enable-kvm"
+# qemu-system-aarch64 (ARCH=arm64) runs its guests under TCG: KVM needs an
+# arm64 host, and configure stops on --enable-kvm when no target can use it.
+if [ "${NCM_QEMU_TARGET:-x86_64}" = aarch64 ] && [ "$(uname -m)" != aarch64 ]; then
+    NCM_QEMU_ACCELS="--enable-tcg"
+fi
 
-# qemu_configure SRC OBJ LOG: configure x86_64-softmmu in OBJ, as small as
-# the device and its tests need.  Other builds of the same tree (the
+# qemu_configure SRC OBJ LOG: configure x86_64-softmmu in OBJ (the
+# NCM_QEMU_TARGET of scripts/setup/common.sh: aarch64 for ARCH=arm64), as
+# small as the device and its tests need.  Other builds of the same tree (the
 # fuzzers, scripts/check/fuzz-device.sh) set, in the environment:
 #   NCM_QEMU_CC, NCM_QEMU_CXX   compilers (default gcc, g++; ccache in front)
 #   NCM_QEMU_CONFIGURE_EXTRA    more configure arguments, one per line
@@ -130,7 +136,7 @@ qemu_configure() {
     fi
     mkdir -p "$obj"
     (cd "$obj" && "$src/configure" --python=/usr/bin/python3 \
-        "${cc_args[@]}" --target-list=x86_64-softmmu \
+        "${cc_args[@]}" --target-list="${NCM_QEMU_TARGET:-x86_64}-softmmu" \
         --without-default-features --enable-slirp --enable-fdt=system \
         $NCM_QEMU_ACCELS --disable-docs --disable-install-blobs \
         --enable-trace-backends=log "${extra[@]}") >"$log" 2>&1
@@ -138,7 +144,11 @@ qemu_configure() {
 
 # qemu_configure_key: what, besides the tree, decides how qemu_configure
 # configures; build-qemu.sh configures again when it changes
+# (the target is in it only when it is not x86_64: the x86 build
+# directories keep the key they were configured with)
 qemu_configure_key() {
+    local target=()
+    [ "${NCM_QEMU_TARGET:-x86_64}" = x86_64 ] || target=("$NCM_QEMU_TARGET")
     printf '%s\n' "$NCM_QEMU_ACCELS" "${NCM_QEMU_CC:-}" "${NCM_QEMU_CXX:-}" \
-        "${NCM_QEMU_CONFIGURE_EXTRA:-}" | sha256sum | cut -c1-16
+        "${NCM_QEMU_CONFIGURE_EXTRA:-}" "${target[@]}" | sha256sum | cut -c1-16
 }

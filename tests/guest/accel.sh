@@ -129,6 +129,15 @@ guest_accel_pick() {
     auto|kvm) ;;
     *) die "ACCEL=$mode: unknown accelerator" "use ACCEL=auto, kvm or tcg" ;;
     esac
+    # an arm64 guest on another architecture: KVM runs a host's own only
+    # (and qemu-system-aarch64 is built without it there: qemu-tree.sh)
+    if [ "${NCM_ARCH:-x86_64}" = arm64 ] && [ "$(uname -m)" != aarch64 ]; then
+        [ "$mode" = kvm ] &&
+            die "ACCEL=kvm: an arm64 guest on this $(uname -m) host runs under TCG only" \
+                "leave ACCEL unset or use ACCEL=tcg"
+        GUEST_ACCEL=tcg GUEST_ACCEL_WHY="ARCH=arm64 on an $(uname -m) host: TCG"
+        return 0
+    fi
     # record/replay counts instructions, which only TCG can do
     if [ -n "${REPLAY:-}" ]; then
         [ "$mode" = kvm ] &&

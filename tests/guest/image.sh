@@ -4,11 +4,14 @@
 # Build (once, then reuse) the test guest: a Debian kernel plus a busybox
 # initramfs with iperf3, ethtool, the USB/virtio network modules and our
 # own usbfs stress program (tests/guest/ncm-usbfs-stress.c, built static
-# here with the host's gcc).
+# here with the host's gcc).  ARCH=arm64: the same for an arm64 guest
+# (-M virt), from Debian's arm64 packages, with the programs built by
+# aarch64-linux-gnu-gcc.
 #
 #   tests/guest/image.sh [--print-dir]
 #
 # Output: $NCM_CACHE/guest/<kernel-version>/{vmlinuz,initrd.img}
+#   (ARCH=arm64: $NCM_CACHE/guest/arm64/<kernel-version>/)
 # With --print-dir all progress goes to stderr and the only thing on stdout
 # is that directory (for other scripts: dir=$(guest-image.sh --print-dir)).
 #
@@ -28,9 +31,16 @@
 #   (sid's 7.x) are followed through the linux-image-* metapackage; for a
 #   .deb path, a linux-modules-*.deb of the same version next to it (or
 #   KERNEL_MODULES_DEB=...) is taken along.
+#   ARCH=arm64                       an arm64 guest: linux-image-arm64 and
+#       the userland of the host's Debian release for arm64, through a
+#       private apt configuration in $NCM_CACHE/apt-arm64
+#       (APT::Architecture=arm64 and lists, cache and dpkg status of its
+#       own: no dpkg --add-architecture, nothing in /etc/apt changes);
+#       KERNEL names arm64 packages then (linux-image-arm64, 6.12, sid...)
 #   KERNEL_IMAGE=/path/to/bzImage    your own kernel; drivers must be built in
 #       (=y) unless KERNEL_MODULES=/path/lib/modules/<version> is given too
 #       (what `make modules_install INSTALL_MOD_PATH=DIR` leaves in DIR).
+#       ARCH=arm64: arch/arm64/boot/Image (or Image.gz).
 #
 # Idempotent: nothing is rebuilt while the .debs, tests/guest/init.sh,
 # tests/guest/ncm-usbfs-stress.c, gcc and this script are unchanged.
@@ -50,7 +60,13 @@ if [ "$PRINT_DIR" = 1 ]; then
     exec 3>&1 1>&2
 fi
 
-KERNEL=${KERNEL:-linux-image-amd64}
+# Debian's name for the guest architecture, its multiarch triplet and the
+# compiler of the static helper programs
+case $NCM_ARCH in
+arm64) DARCH=arm64 TRIPLET=aarch64-linux-gnu GUEST_CC=aarch64-linux-gnu-gcc ;;
+*) DARCH=amd64 TRIPLET=x86_64-linux-gnu GUEST_CC=gcc ;;
+esac
+KERNEL=${KERNEL:-linux-image-$DARCH}
 KERNEL_IMAGE=${KERNEL_IMAGE:-}
 KERNEL_MODULES=${KERNEL_MODULES:-}
 INIT_SRC=$NCM_TOP/tests/guest/init.sh
@@ -75,11 +91,13 @@ MODULES="usb-common usbcore xhci-pci xhci-hcd ehci-pci ehci-hcd uhci-hcd
 EXTRA_MODULES="usbmon"
 
 # Idempotent and quiet when everything is there; stdout is for the paths.
-bash "$NCM_TOP/scripts/setup/install-deps.sh" guest >&2
+deps=guest
+[ "$NCM_ARCH" = x86_64 ] || deps="guest $NCM_ARCH"
+bash "$NCM_TOP/scripts/setup/install-deps.sh" $deps >&2
 
-for t in apt-get dpkg-deb depmod modprobe cpio gzip readelf flock sha256sum gcc; do
+for t in apt-get dpkg-deb depmod modprobe cpio gzip readelf flock sha256sum "$GUEST_CC"; do
     command -v "$t" >/dev/null ||
-        die "'$t' is missing" "run: make deps (or scripts/setup/install-deps.sh guest)"
+        die "'$t' is missing" "run: make deps (or scripts/setup/install-deps.sh $deps)"
 done
 
 mkdir -p "$DEBS" "$GUESTS"
@@ -89,13 +107,42 @@ flock 9
 apt_opts=()
 [ "$(id -u)" = 0 ] && apt_opts=(-o APT::Sandbox::User=root)
 
-# The private apt configuration for kernels of other Debian releases.
+# private_apt_opts DIR: the options of a private apt configuration in DIR
+# (its own sources.list, lists and cache); for an arm64 guest also
+# APT::Architecture=arm64 and an empty dpkg status of its own, so that
+# apt neither needs the machine to know arm64 nor weighs the packages
+# installed here
+private_apt_opts() {
+    PRIVATE_OPTS=(-o "Dir::Etc::sourcelist=$1/sources.list"
+        -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$1/lists"
+        -o "Dir::Cache=$1/cache")
+    if [ "$DARCH" != amd64 ]; then
+        PRIVATE_OPTS+=(-o "APT::Architecture=$DARCH" -o "APT::Architectures=$DARCH"
+            -o "Dir::State::status=$1/status")
+    fi
+}
+# private_apt_update DIR WHAT: apt-get update of the configuration in DIR
+# (its sources.list written by the caller)
+private_apt_update() {
+    local dir=$1 opts
+    private_apt_opts "$dir"
+    opts=("${PRIVATE_OPTS[@]}")
+    mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
+    : >>"$dir/status"
+    note "apt-get update of the private $2 lists ($dir)" >&2
+    apt-get -q "${opts[@]}" "${apt_opts[@]}" update >/dev/null ||
+        die "apt-get update of $dir failed" \
+            "check that deb.debian.org is reachable"
+}
+
+# The private apt configuration for kernels of other Debian releases
+# (one per guest architecture).
 KAPT_DIR=$NCM_CACHE/apt-kernels
-KAPT_OPTS=(-o "Dir::Etc::sourcelist=$KAPT_DIR/sources.list"
-    -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$KAPT_DIR/lists"
-    -o "Dir::Cache=$KAPT_DIR/cache")
+[ "$DARCH" = amd64 ] || KAPT_DIR=$NCM_CACHE/apt-kernels-$DARCH
+private_apt_opts "$KAPT_DIR"
+KAPT_OPTS=("${PRIVATE_OPTS[@]}")
 kapt_update() {
-    mkdir -p "$KAPT_DIR/lists/partial" "$KAPT_DIR/cache/archives/partial"
+    mkdir -p "$KAPT_DIR"
     local r k=/usr/share/keyrings/debian-archive-keyring.gpg
     {
         for r in bullseye trixie sid; do
@@ -105,15 +152,41 @@ kapt_update() {
             echo "deb [signed-by=$k] http://deb.debian.org/debian-security $r main"
         done
     } > "$KAPT_DIR/sources.list"
-    note "apt-get update of the private kernel lists ($KAPT_DIR)" >&2
-    apt-get -q "${KAPT_OPTS[@]}" "${apt_opts[@]}" update >/dev/null ||
-        die "apt-get update of $KAPT_DIR failed" \
-            "check that deb.debian.org is reachable"
+    private_apt_update "$KAPT_DIR" kernel
 }
-# kapt_fresh: the private lists exist and are less than a day old
-kapt_fresh() {
-    [ -n "$(find "$KAPT_DIR/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -n1)" ]
+# lists_fresh DIR: the private lists in DIR exist and are less than a day old
+lists_fresh() {
+    [ -n "$(find "$1/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -n1)" ]
 }
+kapt_fresh() { lists_fresh "$KAPT_DIR"; }
+
+# An arm64 guest's packages of the host's release (its userland and
+# kernel, what the machine's own lists give an amd64 guest): the same
+# suites as this machine's Debian release, for arm64, in a private
+# configuration.  SYS_OPTS: the apt options of "the host's release" for the
+# guest's architecture (none for amd64: the machine's own configuration).
+SYS_OPTS=()
+SYS_LISTS=/var/lib/apt/lists
+if [ "$DARCH" != amd64 ]; then
+    AAPT_DIR=$NCM_CACHE/apt-$DARCH
+    private_apt_opts "$AAPT_DIR"
+    SYS_OPTS=("${PRIVATE_OPTS[@]}")
+    SYS_LISTS=$AAPT_DIR/lists
+    aapt_update() {
+        local rel k=/usr/share/keyrings/debian-archive-keyring.gpg
+        rel=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+        [ -n "$rel" ] || die "/etc/os-release names no Debian release" \
+            "the $DARCH guest takes the packages of the host's release"
+        mkdir -p "$AAPT_DIR"
+        {
+            echo "deb [signed-by=$k] http://deb.debian.org/debian $rel main"
+            echo "deb [signed-by=$k] http://deb.debian.org/debian $rel-updates main"
+            echo "deb [signed-by=$k] http://deb.debian.org/debian-security $rel-security main"
+        } > "$AAPT_DIR/sources.list"
+        private_apt_update "$AAPT_DIR" "$DARCH"
+    }
+    lists_fresh "$AAPT_DIR" || aapt_update
+fi
 
 # deb_file SPEC: the cache path of the .deb apt would fetch for SPEC
 # (downloading it if missing). SPEC is name, name=version or name/release.
@@ -121,15 +194,17 @@ kapt_fresh() {
 # With APT_PRIVATE=1, through the private kernel configuration.
 APT_PRIVATE=0
 lists_id() {
-    local d=/var/lib/apt/lists
+    local d=$SYS_LISTS
     [ "$APT_PRIVATE" = 1 ] && d=$KAPT_DIR/lists
     stat -c '%n %Y %s' "$d"/*Packages* 2>/dev/null | sha256sum | cut -c1-16
 }
 deb_file() {
-    local spec=$1 uri name="" resolved tries=0 x=()
+    local spec=$1 uri name="" resolved tries=0 x=("${SYS_OPTS[@]}")
     [ "$APT_PRIVATE" = 1 ] && x=("${KAPT_OPTS[@]}")
     local kind=sys
     [ "$APT_PRIVATE" = 1 ] && kind=kapt
+    # (arm64's apart; "_": no kind is another's prefix before the "-")
+    [ "$DARCH" = amd64 ] || kind=${kind}_$DARCH
     resolved=$DEBS/.resolved-$kind-$(lists_id)
     [ -f "$resolved" ] && name=$(awk -v s="$spec" '$1 == s { print $2 }' "$resolved")
     if [ -n "$name" ] && [ -s "$DEBS/$name" ]; then
@@ -146,9 +221,9 @@ deb_file() {
         fi
         [ -n "$uri" ] && [ -s "$DEBS/$name" ] && break
         # stale private lists (sid drops old versions): refresh once
-        if [ "$APT_PRIVATE" = 1 ] && [ $tries = 0 ]; then
+        if { [ "$APT_PRIVATE" = 1 ] || [ "$DARCH" != amd64 ]; } && [ $tries = 0 ]; then
             tries=1
-            kapt_update
+            if [ "$APT_PRIVATE" = 1 ]; then kapt_update; else aapt_update; fi
             resolved=$DEBS/.resolved-$kind-$(lists_id)
             continue
         fi
@@ -235,13 +310,22 @@ bzimage_version() {
         tr '\0' '\n' | head -n1 | awk '{print $1}'
 }
 
+# arm64_image_version FILE: the version in an arm64 Image's (or Image.gz's)
+# banner, "Linux version V (...)": the arm64 header has no version field
+arm64_image_version() {
+    local v
+    v=$({ gzip -dc "$1" 2>/dev/null || cat "$1"; } |
+        grep -a -m1 -o 'Linux version [^ ]*' | awk '{print $3}')
+    [ -n "$v" ] && printf '%s\n' "$v"
+}
+
 # KERNEL=<release> or <version>: that Debian release's kernel
 KERNEL_WANT=""
 case $KERNEL in
-5.10|bullseye) KERNEL=linux-image-amd64/bullseye-security KERNEL_WANT=5.10 ;;
-6.1|bookworm) KERNEL=linux-image-amd64 KERNEL_WANT=6.1 ;;
-6.12|trixie) KERNEL=linux-image-amd64/trixie KERNEL_WANT=6.12 ;;
-7.2|sid) KERNEL=linux-image-amd64/sid KERNEL_WANT=7.2 ;;
+5.10|bullseye) KERNEL=linux-image-$DARCH/bullseye-security KERNEL_WANT=5.10 ;;
+6.1|bookworm) KERNEL=linux-image-$DARCH KERNEL_WANT=6.1 ;;
+6.12|trixie) KERNEL=linux-image-$DARCH/trixie KERNEL_WANT=6.12 ;;
+7.2|sid) KERNEL=linux-image-$DARCH/sid KERNEL_WANT=7.2 ;;
 esac
 case $KERNEL in
 *.deb) ;;
@@ -252,7 +336,8 @@ case $KERNEL in
 esac
 # after the kernel: the userland always comes from the host's release
 step "resolving guest inputs"
-[ "$(dpkg --print-architecture)" = amd64 ] ||
+# (an arm64 guest's come through its private configuration: any host)
+[ "$DARCH" != amd64 ] || [ "$(dpkg --print-architecture)" = amd64 ] ||
     die "the guest packages are fetched for this machine's architecture" \
         "run on an amd64 Debian host"
 user_debs=()
@@ -267,10 +352,16 @@ APT_PRIVATE=$kprivate
 kernel_deb=""
 if [ -n "$KERNEL_IMAGE" ]; then
     [ -r "$KERNEL_IMAGE" ] || die "KERNEL_IMAGE=$KERNEL_IMAGE is not readable" \
-        "point it at arch/x86/boot/bzImage of your kernel build"
-    kver=$(bzimage_version "$KERNEL_IMAGE") ||
-        die "$KERNEL_IMAGE does not look like a bzImage" \
-            "use arch/x86/boot/bzImage, not vmlinux"
+        "point it at arch/x86/boot/bzImage (arm64: arch/arm64/boot/Image) of your kernel build"
+    if [ "$DARCH" = arm64 ]; then
+        kver=$(arm64_image_version "$KERNEL_IMAGE") ||
+            die "$KERNEL_IMAGE has no 'Linux version' banner" \
+                "use arch/arm64/boot/Image or Image.gz"
+    else
+        kver=$(bzimage_version "$KERNEL_IMAGE") ||
+            die "$KERNEL_IMAGE does not look like a bzImage" \
+                "use arch/x86/boot/bzImage, not vmlinux"
+    fi
     if [ -n "$KERNEL_MODULES" ]; then
         [ -d "$KERNEL_MODULES/kernel" ] ||
             die "KERNEL_MODULES=$KERNEL_MODULES has no kernel/ directory" \
@@ -318,6 +409,7 @@ else
 fi
 
 out=$GUESTS/$kver
+[ "$DARCH" = amd64 ] || out=$GUESTS/$DARCH/$kver
 key=$( {
     echo "$kinput"
     for d in "${user_debs[@]}"; do basename "$d"; done
@@ -329,9 +421,33 @@ key=$( {
     sha256sum < "$PROFILES_SRC"
     sha256sum < "$TOPOLOGY_SRC"
     sha256sum < "$SOAK_SRC"
-    gcc --version | head -n1
+    "$GUEST_CC" --version | head -n1
     sha256sum < "$0"
 } | sha256sum | awk '{print $1}')
+
+# busybox_applets BUSYBOX: the applets it has, one a line.  The host runs
+# "busybox --list" of its own architecture; an arm64 busybox cannot run
+# here, so its list is read from the binary: the applet names are one
+# sorted, NUL-separated table ("[", "[[", "acpid", ..., then an empty
+# name) that the --list applet prints.
+busybox_applets() {
+    if [ "$DARCH" = amd64 ]; then
+        "$1" --list
+        return
+    fi
+    python3 - "$1" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+i = data.find(b"\0[\0[[\0")
+if i < 0:
+    sys.exit("no applet table in " + sys.argv[1])
+names = data[i + 1:data.index(b"\0\0", i + 1)].split(b"\0")
+if len(names) < 100 or not {b"sh", b"ip", b"ping", b"mount"} <= set(names):
+    sys.exit("the applet table of %s does not look right (%d names)"
+             % (sys.argv[1], len(names)))
+print("\n".join(n.decode() for n in names))
+PY
+}
 
 if [ -s "$out/vmlinuz" ] && [ -s "$out/initrd.img" ] &&
    [ "$(cat "$out/inputs.sha256" 2>/dev/null)" = "$key" ]; then
@@ -376,9 +492,11 @@ else
 
     step "laying out the initramfs"
     mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,lib64,etc/ncm,proc,sys,dev,tmp,run,root}
-    mkdir -p "$root/lib/x86_64-linux-gnu" "$root/usr/lib/x86_64-linux-gnu"
+    mkdir -p "$root/lib/$TRIPLET" "$root/usr/lib/$TRIPLET"
     cp "$ext/bin/busybox" "$root/bin/busybox"
-    for a in $("$root/bin/busybox" --list); do
+    applets=$(busybox_applets "$root/bin/busybox") ||
+        die "could not list the applets of busybox-static"
+    for a in $applets; do
         [ "$a" = busybox ] || [ "$a" = init ] || [ "$a" = linuxrc ] ||
             ln -sf busybox "$root/bin/$a"
     done
@@ -390,18 +508,20 @@ else
     install -m 0644 "$TOPOLOGY_SRC" "$root/etc/ncm/topology-modes.sh"
     install -m 0644 "$SOAK_SRC" "$root/etc/ncm/soak-mode.sh"
     # Static: the initramfs has only the libraries iperf3 and ethtool need.
-    gcc -static -O2 -Wall -Wextra -Wno-unused-parameter \
+    # (-Wno-format-truncation: its messages are cut to their buffers on
+    # purpose; aarch64-linux-gnu-gcc inlines far enough to say so)
+    "$GUEST_CC" -static -O2 -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation \
         -o "$root/usr/bin/ncm-usbfs-stress" "$STRESS_SRC" ||
-        die "could not build $STRESS_SRC with gcc -static" \
-            "install gcc and libc6-dev: make deps (or scripts/setup/install-deps.sh guest)"
-    gcc -static -O2 -Wall -Wextra -o "$root/usr/bin/ncm-ping" "$PING_SRC" ||
-        die "could not build $PING_SRC with gcc -static"
+        die "could not build $STRESS_SRC with $GUEST_CC -static" \
+            "install it and its libc: make deps (or scripts/setup/install-deps.sh $deps)"
+    "$GUEST_CC" -static -O2 -Wall -Wextra -o "$root/usr/bin/ncm-ping" "$PING_SRC" ||
+        die "could not build $PING_SRC with $GUEST_CC -static"
     printf 'root:x:0:0:root:/root:/bin/sh\n' > "$root/etc/passwd"
     printf 'root:x:0:\n' > "$root/etc/group"
     printf '127.0.0.1 localhost\n' > "$root/etc/hosts"
 
     # Shared libraries: follow DT_NEEDED through the extracted packages.
-    libdirs="lib/x86_64-linux-gnu usr/lib/x86_64-linux-gnu lib64 lib usr/lib"
+    libdirs="lib/$TRIPLET usr/lib/$TRIPLET lib64 lib usr/lib"
     # ext_path REL: REL inside $ext with symlinks resolved inside $ext
     # (libc6 ships absolute links such as /lib64/ld-linux-x86-64.so.2).
     ext_path() {

@@ -6,16 +6,18 @@
 # Host-side helpers shared by tests/guest/run-guest-test.sh and
 # tests/guest/run-guest.sh: find QEMU, build the device arguments, run an iperf3
 # server on loopback, boot the guest and read its "NCMTEST key=value" lines.
-# Source scripts/setup/common.sh first.
+# Source scripts/setup/common.sh first.  ARCH=arm64 (common.sh's NCM_ARCH):
+# qemu-system-aarch64 -M virt under TCG, the controllers on virt's PCIe
+# host, the arm64 guest image (tests/guest/image.sh).
 
-GUEST_QEMU=${QEMU:-$NCM_BUILD/qemu/qemu-system-x86_64}
+GUEST_QEMU=${QEMU:-$NCM_QEMU_OBJ/qemu-system-$NCM_QEMU_TARGET}
 # shellcheck source=tests/guest/accel.sh
 . "$NCM_TOP/tests/guest/accel.sh"
 
 guest_need_qemu() {
     [ -x "$GUEST_QEMU" ] ||
         die "QEMU is not built: $GUEST_QEMU is missing" \
-            "run: make qemu   (or set QEMU=/path/to/qemu-system-x86_64)"
+            "run: $([ "$NCM_ARCH" = x86_64 ] || echo "ARCH=$NCM_ARCH ")make qemu   (or set QEMU=/path/to/qemu-system-$NCM_QEMU_TARGET)"
 }
 
 # guest_has_device NAME: does this QEMU know -device NAME?
@@ -188,9 +190,24 @@ guest_accel() {
 # seen in one of the 28 boots of a make repro-dropout run, on 7.2).
 # The accelerator (GUEST_ACCEL, kvm or tcg) is chosen by ACCEL at the first
 # call (guest_accel).
+# ARCH=arm64: -M virt, whose -kernel boots the Image itself (no firmware),
+# with a Cortex-A57 (TCG runs it faster than "max", whose pointer
+# authentication it emulates in full) and the PL011 console; the
+# controllers are plain PCI functions on virt's PCIe root bus.
 guest_qemu_cmd() {
     local dir=$1 append=$2
     guest_accel "$dir"
+    if [ "$NCM_ARCH" = arm64 ]; then
+        GUEST_CMD=("$GUEST_QEMU"
+            -M virt -cpu cortex-a57 -m 512 -smp 1 -accel "$GUEST_ACCEL"
+            -kernel "$dir/vmlinuz" -initrd "$dir/initrd.img"
+            -append "console=ttyAMA0 loglevel=3 quiet panic=-1 $append"
+            -netdev user,id=n0 "${GUEST_DEV_ARGS[@]}"
+            -nodefaults -nographic -serial mon:stdio -no-reboot)
+        # shellcheck disable=SC2206 # word splitting intended
+        [ -n "${QEMU_EXTRA:-}" ] && GUEST_CMD+=($QEMU_EXTRA)
+        return 0
+    fi
     qemu_firmware_args "$GUEST_QEMU"
     GUEST_CMD=("$GUEST_QEMU" "${QEMU_FW_ARGS[@]}"
         -M q35 -m 512 -smp 1 -accel "$GUEST_ACCEL"

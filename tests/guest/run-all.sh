@@ -29,6 +29,12 @@
 # root: a network namespace with a tap) ("" for none).
 # GUEST_INSTALL=0 skips make install's check (tests/guest/run-install-test.sh:
 # install into a temporary prefix, boot the tour from there).
+# GUEST_ARM64="xhci" the controllers of the arm64 legs after the x86
+# controllers (run-guest-test.sh under ARCH=arm64: qemu-system-aarch64 -M
+# virt, TCG; "" for none; build it first: ARCH=arm64 make qemu, which
+# make check does).  ARCH=arm64 runs the arm64 legs alone, GUEST_ARM64
+# defaulting to "xhci ehci" then (ARCH=arm64 make check-guest): the other
+# runs need q35 (S3, ICH9 companions) or the x86 guest's tools.
 # ACCEL=auto|kvm|tcg as for make run (tests/guest/accel.sh).
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/setup/common.sh"
@@ -42,12 +48,47 @@ trap 'rm -f "$out"' EXIT
 
 status=0
 timing=()
+# arm64_legs CONTROLLER...: run-guest-test.sh on the arm64 guest (QEMU
+# names the x86 one, unless ARCH=arm64 made the whole run arm64's)
+QEMU_ARM64=$NCM_BUILD/qemu-aarch64/qemu-system-aarch64
+[ "$NCM_ARCH" = arm64 ] && QEMU_ARM64=${QEMU:-$QEMU_ARM64}
+arm64_legs() {
+    local c t0 qemu=$QEMU_ARM64
+    for c in "$@"; do
+        t0=$SECONDS
+        if [ ! -x "$qemu" ]; then
+            echo "FAIL: guest/arm64-$c/qemu ($qemu is not built: ARCH=arm64 make qemu)" |
+                tee -a "$out"
+            status=1
+            continue
+        fi
+        ARCH=arm64 QEMU=$qemu bash "$NCM_TOP/tests/guest/run-guest-test.sh" "$c" "$DEVICE" 2>&1 |
+            tee -a "$out" || status=1
+        timing+=("arm64-$c $((SECONDS - t0))s")
+    done
+}
+if [ "$NCM_ARCH" = arm64 ]; then
+    # shellcheck disable=SC2086 # one controller a word
+    arm64_legs ${GUEST_ARM64-xhci ehci}
+    npass=$(grep -c '^PASS: ' "$out" || true)
+    nfail=$(grep -c '^FAIL: ' "$out" || true)
+    [ "$nfail" = 0 ] && [ "$npass" -gt 0 ] || status=1
+    echo "check-guest (arm64): $npass passed, $nfail failed (time per run: ${timing[*]})"
+    exit "$status"
+fi
 for c in $CONTROLLERS; do
     t0=$SECONDS
     bash "$NCM_TOP/tests/guest/run-guest-test.sh" "$c" "$DEVICE" 2>&1 |
         tee -a "$out" || status=1
     timing+=("$c $((SECONDS - t0))s")
 done
+# the same checks on an arm64 guest (about 2.5 minutes)
+case $DEVICE in
+usb-ncm*)
+    # shellcheck disable=SC2086 # one controller a word
+    arm64_legs ${GUEST_ARM64-xhci}
+    ;;
+esac
 # the controller set-ups of real machines, one boot each (about 1 minute)
 case $DEVICE in
 usb-ncm*)

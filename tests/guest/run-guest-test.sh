@@ -32,6 +32,10 @@
 # guest kernel lockup report is a FAIL with its backtrace, and QEMU is
 # stopped a minute after it) and pings again.
 #
+# ARCH=arm64: the same checks on an arm64 guest (qemu-system-aarch64 -M
+# virt, TCG; the controller on virt's PCIe host), reported as
+# guest/arm64-<controller>/<check>, log build/guest-logs/arm64-*.log.
+#
 # Environment: KERNEL / KERNEL_IMAGE (see tests/guest/image.sh),
 #   QEMU (default build/qemu/qemu-system-x86_64), GUEST_TIMEOUT (300 s),
 #   IPERF_TIME (5 s per direction; 2 s at full speed), NCM_APPEND (extra
@@ -69,6 +73,8 @@ fi
 TOPO=""
 case ${CTRL%%,*} in ehci-uhci|ehci-ohci|xhci-hub|xhci-dual) TOPO=1 ;; esac
 [ "$GUEST_IS_USB" = 1 ] || CNAME=pci
+# another guest architecture: its own names, beside the x86 legs'
+[ "$NCM_ARCH" = x86_64 ] || CNAME=$NCM_ARCH-$CNAME
 LOG_NAME=${LOG_NAME:-$CNAME-$GUEST_DEV_NAME}
 LOG=$NCM_BUILD/guest-logs/$LOG_NAME.log
 REL_LOG=${LOG#"$NCM_TOP"/}
@@ -136,7 +142,7 @@ if [ -n "$GUEST_COMPANION" ]; then
     # the guest's "cue=replug MS": x-fault-replug-ms on the device
     guest_cues_start "$LOG" "/machine/peripheral/$(sed -n 's/.*,id=\([^,]*\).*/\1/p' <<<"$DEVICE")"
 fi
-step "booting the guest (TCG, timeout ${GUEST_TIMEOUT}s); log: $REL_LOG"
+step "booting the guest (${GUEST_ACCEL^^}, timeout ${GUEST_TIMEOUT}s); log: $REL_LOG"
 rc=0
 t0=$SECONDS
 guest_run_logged "$LOG" "$GUEST_TIMEOUT" || rc=$?

@@ -21,6 +21,9 @@
 #   --time N      iperf3 seconds per direction (default 3)
 #
 # Environment:
+#   ARCH=arm64                      an arm64 guest: qemu-system-aarch64 -M
+#                                   virt (TCG), Debian's arm64 kernel and
+#                                   busybox (ARCH=arm64 make run / shell)
 #   NCM_DEVICE=usb-ncm-dl[,props]   the device; usb-net or virtio-net-pci
 #                                   run the same guest, for comparison
 #   KERNEL=linux-image-amd64        any Debian kernel package (name, name=ver,
@@ -30,6 +33,8 @@
 #                                   or set KERNEL_MODULES=DIR/lib/modules/VER
 #                                   from `make modules_install INSTALL_MOD_PATH=DIR`
 #   QEMU=/path/qemu-system-x86_64   default build/qemu/qemu-system-x86_64
+#                                   (ARCH=arm64: build/qemu-aarch64/
+#                                   qemu-system-aarch64)
 #   QEMU_EXTRA="..."                extra QEMU arguments
 #   ACCEL=auto|kvm|tcg              auto (default): KVM if a probe boot
 #                                   under it reaches /init, else TCG (the
@@ -64,6 +69,9 @@ while [ $# -gt 0 ]; do
 done
 DEVICE=${NCM_DEVICE:-usb-ncm-dl}
 replay_check
+# (its recordings would take the x86 ones' names, and it was never tried)
+[ -z "$REPLAY" ] || [ "$NCM_ARCH" = x86_64 ] ||
+    die "REPLAY=$REPLAY is for the x86_64 guest only" "leave ARCH unset for make record/replay"
 # usb-net does not migrate, so it cannot be in a snapshot
 case $DEVICE in usb-net*) REPLAY_SNAPSHOT=${REPLAY_SNAPSHOT:-0} ;; esac
 
@@ -89,6 +97,7 @@ trap guest_iperf_stop EXIT
 [ "$REPLAY" = replay ] || guest_iperf_start "$NCM_BUILD/guest-logs/run.iperf3-server.log"
 where=$GUEST_DEV_NAME
 [ "$GUEST_IS_USB" = 1 ] && where="$GUEST_DEV_NAME on $CTRL"
+[ "$NCM_ARCH" = x86_64 ] || where="$where, $NCM_ARCH guest (-M virt)"
 
 if [ "$SHELL_MODE" = 1 ]; then
     size=""
