@@ -94,30 +94,12 @@ rm -rf "$LOGDIR"
 mkdir -p "$LOGDIR"
 
 step "network namespace $NS: tap0 $SERVER/24, iperf3 servers :$PORT :$((PORT + 1))"
-netns_up "$NS" 1 "$LOGDIR"
-ip netns exec "$NS" iperf3 -s -B "$SERVER" -p $((PORT + 1)) \
-    >"$LOGDIR/iperf3-server-$((PORT + 1)).log" 2>&1 &
-NETNS_PIDS+=($!)
-ip netns exec "$NS" python3 "$NCM_TOP/tests/guest/migrate-relay.py" tap0 "$RUN/net.sock" \
-    2>"$LOGDIR/relay.log" &
-NETNS_PIDS+=($!)
-for _ in $(seq 50); do [ -S "$RUN/net.sock" ] && break; sleep 0.1; done
-[ -S "$RUN/net.sock" ] || die "the relay did not start" "see $LOGDIR/relay.log"
+netns_relay_up "$NS" "$LOGDIR" "$RUN/net.sock"
 
 guest_qemu_cmd "$GDIR" "ncm.mode=migrate ncm.driver=$GUEST_DRIVER \
 ncm.server=$SERVER ncm.port=$PORT ncm.time=$MIG_TIME ${NCM_APPEND:-}"
-base=()
-found=0
-for arg in "${GUEST_CMD[@]}"; do
-    if [ "$arg" = "user,id=n0" ]; then
-        arg=stream,id=n0,server=off,addr.type=unix,addr.path=$RUN/net.sock
-        found=1
-    fi
-    base+=("$arg")
-done
-[ "$found" = 1 ] ||
-    die "no '-netdev user,id=n0' in the QEMU command line to replace" \
-        "tests/guest/lib.sh guest_qemu_cmd changed: update ${BASH_SOURCE[0]}"
+netns_relay_netdev "$RUN/net.sock"
+base=("${GUEST_CMD[@]}")
 
 declare -A QPID QRC
 # start_qemu NAME EXTRA...: QEMU in the namespace, console into
