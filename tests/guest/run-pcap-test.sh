@@ -126,14 +126,14 @@ runner_check counts-match \
 # the checks see what they are for: cut to 256 bytes a record, the NTBs
 # are truncated and their datagrams missing
 editcap -s 320 "$PCAP" "$LOG.cut.pcap" 2>/dev/null
-(
+# (its numbers in a subshell, not to overwrite the real run's)
+read -r cut_bad cut_short < <(
     decode "$LOG.cut.pcap" "$LOG.cut"
     eval "$(cat "$LOG.cut.sum")"
-    cut_bad=$(wc -l <"$LOG.cut.bad")
-    runner_check check-can-fail "$(runner_ok '[ "$cut_bad" -gt 0 ] && [ "$short_ntbs" -gt 0 ]')" \
-        "a copy cut to 256 data bytes a record: $cut_bad frames flagged, $short_ntbs NTBs short of datagrams"
-    [ "$RUNNER_NFAIL" = 0 ]
-) || RUNNER_NFAIL=$((RUNNER_NFAIL + 1))
+    echo "$(wc -l <"$LOG.cut.bad") $short_ntbs"
+)
+runner_check check-can-fail "$(runner_ok '[ "$cut_bad" -gt 0 ] && [ "$cut_short" -gt 0 ]')" \
+    "a copy cut to 256 data bytes a record: $cut_bad frames flagged, $cut_short NTBs short of datagrams"
 rm -f "$LOG.cut.pcap"
 echo "# $NAME: $ntbs_out OUT NTBs with $decoded_out datagrams (device: ${dev_out:-?})," \
      "$ntbs_in IN NTBs with $decoded_in datagrams (device: ${dev_in:-?})"
