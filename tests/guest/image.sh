@@ -42,8 +42,9 @@
 #       (what `make modules_install INSTALL_MOD_PATH=DIR` leaves in DIR).
 #       ARCH=arm64: arch/arm64/boot/Image (or Image.gz).
 #
-# Idempotent: nothing is rebuilt while the .debs, tests/guest/init.sh,
-# tests/guest/ncm-usbfs-stress.c, gcc and this script are unchanged.
+# Idempotent: nothing is rebuilt while the .debs, tests/guest/init.sh and
+# the init-*.sh of its modes (each copied to /etc/ncm/), ncm-usbfs-stress.c,
+# ncm-ping.c, gcc and this script are unchanged.
 # Downloads go to $NCM_CACHE/debs.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -72,10 +73,8 @@ KERNEL_MODULES=${KERNEL_MODULES:-}
 INIT_SRC=$NCM_TOP/tests/guest/init.sh
 STRESS_SRC=$NCM_TOP/tests/guest/ncm-usbfs-stress.c
 PING_SRC=$NCM_TOP/tests/guest/ncm-ping.c
-PM_SRC=$NCM_TOP/tests/guest/init-pm.sh
-PROFILES_SRC=$NCM_TOP/tests/guest/init-profiles.sh
-TOPOLOGY_SRC=$NCM_TOP/tests/guest/init-topology.sh
-SOAK_SRC=$NCM_TOP/tests/guest/init-soak.sh
+# the modes of /init, one file each (init.sh sources them from /etc/ncm/)
+MODE_SRCS=("$NCM_TOP"/tests/guest/init-*.sh)
 DEBS=$NCM_CACHE/debs
 GUESTS=$NCM_CACHE/guest
 
@@ -417,10 +416,9 @@ key=$( {
     sha256sum < "$INIT_SRC"
     sha256sum < "$STRESS_SRC"
     sha256sum < "$PING_SRC"
-    sha256sum < "$PM_SRC"
-    sha256sum < "$PROFILES_SRC"
-    sha256sum < "$TOPOLOGY_SRC"
-    sha256sum < "$SOAK_SRC"
+    for m in "${MODE_SRCS[@]}"; do
+        echo "${m##*/} $(sha256sum < "$m")"
+    done
     "$GUEST_CC" --version | head -n1
     sha256sum < "$0"
 } | sha256sum | awk '{print $1}')
@@ -503,10 +501,9 @@ else
     cp "$ext/usr/bin/iperf3" "$root/usr/bin/iperf3"
     cp "$ext/sbin/ethtool" "$root/usr/sbin/ethtool"
     install -m 0755 "$INIT_SRC" "$root/init"
-    install -m 0644 "$PM_SRC" "$root/etc/ncm/pm-modes.sh"
-    install -m 0644 "$PROFILES_SRC" "$root/etc/ncm/profile-modes.sh"
-    install -m 0644 "$TOPOLOGY_SRC" "$root/etc/ncm/topology-modes.sh"
-    install -m 0644 "$SOAK_SRC" "$root/etc/ncm/soak-mode.sh"
+    for m in "${MODE_SRCS[@]}"; do
+        install -m 0644 "$m" "$root/etc/ncm/${m##*/}"
+    done
     # Static: the initramfs has only the libraries iperf3 and ethtool need.
     # (-Wno-format-truncation: its messages are cut to their buffers on
     # purpose; aarch64-linux-gnu-gcc inlines far enough to say so)

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=sh
 #
-# Sourced by tests/guest/init.sh (as /etc/ncm/profile-modes.sh) for
+# Sourced by tests/guest/init.sh (as /etc/ncm/init-profiles.sh; it runs
+# profiles_main) for
 # ncm.mode=profiles: several NCM functions in one guest, one per profile=
 # (tests/guest/run-profile-test.sh puts them there), each checked on its
 # own interface.  Interface I is the function whose MAC ends in :0I; its
@@ -110,4 +111,8 @@ profiles_mode() {
     done
     # the host answers cues as it reads the log: give it a moment
     sleep 2
+}
+
+profiles_main() {
+    profiles_mode
 }

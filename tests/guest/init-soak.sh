@@ -3,8 +3,9 @@
 # (SC2013: the kernel command line is words; SC3043: busybox ash has local)
 #
 # The guest side of make soak (tests/guest/run-soak.sh, tests/guest/soak.py):
-# ncm.mode=soak. tests/guest/init.sh sources this from /etc/ncm/soak-mode.sh
-# after init-pm.sh (netwatch, ncm_iface, wait_for, elapsed).
+# ncm.mode=soak. tests/guest/init.sh sources this from /etc/ncm/init-soak.sh
+# and runs soak_main; it uses init.sh's helpers (netwatch, ncm_iface,
+# live_write, lockup_watch).
 #
 # With the interface up (10.0.2.15/24, the host 10.0.2.2 in the soak's
 # network namespace), for ncm.soak_time seconds:
@@ -143,4 +144,9 @@ soak_mode() {
     IFACE=$(ncm_iface) && report_counters
     # the host stops its datagrams when it sees this
     t "soak_done=1"
+}
+
+soak_main() {
+    report_device
+    soak_mode
 }

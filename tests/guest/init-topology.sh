@@ -3,11 +3,10 @@
 # (SC2013: the kernel command line is words; SC3043: busybox ash has local)
 #
 # The controller set-ups of real machines, in the test guest's test mode
-# (tests/guest/init.sh sources this from /etc/ncm/topology-modes.sh after
-# its TCP runs; tests/guest/run-guest-test.sh with the set-ups
+# (tests/guest/init-test.sh sources this from /etc/ncm/init-topology.sh
+# after its TCP runs; tests/guest/run-guest-test.sh with the set-ups
 # tests/guest/lib.sh names ehci-uhci, ehci-ohci, xhci-dual). Uses the
-# helpers of init.sh and of init-pm.sh (sourced first: netwatch, wait_for,
-# ncm_iface, usb_dev_of, cue).
+# helpers of init.sh (netwatch, wait_for, ncm_iface, usb_dev_of, cue).
 #
 #   ncm.companion=1   the device's EHCI port goes to its companion
 #                     controller and back (companion_move)

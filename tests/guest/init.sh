@@ -1,15 +1,23 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
-# shellcheck shell=dash
+# shellcheck shell=dash disable=SC2034
+# (SC2034: the parameters are for the mode files, init-*.sh)
 #
 # /init of the usb-ncm-dl test guest (busybox ash). tests/guest/image.sh
-# copies this file into the initramfs.
+# copies this file into the initramfs, and every tests/guest/init-*.sh
+# into its /etc/ncm/.  This file has the parameters and the helpers the
+# modes share; each mode is in a file of its own, which it sources
+# (mode_file, at the end): init-MODE.sh defines MODE_main.
 #
 # Kernel command line parameters (all optional):
-#   ncm.mode=test|run|bench|stress|scale|shell   default shell
+#   ncm.mode=test|run|bench   see tests/guest/init-test.sh
+#   ncm.mode=stress        see tests/guest/init-stress.sh
+#   ncm.mode=scale         see tests/guest/init-scale.sh
+#   ncm.mode=shell         (the default) see tests/guest/init-shell.sh
 #   ncm.mode=replug|suspend|mcast|ntbsweep   see tests/guest/init-pm.sh
 #   ncm.mode=profiles      see tests/guest/init-profiles.sh
 #   ncm.mode=soak          see tests/guest/init-soak.sh (make soak)
+#   ncm.mode=migrate       see tests/guest/init-migrate.sh
 #   ncm.driver=cdc_ncm     driver whose interface to use (cdc_ether for
 #                          usb-net, virtio_net for virtio-net-pci, any = first)
 #   ncm.wait=60            seconds to wait for that interface, then any non-lo
@@ -392,136 +400,6 @@ live_write() {
     return 0
 }
 
-# live_raise: with the interface up and traffic running (iperf3 -R and a
-# ping every 50 ms) write $LIVE_VALUE to rx_max, then tx_max; repeated
-# $LIVE_ROUNDS times with a return to the driver's first sizes in between
-# (each change makes usbnet unlink its URBs under traffic), ending at
-# $LIVE_VALUE. Keys: live_raise=ok|hang ...|fail; the last writes as
-# set_ntb_size does (rx_max.requested/.write/.readback); live_iperf_rc,
-# live_ping_loss_pct. Returns 1 after a hang.
-live_raise() {
-    local attr ipid rc=0 r v low_rx low_tx out
-    t phase=live-raise
-    lockup_watch
-    low_rx=$(cat "/sys/class/net/$IFACE/cdc_ncm/rx_max" 2>/dev/null)
-    low_tx=$(cat "/sys/class/net/$IFACE/cdc_ncm/tx_max" 2>/dev/null)
-    t "live_raise.before.rx_max=$low_rx"
-    t "live_raise.before.tx_max=$low_tx"
-    [ $((LIVE_ROUNDS % 2)) = 1 ] || LIVE_ROUNDS=$((LIVE_ROUNDS + 1))
-    rm -f /tmp/live-iperf.rc /tmp/live-ping.rc
-    (timeout $((LIVE_TIME + 40)) iperf3 -c "$SERVER" -p "$PORT" -t "$LIVE_TIME" \
-        -R -f m --connect-timeout 10000 > /tmp/live-iperf.out 2>&1
-     echo $? > /tmp/live-iperf.rc) &
-    ipid=$!
-    (timeout $((LIVE_TIME + 40)) ping -q -i 0.05 -c $((LIVE_TIME * 20)) -W 2 \
-        "$GW" > /tmp/live-ping.out 2>&1
-     echo $? > /tmp/live-ping.rc) &
-    sleep 2
-    # from here a lockup's backtrace goes straight to the console
-    dmesg -n 8
-    r=1
-    while [ "$r" -le "$LIVE_ROUNDS" ]; do
-        for attr in rx_max tx_max; do
-            if [ "$r" = "$LIVE_ROUNDS" ]; then
-                t "$attr.requested=$LIVE_VALUE"
-                live_write "$attr" "$LIVE_VALUE" "$attr"
-            else
-                v=$LIVE_VALUE
-                if [ $((r % 2)) = 0 ]; then
-                    if [ "$attr" = rx_max ]; then v=$low_rx; else v=$low_tx; fi
-                fi
-                live_write "$attr" "$v" "live_raise.round$r.$attr"
-            fi
-            case $? in
-            2) return 1 ;;
-            1) rc=1 ;;
-            esac
-            sleep 0.5
-        done
-        r=$((r + 1))
-    done
-    dmesg -n 1
-    if ! wait_file /tmp/live-iperf.rc $((LIVE_TIME + 45)) ||
-       ! wait_file /tmp/live-ping.rc 10; then
-        t "live_raise=hang traffic (iperf3/ping did not end)"
-        dump_stuck "$ipid"
-        return 1
-    fi
-    t "live_iperf_rc=$(cat /tmp/live-iperf.rc)"
-    grep -E 'receiver$|error' /tmp/live-iperf.out
-    out=$(cat /tmp/live-ping.out)
-    t "live_ping_loss_pct=$(echo "$out" | sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p')"
-    if [ "$rc" = 0 ]; then t live_raise=ok; else t live_raise=fail; fi
-    return 0
-}
-
-# Stress mode (ncm-usbfs-stress): one step at a time; after each, cdc_ncm
-# must have the function again and pings must come back.
-STRESS_TIMEOUT=150
-
-# up_again: wait for the interface cdc_ncm makes again, configure it.
-up_again() {
-    local w=$WAIT
-    WAIT=20
-    if ! find_iface || [ "$(driver_of "$IFACE")" != "$DRIVER" ]; then
-        WAIT=$w
-        return 1
-    fi
-    WAIT=$w
-    ip link set "$IFACE" up
-    wait_carrier >/dev/null
-    ip addr add "$IPADDR" dev "$IFACE" 2>/dev/null
-    ip route add default via "$GW" dev "$IFACE" 2>/dev/null
-    return 0
-}
-
-stress_ping() {
-    local out
-    out=$(timeout 30 ping -c 5 -i 0.2 -W 2 "$GW" 2>&1)
-    t "stress_ping.$1=$(echo "$out" | sed -n 's/.*, \([0-9]*\) packets received.*/\1/p') of 5"
-}
-
-stress_mode() {
-    local steps s pid rc
-    steps=$STRESS
-    [ -n "$steps" ] || steps=$(ncm-usbfs-stress list | cut -f1 | tr '\n' ',')
-    t "stress_steps=$steps"
-    ip link set "$IFACE" up
-    wait_carrier || t "warning=no carrier after ${CARRIER_WAIT}s, trying anyway"
-    configure_ip
-    stress_ping baseline
-    lockup_watch
-    for s in $(echo "$steps" | tr ',' ' '); do
-        t "phase=stress-$s"
-        t "stress_step=$s"
-        rm -f /tmp/stress.rc
-        (ncm-usbfs-stress $STRESS_V "$s"; echo $? > /tmp/stress.rc) &
-        pid=$!
-        if ! wait_file /tmp/stress.rc "$STRESS_TIMEOUT"; then
-            echo "STRESS $s FAIL hang: ncm-usbfs-stress did not end within ${STRESS_TIMEOUT}s"
-            dump_stuck "$pid"
-            t "stress_abandoned=$s"
-            return 1
-        fi
-        t "stress_rc.$s=$(cat /tmp/stress.rc)"
-        if up_again; then
-            t "stress_rebind.$s=ok $IFACE"
-        else
-            # the program's own hand-back did not do it: reset and retry
-            t "stress_rebind.$s=fail (no $DRIVER interface within 20s)"
-            timeout 60 ncm-usbfs-stress reset-handback
-            if up_again; then
-                t "stress_rebind_after_reset.$s=ok"
-            else
-                t "stress_rebind_after_reset.$s=fail"
-                return 1
-            fi
-        fi
-        stress_ping "$s"
-    done
-    t stress_done=1
-}
-
 # run_iperf up|down [TAG]: TCP with $PARALLEL streams; results are keyed
 # iperf_TAG_* (TAG defaults to the direction).
 run_iperf() {
@@ -559,58 +437,6 @@ run_iperf() {
     awk -v d="$tag" '
         /sender$/ { for (i = 1; i <= NF; i++) if ($i == "Mbits/sec" && $(i + 1) ~ /^[0-9]+$/)
             printf "NCMTEST iperf_%s_retr=%s\n", d, $(i + 1) }' /tmp/iperf.out
-}
-
-# rx_drop_counters: where received datagrams can be dropped on their way to
-# a socket, one line: the NIC's rx_packets and rx_dropped, the backlog's
-# drops (/proc/net/softnet_stat, column 2), UDP InDatagrams, RcvbufErrors
-# and InErrors (/proc/net/snmp).
-rx_drop_counters() {
-    local backlog=0 v
-    for v in $(awk '{ print $2 }' /proc/net/softnet_stat); do
-        backlog=$((backlog + 0x$v))
-    done
-    echo "$(cat "/sys/class/net/$IFACE/statistics/rx_packets") \
-$(cat "/sys/class/net/$IFACE/statistics/rx_dropped") $backlog \
-$(awk '$1 == "Udp:" && $2 ~ /^[0-9]/ { print $2, $6, $4 }' /proc/net/snmp)"
-}
-
-# run_udp up|down: small-datagram packet rate at an offered load of $UDP
-# Mbit/s. After a download, udp_down_drops says where datagrams were lost
-# in the guest: NIC frames received, NIC drops, backlog drops, UDP
-# datagrams delivered, socket buffer overflows, UDP errors (deltas).
-run_udp() {
-    local dir=$1 flag= rc before
-    [ "$dir" = down ] && flag=-R
-    t "phase=udp-$dir"
-    before=$(rx_drop_counters)
-    timeout $((TIME + 40)) iperf3 -c "$SERVER" -p "$PORT" -t "$TIME" -u \
-        -l 64 -b "${UDP}M" -f m --connect-timeout 10000 $flag \
-        > /tmp/udp.out 2>&1
-    rc=$?
-    grep -E 'receiver$|error' /tmp/udp.out
-    t "udp_${dir}_rc=$rc"
-    echo "$before $(rx_drop_counters)" | awk -v d="$dir" '{
-        printf "NCMTEST udp_%s_drops=nic_rx %d nic_dropped %d backlog %d ",
-            d, $7 - $1, $8 - $2, $9 - $3
-        printf "udp_in %d rcvbuf %d udp_errors %d\n",
-            $10 - $4, $11 - $5, $12 - $6 }'
-    # receiver line: ... Mbits/sec  jitter ms  lost/total (pct%)  receiver
-    awk -v d="$dir" -v t="$TIME" '/receiver$/ {
-        for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\/[0-9]+$/) {
-            split($i, a, "/")
-            printf "NCMTEST udp_%s_pps=%d\n", d, (a[2] - a[1]) / t
-            printf "NCMTEST udp_%s_lost=%s\n", d, a[1]
-        }
-    }' /tmp/udp.out
-}
-
-# set_sysfs_list a=1,b=2: extra cdc_ncm attributes, read back
-set_sysfs_list() {
-    local kv
-    for kv in $(echo "$1" | tr ',' ' '); do
-        set_ntb_size "${kv%%=*}" "${kv#*=}"
-    done
 }
 
 report_counters() {
@@ -653,26 +479,8 @@ cpu_stat_stop() {
     { cat /tmp/prof/stat.start; head -n1 /proc/stat; } > "/tmp/prof/$1.stat"
 }
 
-send_symbols() {
-    [ -n "$SYMBOLS" ] || return 0
-    t phase=send-symbols
-    mkdir -p /tmp/prof
-    grep -i ' t ' /proc/kallsyms > /tmp/prof/kallsyms
-    tar -czf /tmp/prof.tgz -C /tmp prof
-    if nc "$SERVER" "$SYMBOLS" < /tmp/prof.tgz; then
-        t "symbols_sent_bytes=$(wc -c < /tmp/prof.tgz)"
-    else
-        t "symbols_sent_bytes=0"
-    fi
-}
-
-# Scale mode (scripts/bench/bench-scaling.sh): ncm.scale NICs of $DRIVER at
-# once. The one whose MAC ends in :0I gets 10.0.(2+I).15/24 and talks to
-# the iperf3 server at 10.0.(2+I).2 (its own tap on the host). After an
-# idle pause (phase scale-idle: the host samples QEMU's RSS), TCP runs on
-# every NIC at the same time, up then down (phases scale-up, scale-down).
-# Keys: scale_ifaces, scale_DIR_mbps (the sum of the receivers),
-# scale_DIR_each, scale_DIR_rc, irq_scale_DIR.
+# scale_ifaces: every interface of $DRIVER, one a line (the scale and
+# profiles modes)
 scale_ifaces() {
     local d n
     for d in /sys/class/net/*; do
@@ -682,172 +490,90 @@ scale_ifaces() {
     done
 }
 
-scale_mode() {
-    local end list n i mac pairs="" p dir flag sum each rc v
-    end=$(($(secs) + WAIT))
-    while :; do
-        list=$(scale_ifaces)
-        [ "$(echo "$list" | wc -w)" -ge "$SCALE" ] && break
-        [ "$(secs)" -ge "$end" ] && break
-        sleep 0.25
+# Shared by the modes that follow the interface through re-enumerations
+# (init-pm.sh, init-soak.sh, init-topology.sh): the host's cues, the
+# interface of $DRIVER now, and netwatch, the one interface watcher.
+cue() { t "cue=$*"; }
+# cue_final: the host reads the device's counters (cue=stats final); the
+# cue has no answer, so wait long enough for the host to act before /init
+# powers the guest off (it polls the console log every 0.1 s)
+cue_final() { cue stats final; sleep 3; }
+
+# elapsed A B: B - A in seconds, two decimals
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+# ncm_iface: the interface $DRIVER has now (empty when none)
+ncm_iface() {
+    local d n
+    for d in /sys/class/net/*; do
+        n=${d##*/}
+        [ "$n" = lo ] && continue
+        [ "$(driver_of "$n" 2>/dev/null)" = "$DRIVER" ] && { echo "$n"; return 0; }
     done
-    t "scale_ifaces=$(echo "$list" | tr "\n" " ")"
-    for n in $list; do
-        mac=$(cat "/sys/class/net/$n/address")
-        i=$((0x${mac##*:}))
-        pairs="$pairs $n:$i"
-        IFACE=$n
-        set_ntb_size rx_max "$RX_MAX"
-        set_ntb_size tx_max "$TX_MAX"
-        ip link set "$n" up
-    done
-    t phase=carrier
-    for p in $pairs; do
-        IFACE=${p%%:*}
-        wait_carrier >/dev/null || t "warning=no carrier on $IFACE"
-        ip addr add "10.0.$((2 + ${p#*:})).15/24" dev "$IFACE"
-    done
-    t phase=ping
-    for p in $pairs; do
-        ping -c 3 -i 0.2 -W 2 "10.0.$((2 + ${p#*:})).2" >/dev/null 2>&1 ||
-            t "warning=no ping reply on ${p%%:*}"
-    done
-    t phase=scale-idle
-    sleep 3
-    for dir in up down; do
-        flag=
-        [ "$dir" = down ] && flag=-R
-        t "phase=scale-$dir"
-        cpu_stat_start
-        for p in $pairs; do
-            i=${p#*:}
-            rm -f "/tmp/scale-$i.rc"
-            (timeout $((TIME + 40)) iperf3 -c "10.0.$((2 + i)).2" -p "$PORT" \
-                -t "$TIME" -f m --connect-timeout 10000 $flag \
-                > "/tmp/scale-$i.out" 2>&1
-             echo $? > "/tmp/scale-$i.rc") &
-        done
-        wait
-        cpu_stat_stop "scale_$dir"
-        sum=0 each="" rc=""
-        for p in $pairs; do
-            i=${p#*:}
-            v=$(awk '/receiver$/ { for (k = 1; k <= NF; k++)
-                if ($k == "Mbits/sec") v = $(k - 1) } END { print v + 0 }' \
-                "/tmp/scale-$i.out")
-            sum=$(awk -v a="$sum" -v b="$v" 'BEGIN { print a + b }')
-            each="$each $v"
-            rc="$rc $(cat "/tmp/scale-$i.rc" 2>/dev/null)"
-        done
-        t "scale_${dir}_mbps=$sum"
-        t "scale_${dir}_each=${each# }"
-        t "scale_${dir}_rc=${rc# }"
-    done
+    return 1
 }
 
-# Migrate mode (tests/guest/run-migrate-test.sh live-migrates QEMU while
-# this runs). With the interface up, rx_max/tx_max go to $RX_MAX/$TX_MAX
-# (64 KiB) and 10 pings pass; then, from phase migrate-traffic on, iperf3
-# up to $PORT and down (-R) from $PORT+1 for $TIME s at the same time, and
-# a ping every 100 ms; then 20 pings (keys ping_after_*). Keys: mig_t0
-# (uptime when the traffic starts), mig_DIR_rc (hang: no end), mig_DIR_mbps
-# (receiver), mig_DIR_intervals ("end-s:Mbit/s ...", iperf3's seconds),
-# mig_DIR_error, mig_ping_sent/received/lost, mig_ping_gap_ms (the longest
-# time between two answered pings; 100 when none is lost), mig_ping_max_ms
-# (highest RTT). Guest time stands still while QEMU is stopped for the
-# switch-over: the host measures the wall-clock outage itself.
-migrate_mode() {
-    local d port flag f
-    ip link set "$IFACE" up
-    wait_carrier || t "warning=no carrier after ${CARRIER_WAIT}s, trying anyway"
-    configure_ip
-    set_ntb_size rx_max "$RX_MAX"
-    set_ntb_size tx_max "$TX_MAX"
-    wait_carrier >/dev/null
-    run_ping 56 ping 10
-    lockup_watch
-    rm -f /tmp/mig-*.rc
-    t phase=migrate-traffic
-    t "mig_t0=$(now)"
-    for d in up down; do
-        port=$PORT flag=
-        [ "$d" = down ] && port=$((PORT + 1)) flag=-R
-        (timeout $((TIME + 60)) iperf3 -c "$SERVER" -p "$port" -t "$TIME" \
-            -i 1 -f m --connect-timeout 10000 $flag > "/tmp/mig-$d.out" 2>&1
-         echo $? > "/tmp/mig-$d.rc") &
+# netwatch: in the background, give the interface its address again
+# whenever it comes back (after a re-enumeration it is a new netdev with
+# nothing configured). Prints netwatch=gone T / netwatch=configured IF T.
+# Stopped by touching /tmp/netwatch.stop.
+netwatch_start() {
+    rm -f /tmp/netwatch.stop
+    (
+        state=up
+        while [ ! -e /tmp/netwatch.stop ]; do
+            n=$(ncm_iface)
+            if [ -z "$n" ]; then
+                [ "$state" = gone ] || { t "netwatch=gone $(now)"; state=gone; }
+            elif ! ip -4 addr show dev "$n" 2>/dev/null | grep -q 'inet '; then
+                [ -n "$NETWATCH_NO_V6" ] &&
+                    echo 1 > "/proc/sys/net/ipv6/conf/$n/disable_ipv6" 2>/dev/null
+                ip link set "$n" up
+                ip addr add "$IPADDR" dev "$n" 2>/dev/null
+                ip route add default via "$GW" dev "$n" 2>/dev/null
+                t "netwatch=configured $n $(now)"
+                state=up
+            fi
+            sleep 0.2
+        done
+    ) &
+}
+netwatch_stop() { touch /tmp/netwatch.stop; sleep 0.5; }
+
+# usb_dev_of IFACE: the USB device directory of a network interface
+usb_dev_of() { readlink -f "/sys/class/net/$1/device/.."; }
+
+# dmesg_count PATTERN
+dmesg_count() { dmesg | grep -c "$1"; }
+
+# wait_for SECONDS COMMAND...: until COMMAND succeeds (0) or time is up
+wait_for() {
+    local end=$(($(secs) + $1))
+    shift
+    until "$@"; do
+        [ "$(secs)" -ge "$end" ] && return 1
+        sleep 0.1
     done
-    (timeout $((TIME + 60)) ping -i 0.1 -c $((TIME * 10)) -W 2 "$GW" \
-        > /tmp/mig-ping.out 2>&1
-     echo $? > /tmp/mig-ping.rc) &
-    for f in up down ping; do
-        wait_file "/tmp/mig-$f.rc" $((TIME + 70)) || echo hang > "/tmp/mig-$f.rc"
-    done
-    t phase=migrate-results
-    for d in up down; do
-        t "mig_${d}_rc=$(cat "/tmp/mig-$d.rc")"
-        grep -E 'receiver$|error|interrupt' "/tmp/mig-$d.out"
-        t "mig_${d}_error=$(grep -m1 -E 'error|interrupt' "/tmp/mig-$d.out")"
-        # "[  5]   3.00-4.00   sec  25.2 MBytes   211 Mbits/sec ..."
-        awk -v d="$d" '
-            /Mbits\/sec/ {
-                for (i = 1; i <= NF; i++) if ($i == "Mbits/sec") v = $(i - 1)
-                if (/receiver$/) { rx = v; next }
-                if (/sender$/) next
-                for (i = 1; i <= NF; i++) if ($i ~ /^[0-9.]+-[0-9.]+$/) {
-                    split($i, r, "-"); iv = iv " " r[2] + 0 ":" v
-                }
-            }
-            END {
-                printf "NCMTEST mig_%s_mbps=%s\n", d, rx
-                printf "NCMTEST mig_%s_intervals=%s\n", d, substr(iv, 2)
-            }' "/tmp/mig-$d.out"
-    done
-    t "mig_ping_rc=$(cat /tmp/mig-ping.rc)"
-    # busybox: "64 bytes from 10.0.2.2: seq=12 ttl=64 time=1.234 ms"
-    awk '
-        BEGIN { prev = -1; gap = 0 }
-        /seq=/ {
-            s = $0; sub(/.*seq=/, "", s); s += 0
-            if (s - prev > gap) gap = s - prev
-            prev = s; got++
-            r = $0; sub(/.*time=/, "", r); r += 0; if (r > max) max = r
-        }
-        / packets transmitted/ { sent = $1 }
-        END {
-            if (sent - prev > gap) gap = sent - prev
-            printf "NCMTEST mig_ping_sent=%d\nNCMTEST mig_ping_received=%d\n", sent, got
-            printf "NCMTEST mig_ping_lost=%d\nNCMTEST mig_ping_gap_ms=%d\n", sent - got, gap * 100
-            printf "NCMTEST mig_ping_max_ms=%s\n", max
-        }' /tmp/mig-ping.out
-    run_ping 56 ping_after 20
-    report_counters
+    return 0
 }
 
-shell_mode() {
-    echo
-    echo "usb-ncm-dl guest shell (busybox). Kernel $(uname -r)."
-    if [ -n "$IFACE" ]; then
-        echo "Network: $IFACE (driver $(driver_of "$IFACE")), $IPADDR, gateway $GW."
-    else
-        echo "No network interface was found: see 'dmesg | grep -i usb'."
-    fi
-    local i=${IFACE:-eth0}
-    cat <<EOF
-Try:  ip link; ip addr              interfaces and addresses
-      grep . /sys/class/net/$i/cdc_ncm/*    negotiated NTB parameters
-      echo 65536 > /sys/class/net/$i/cdc_ncm/rx_max   (also tx_max)
-      ethtool -S $i                 cdc_ncm counters (tx_reason_*, ntbs)
-      ping -c 5 $GW                 slirp's gateway (the host)
-      iperf3 -c $SERVER -p $PORT -t 5 [-R]   to the host's iperf3 server
-      dmesg | grep -i -e usb -e cdc    kernel messages (dmesg -n 7: live)
-      ncm-usbfs-stress list         usbfs stress steps; "ncm-usbfs-stress -v
-                                    in-4" runs one (takes $i from cdc_ncm)
-Leave with 'exit' (powers off) or Ctrl-A X (quits QEMU).
-EOF
-    # The serial line has no size: take the host terminal's.
-    [ -n "$COLS" ] && [ -n "$ROWS" ] && stty cols "$COLS" rows "$ROWS" 2>/dev/null
-    setsid cttyhack sh -l
-    poweroff -f
+iface_gone() { ! ncm_iface >/dev/null; }
+iface_back() { ncm_iface >/dev/null; }
+iface_configured() {
+    local n
+    n=$(ncm_iface) && ip -4 addr show dev "$n" | grep -q 'inet ' &&
+        [ "$(cat "/sys/class/net/$n/carrier" 2>/dev/null)" = 1 ]
+}
+
+# mode_file MODE: which /etc/ncm/init-FILE.sh (tests/guest/init-FILE.sh)
+# carries MODE; it defines FILE_main, which runs the mode
+mode_file() {
+    case $1 in
+    test|run|bench) echo test ;;
+    replug|suspend|mcast|ntbsweep) echo pm ;;
+    profiles|migrate|soak|scale|stress|shell) echo "$1" ;;
+    *) return 1 ;;
+    esac
 }
 
 t phase=boot
@@ -859,103 +585,19 @@ t phase=iface
 if ! find_iface; then
     t iface=none
     t "error=no network interface appeared (driver $DRIVER) within ${WAIT}s"
-    [ "$MODE" = shell ] && shell_mode
+    if [ "$MODE" = shell ]; then
+        . /etc/ncm/init-shell.sh
+        shell_mode
+    fi
     finish
 fi
 
-case $MODE in
-replug|suspend|mcast|ntbsweep)
-    # tests/guest/init-pm.sh: re-enumeration, suspend, multicast, NTB sizes
-    . /etc/ncm/pm-modes.sh
-    report_device
-    "${MODE}_mode"
-    finish
-    ;;
-profiles)
-    # tests/guest/init-profiles.sh: one interface per profile= preset
-    . /etc/ncm/profile-modes.sh
-    profiles_mode
-    finish
-    ;;
-migrate)
-    report_device
-    migrate_mode
-    finish
-    ;;
-soak)
-    # tests/guest/init-soak.sh: traffic for make soak
-    . /etc/ncm/pm-modes.sh
-    . /etc/ncm/soak-mode.sh
-    report_device
-    soak_mode
-    finish
-    ;;
-scale)
-    scale_mode
-    finish
-    ;;
-stress)
-    report_device
-    set_ntb_size rx_max "$RX_MAX"
-    set_ntb_size tx_max "$TX_MAX"
-    stress_mode
-    finish
-    ;;
-shell)
-    ip link set "$IFACE" up
-    wait_carrier >/dev/null
-    configure_ip
-    shell_mode
-    ;;
-test|run|bench)
-    report_device
-    set_ntb_size rx_max "$RX_MAX"
-    set_ntb_size tx_max "$TX_MAX"
-    set_sysfs_list "$SYSFS"
-    if [ -d "/sys/class/net/$IFACE/cdc_ncm" ]; then
-        for f in min_tx_pkt tx_timer_usecs rx_max tx_max; do
-            t "after.cdc_ncm.$f=$(cat "/sys/class/net/$IFACE/cdc_ncm/$f")"
-        done
-    fi
-    t phase=carrier
-    ip link set "$IFACE" up
-    wait_carrier || t "warning=no carrier after ${CARRIER_WAIT}s, trying anyway"
-    configure_ip
-    run_pings
-    # ncm.parallel=1,4: one run per stream count, keys tagged _p1/_p4
-    for p in $(echo "$PARALLEL_LIST" | tr ',' ' '); do
-        PARALLEL=$p
-        for d in $(echo "$DIRS" | tr ',' ' '); do
-            case $PARALLEL_LIST in
-            *,*) run_iperf "$d" "${d}_p$p" ;;
-            *) run_iperf "$d" ;;
-            esac
-        done
-    done
-    if [ "$UDP" != 0 ]; then
-        for d in $(echo "$DIRS" | tr ',' ' '); do
-            run_udp "$d"
-        done
-    fi
-    # tests/guest/init-topology.sh: a port moved to the EHCI's companion
-    # and back (ncm.companion=1), a second interface (ncm.nics=2)
-    if grep -qE 'ncm\.(companion|nics)=' /proc/cmdline; then
-        . /etc/ncm/pm-modes.sh
-        . /etc/ncm/topology-modes.sh
-        topology_run
-    fi
-    if [ "$LIVE_RAISE" = 1 ]; then
-        if ! live_raise; then
-            finish
-        fi
-        run_ping 56 ping_after
-    fi
-    report_counters
-    send_symbols
-    finish
-    ;;
-*)
+# the mode: its file, then its FILE_main
+if ! MODE_FILE=$(mode_file "$MODE"); then
     t "error=unknown ncm.mode=$MODE"
     finish
-    ;;
-esac
+fi
+# shellcheck source=/dev/null # (the initramfs' copy of tests/guest/init-*.sh)
+. "/etc/ncm/init-$MODE_FILE.sh"
+"${MODE_FILE}_main"
+finish

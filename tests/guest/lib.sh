@@ -494,3 +494,72 @@ for k in sys.argv[2].split("."):
 print(v)
 PY
 }
+
+# The runner skeleton every tests/guest/run-*-test.sh uses: one verdict
+# line per check, in the format scripts/check/check.sh and CI count
+# ("PASS: PREFIX/CHECK", "FAIL: PREFIX/CHECK (WHY)", "SKIP: PREFIX (WHY)"),
+# and the summary.  Write the CHECK names as literal strings at the call
+# (runner_check ping-56 ...), so that grepping a test's name finds it.
+#
+# runner_begin PREFIX [LOG]: start counting; PREFIX is the part of every
+#   name before the check (guest/jumbo-ehci, dropout, replay, install);
+#   with LOG (a path relative to the top) every FAIL ends "; log LOG".
+#   A FAIL's WHY gets, in this order: what the script's runner_why CHECK
+#   prints when it defines that function (run-guest-test.sh: the
+#   timeout), "; $QEMU_DIED" when the script set QEMU_DIED (how QEMU or
+#   the guest kernel died), then the log.
+# runner_pass CHECK / runner_fail CHECK WHY... / runner_skip WHY
+# runner_check CHECK STATUS WHY: PASS when STATUS is 0, else FAIL with WHY
+# runner_ok EXPR: 0 when EXPR (eval'd) is true, else 1, on stdout: for
+#   runner_check CHECK "$(runner_ok '[ "$x" = 1 ]')" "x=$x"
+# runner_end [EXTRA]: the summary "PREFIX: N checks passed, M failed
+#   [EXTRA]" (a note); returns non-zero when a check failed.
+# RUNNER_NPASS, RUNNER_NFAIL: the counts (a FAIL printed elsewhere, as by
+#   sanitizer_fail, adds to RUNNER_NFAIL itself).
+runner_begin() {
+    RUNNER_PREFIX=$1
+    RUNNER_LOG=${2:-}
+    RUNNER_NPASS=0
+    RUNNER_NFAIL=0
+    QEMU_DIED=""
+}
+
+runner_pass() {
+    echo "PASS: $RUNNER_PREFIX/$1"
+    RUNNER_NPASS=$((RUNNER_NPASS + 1))
+}
+
+runner_fail() {
+    local name=$1 why
+    shift
+    why=$*
+    if declare -F runner_why >/dev/null; then
+        why=$why$(runner_why "$name" || true)
+    fi
+    [ -z "${QEMU_DIED:-}" ] || why="$why; $QEMU_DIED"
+    [ -z "$RUNNER_LOG" ] || why="$why; log $RUNNER_LOG"
+    echo "FAIL: $RUNNER_PREFIX/$name ($why)"
+    RUNNER_NFAIL=$((RUNNER_NFAIL + 1))
+}
+
+runner_skip() {
+    echo "SKIP: $RUNNER_PREFIX ($1)"
+}
+
+runner_check() {
+    if [ "$2" = 0 ]; then
+        runner_pass "$1"
+    else
+        runner_fail "$1" "$3"
+    fi
+}
+
+runner_ok() {
+    if eval "$1"; then echo 0; else echo 1; fi
+}
+
+# shellcheck disable=SC2120 # EXTRA is optional
+runner_end() {
+    note "$RUNNER_PREFIX: $RUNNER_NPASS checks passed, $RUNNER_NFAIL failed${1:+ $1}"
+    [ "$RUNNER_NFAIL" = 0 ]
+}

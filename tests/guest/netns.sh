@@ -2,8 +2,8 @@
 # shellcheck shell=bash disable=SC2034
 #
 # The network backends of make bench, make profile and make bench-scaling,
-# and the private network of the live-migration test
-# (tests/guest/run-migrate-test.sh).  Sourced after tests/guest/lib.sh.
+# and the private network of the live-migration test and the soak
+# (tests/guest/run-migrate-test.sh, run-soak.sh: netns_relay_up).  Sourced after tests/guest/lib.sh.
 #
 # tap:   a private network namespace holds tap0..tapN-1 (tapI is
 #        10.0.(2+I).2/24; the guest keeps 10.0.2.15 on its first NIC), one
@@ -111,4 +111,38 @@ backend_apply() {
         cmd+=(-netdev "tap,id=n$i,ifname=tap$i,script=no,downscript=no")
     done
     GUEST_CMD=("${cmd[@]}")
+}
+
+# netns_relay_up NAME LOGDIR SOCK: the private network of the live
+# migration and the soak: netns_up NAME 1 LOGDIR, a second iperf3 server
+# on port NETNS_PORT+1 (one for each direction), and
+# tests/guest/migrate-relay.py between tap0 and the unix socket SOCK,
+# where QEMU's -netdev stream connects (netns_relay_netdev; the relay
+# outlives the switch from one QEMU to the other); waits for SOCK.
+netns_relay_up() {
+    local ns=$1 logdir=$2 sock=$3 port=$((NETNS_PORT + 1))
+    netns_up "$ns" 1 "$logdir"
+    ip netns exec "$ns" iperf3 -s -B 10.0.2.2 -p "$port" \
+        >"$logdir/iperf3-server-$port.log" 2>&1 &
+    NETNS_PIDS+=($!)
+    ip netns exec "$ns" python3 "$NCM_TOP/tests/guest/migrate-relay.py" tap0 "$sock" \
+        2>"$logdir/relay.log" &
+    NETNS_PIDS+=($!)
+    for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+    [ -S "$sock" ] || die "the relay did not start" "see $logdir/relay.log"
+}
+
+# netns_relay_netdev SOCK: GUEST_CMD's -netdev user,id=n0 becomes a
+# -netdev stream client of SOCK (the relay of netns_relay_up)
+netns_relay_netdev() {
+    local i found=0
+    for i in "${!GUEST_CMD[@]}"; do
+        if [ "${GUEST_CMD[$i]}" = user,id=n0 ]; then
+            GUEST_CMD[i]=stream,id=n0,server=off,addr.type=unix,addr.path=$1
+            found=1
+        fi
+    done
+    [ "$found" = 1 ] ||
+        die "no '-netdev user,id=n0' in the QEMU command line to replace" \
+            "tests/guest/lib.sh guest_qemu_cmd changed: update netns_relay_netdev in ${BASH_SOURCE[0]}"
 }

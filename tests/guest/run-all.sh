@@ -41,156 +41,103 @@ set -euo pipefail
 
 DEVICE=${1:-${NCM_DEVICE:-usb-ncm-dl}}
 CONTROLLERS=${GUEST_CONTROLLERS-xhci xhci-hs ehci uhci ohci}
-STRESS=${GUEST_STRESS-xhci ehci}
-MIGRATE=${GUEST_MIGRATE-xhci}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
 status=0
 timing=()
-# arm64_legs CONTROLLER...: run-guest-test.sh on the arm64 guest (QEMU
+# arm64_leg CONTROLLER DEVICE: run-guest-test.sh on the arm64 guest (QEMU
 # names the x86 one, unless ARCH=arm64 made the whole run arm64's)
 QEMU_ARM64=$NCM_BUILD/qemu-aarch64/qemu-system-aarch64
 [ "$NCM_ARCH" = arm64 ] && QEMU_ARM64=${QEMU:-$QEMU_ARM64}
-arm64_legs() {
-    local c t0 qemu=$QEMU_ARM64
-    for c in "$@"; do
+# shellcheck disable=SC2317 # (called by leg)
+arm64_leg() {
+    ARCH=arm64 QEMU=$QEMU_ARM64 bash "$NCM_TOP/tests/guest/run-guest-test.sh" "$@"
+}
+# soak_leg SECONDS: the soak's smoke, a fault every 4 s unless told
+# shellcheck disable=SC2317 # (called by leg)
+soak_leg() {
+    SOAK_FAULT_EVERY=${SOAK_FAULT_EVERY:-4} bash "$NCM_TOP/tests/guest/run-soak.sh" "$@"
+}
+
+# leg LABEL DEVICES RUNNER DEV ITEMS: one run of RUNNER (a script in
+# tests/guest/ or a function above) per word of ITEMS, when DEVICE matches
+# the pattern DEVICES; an item a:b:c is the arguments a b c, "." none;
+# DEV "dev": DEVICE is the last argument.  LABEL names the run in the
+# times of the summary, % standing for the item (its colons as dashes).
+leg() {
+    local label=$1 devices=$2 runner=$3 dev=$4 items=$5 item t0 args
+    # shellcheck disable=SC2254 # DEVICES is a pattern
+    case $DEVICE in $devices) ;; *) return 0 ;; esac
+    for item in $items; do
         t0=$SECONDS
-        if [ ! -x "$qemu" ]; then
-            echo "FAIL: guest/arm64-$c/qemu ($qemu is not built: ARCH=arm64 make qemu)" |
+        args=()
+        [ "$item" = . ] || IFS=: read -ra args <<<"$item"
+        [ "$dev" = dev ] && args+=("$DEVICE")
+        if [ "$runner" = arm64_leg ] && [ ! -x "$QEMU_ARM64" ]; then
+            echo "FAIL: guest/arm64-$item/qemu ($QEMU_ARM64 is not built: ARCH=arm64 make qemu)" |
                 tee -a "$out"
             status=1
             continue
         fi
-        ARCH=arm64 QEMU=$qemu bash "$NCM_TOP/tests/guest/run-guest-test.sh" "$c" "$DEVICE" 2>&1 |
-            tee -a "$out" || status=1
-        timing+=("arm64-$c $((SECONDS - t0))s")
+        if declare -F "$runner" >/dev/null; then
+            "$runner" "${args[@]}" 2>&1 | tee -a "$out" || status=1
+        else
+            bash "$NCM_TOP/tests/guest/$runner" "${args[@]}" 2>&1 |
+                tee -a "$out" || status=1
+        fi
+        timing+=("${label//%/${item//:/-}} $((SECONDS - t0))s")
     done
 }
+
 if [ "$NCM_ARCH" = arm64 ]; then
-    # shellcheck disable=SC2086 # one controller a word
-    arm64_legs ${GUEST_ARM64-xhci ehci}
+    leg 'arm64-%' '*' arm64_leg dev "${GUEST_ARM64-xhci ehci}"
     npass=$(grep -c '^PASS: ' "$out" || true)
     nfail=$(grep -c '^FAIL: ' "$out" || true)
     [ "$nfail" = 0 ] && [ "$npass" -gt 0 ] || status=1
     echo "check-guest (arm64): $npass passed, $nfail failed (time per run: ${timing[*]})"
     exit "$status"
 fi
-for c in $CONTROLLERS; do
-    t0=$SECONDS
-    bash "$NCM_TOP/tests/guest/run-guest-test.sh" "$c" "$DEVICE" 2>&1 |
-        tee -a "$out" || status=1
-    timing+=("$c $((SECONDS - t0))s")
-done
-# the same checks on an arm64 guest (about 2.5 minutes)
-case $DEVICE in
-usb-ncm*)
-    # shellcheck disable=SC2086 # one controller a word
-    arm64_legs ${GUEST_ARM64-xhci}
-    ;;
-esac
-# the controller set-ups of real machines, one boot each (about 1 minute)
-case $DEVICE in
-usb-ncm*)
-    for c in ${GUEST_TOPOLOGIES-ehci-uhci ehci-ohci xhci-hub xhci-dual}; do
-        t0=$SECONDS
-        bash "$NCM_TOP/tests/guest/run-guest-test.sh" "$c" "$DEVICE" 2>&1 |
-            tee -a "$out" || status=1
-        timing+=("$c $((SECONDS - t0))s")
-    done
-    ;;
-esac
-case $DEVICE in
-usb-ncm*)
-    for c in $STRESS; do
-        t0=$SECONDS
-        bash "$NCM_TOP/tests/guest/run-stress-test.sh" "$c" "$DEVICE" 2>&1 |
-            tee -a "$out" || status=1
-        timing+=("stress-$c $((SECONDS - t0))s")
-    done
-    for c in $MIGRATE; do
-        t0=$SECONDS
-        bash "$NCM_TOP/tests/guest/run-migrate-test.sh" "$c" "$DEVICE" 2>&1 |
-            tee -a "$out" || status=1
-        timing+=("migrate-$c $((SECONDS - t0))s")
-    done
-    ;;
-esac
-# re-enumeration and suspend (tests/guest/run-pm-test.sh MODE CONTROLLER):
-# autosuspend and S3 at super speed (function remote wake), remote-wakeup=off
-# at high speed (DEVICE_REMOTE_WAKEUP never enabled). About 4 minutes.
-case $DEVICE in
-usb-ncm*)
-    for p in ${GUEST_PM-replug:xhci suspend:xhci suspend-nowake:xhci-hs}; do
-        t0=$SECONDS
-        bash "$NCM_TOP/tests/guest/run-pm-test.sh" "${p%%:*}" "${p#*:}" "$DEVICE" 2>&1 |
-            tee -a "$out" || status=1
-        timing+=("${p%%:*}-${p#*:} $((SECONDS - t0))s")
-    done
-    ;;
-esac
+
+soak=${GUEST_SOAK-50}
+[ "$soak" != 0 ] || soak=""
+# shellcheck disable=SC2086 # one scenario a word, joined by colons
+replay=$(echo ${GUEST_REPLAY-xhci ehci dropout} | tr ' ' ':')
+install=.
+[ "${GUEST_INSTALL:-1}" != 0 ] || install=""
+
+# The legs, in order (each ITEMS word one run):
+#   LABEL        DEVICES      RUNNER               DEV  ITEMS
+# the checks of run-guest-test.sh under every controller; the same on
+# an arm64 guest (about 2.5 minutes); the controller set-ups of real
+# machines, one boot each (about 1 minute); the usbfs stress; a live
+# migration
+leg '%'          '*'          run-guest-test.sh    dev  "$CONTROLLERS"
+leg 'arm64-%'    'usb-ncm*'   arm64_leg            dev  "${GUEST_ARM64-xhci}"
+leg '%'          'usb-ncm*'   run-guest-test.sh    dev  "${GUEST_TOPOLOGIES-ehci-uhci ehci-ohci xhci-hub xhci-dual}"
+leg 'stress-%'   'usb-ncm*'   run-stress-test.sh   dev  "${GUEST_STRESS-xhci ehci}"
+leg 'migrate-%'  'usb-ncm*'   run-migrate-test.sh  dev  "${GUEST_MIGRATE-xhci}"
+# re-enumeration and suspend (run-pm-test.sh MODE CONTROLLER): autosuspend
+# and S3 at super speed (function remote wake), remote-wakeup=off at high
+# speed (DEVICE_REMOTE_WAKEUP never enabled). About 4 minutes.
+leg '%'          'usb-ncm*'   run-pm-test.sh       dev  "${GUEST_PM-replug:xhci suspend:xhci suspend-nowake:xhci-hs}"
 # the profile= presets, one boot per controller for all five, and jumbo
 # frames at cdc_ncm's limit. About 5 minutes.
-case $DEVICE in
-usb-ncm*)
-    for c in ${GUEST_PROFILES-xhci uhci}; do
-        t0=$SECONDS
-        bash "$NCM_TOP/tests/guest/run-profile-test.sh" "$c" 2>&1 |
-            tee -a "$out" || status=1
-        timing+=("profiles-$c $((SECONDS - t0))s")
-    done
-    for c in ${GUEST_JUMBO-xhci ehci}; do
-        t0=$SECONDS
-        bash "$NCM_TOP/tests/guest/run-jumbo-test.sh" "$c" 2>&1 |
-            tee -a "$out" || status=1
-        timing+=("jumbo-$c $((SECONDS - t0))s")
-    done
-    ;;
-esac
+leg 'profiles-%' 'usb-ncm*'   run-profile-test.sh  -    "${GUEST_PROFILES-xhci uhci}"
+leg 'jumbo-%'    'usb-ncm*'   run-jumbo-test.sh    -    "${GUEST_JUMBO-xhci ehci}"
 # the soak's smoke: every fault kind, a live migration, QEMU's RSS (about
 # 2 minutes; make soak runs it for 10)
-case $DEVICE in
-usb-ncm-dl)
-    soak=${GUEST_SOAK-50}
-    if [ -n "$soak" ] && [ "$soak" != 0 ]; then
-        t0=$SECONDS
-        SOAK_FAULT_EVERY=${SOAK_FAULT_EVERY:-4} \
-            bash "$NCM_TOP/tests/guest/run-soak.sh" "$soak" 2>&1 |
-            tee -a "$out" || status=1
-        timing+=("soak-$soak $((SECONDS - t0))s")
-    fi
-    ;;
-esac
+leg 'soak-%'     'usb-ncm-dl' soak_leg             -    "$soak"
 # record/replay: TCP both ways with a link flap and a re-enumeration on
 # qemu-xhci and usb-ehci, and the ZLP dropout, each recorded and replayed
-# (the same console output, counters and trace; run-replay-test.sh);
-# GUEST_REPLAY="xhci ehci dropout" picks them ("" for none).  Then the
-# whole-NTB capture decoded by tshark (run-pcap-test.sh, GUEST_PCAP="xhci").
-case $DEVICE in
-usb-ncm-dl)
-    replay=${GUEST_REPLAY-xhci ehci dropout}
-    if [ -n "$replay" ]; then
-        t0=$SECONDS
-        # shellcheck disable=SC2086 # one scenario a word
-        bash "$NCM_TOP/tests/guest/run-replay-test.sh" $replay 2>&1 |
-            tee -a "$out" || status=1
-        timing+=("replay $((SECONDS - t0))s")
-    fi
-    for c in ${GUEST_PCAP-xhci}; do
-        t0=$SECONDS
-        bash "$NCM_TOP/tests/guest/run-pcap-test.sh" "$c" 2>&1 |
-            tee -a "$out" || status=1
-        timing+=("pcap-$c $((SECONDS - t0))s")
-    done
-    ;;
-esac
+# (the same console output, counters and trace; run-replay-test.sh, one
+# run for all the scenarios of GUEST_REPLAY).  Then the whole-NTB capture
+# decoded by tshark (run-pcap-test.sh).
+leg 'replay'     'usb-ncm-dl' run-replay-test.sh   -    "$replay"
+leg 'pcap-%'     'usb-ncm-dl' run-pcap-test.sh     -    "${GUEST_PCAP-xhci}"
 # make install into a temporary prefix, and the tour from there (1.5 min)
-if [ "${GUEST_INSTALL:-1}" != 0 ] && [ "$DEVICE" = usb-ncm-dl ]; then
-    t0=$SECONDS
-    bash "$NCM_TOP/tests/guest/run-install-test.sh" 2>&1 |
-        tee -a "$out" || status=1
-    timing+=("install $((SECONDS - t0))s")
-fi
+leg 'install'    'usb-ncm-dl' run-install-test.sh  -    "$install"
+
 npass=$(grep -c '^PASS: ' "$out" || true)
 nfail=$(grep -c '^FAIL: ' "$out" || true)
 [ "$nfail" = 0 ] || status=1

@@ -79,31 +79,23 @@ LOG_NAME=${LOG_NAME:-$CNAME-$GUEST_DEV_NAME}
 LOG=$NCM_BUILD/guest-logs/$LOG_NAME.log
 REL_LOG=${LOG#"$NCM_TOP"/}
 
-npass=0
-nfail=0
-pass() { echo "PASS: guest/$CNAME/$1"; npass=$((npass + 1)); }
-QEMU_DIED=""
-fail() {
-    local why=$2
-    [ "${rc:-0}" = 124 ] && [ "$1" != poweroff ] && why="$why; QEMU killed after ${GUEST_TIMEOUT}s"
-    [ -n "$QEMU_DIED" ] && why="$why; $QEMU_DIED"
-    echo "FAIL: guest/$CNAME/$1 ($why)"
-    nfail=$((nfail + 1))
+runner_begin "guest/$CNAME"
+# a FAIL of a run QEMU did not finish says so (but for poweroff's own)
+runner_why() {
+    [ "${rc:-0}" = 124 ] && [ "$1" != poweroff ] && echo "; QEMU killed after ${GUEST_TIMEOUT}s"
+    return 0
 }
-# check NAME CONDITION-RESULT(0/1) SEEN
-check() { if [ "$2" = 0 ]; then pass "$1"; else fail "$1" "$3"; fi; }
-ok() { if eval "$1"; then echo 0; else echo 1; fi; }
 
 step "guest test: $CNAME with $DEVICE"
 guest_need_qemu
 if ! guest_has_device "$GUEST_DEV_NAME"; then
-    fail device "$GUEST_QEMU has no -device $GUEST_DEV_NAME"
+    runner_fail device "$GUEST_QEMU has no -device $GUEST_DEV_NAME"
     exit 1
 fi
 
 step "guest image"
 if ! GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir); then
-    fail image "tests/guest/image.sh failed, see the messages above"
+    runner_fail image "tests/guest/image.sh failed, see the messages above"
     exit 1
 fi
 
@@ -170,17 +162,17 @@ if ! grep -q 'NCMTEST phase=boot' "$LOG"; then
     else
         seen="QEMU status $rc: $(grep -v '^#' "$LOG" | grep -a . | tail -n 1 | cut -c1-200)"
     fi
-    fail boot "$seen"
+    runner_fail boot "$seen"
     note "full console log: $REL_LOG"
     exit 1
 fi
-pass boot
+runner_pass boot
 
 is() { if [ "$(v "$1")" = "$2" ]; then echo 0; else echo 1; fi; }
 
 driver=$(v driver)
 err=$(v error)
-check driver "$(is driver "$GUEST_DRIVER")" \
+runner_check driver "$(is driver "$GUEST_DRIVER")" \
     "driver=${driver:-none}, expected $GUEST_DRIVER${err:+; guest: $err}"
 
 if [ "$GUEST_DRIVER" = cdc_ncm ]; then
@@ -190,11 +182,11 @@ if [ "$GUEST_DRIVER" = cdc_ncm ]; then
     [ "$GUEST_DEV_NAME" = usb-ncm-dl ] || want="CDC NCM"
     dline=$(v dmesg)
     case $dline in *"$want"*) r=0 ;; *) r=1 ;; esac
-    check zlp-info "$r" "dmesg: ${dline:-nothing}"
+    runner_check zlp-info "$r" "dmesg: ${dline:-nothing}"
     if [ "$GUEST_DEV_NAME" = usb-ncm-dl ]; then
-        check ntb-in-max "$(is cdc_ncm.dwNtbInMaxSize 65536)" \
+        runner_check ntb-in-max "$(is cdc_ncm.dwNtbInMaxSize 65536)" \
             "dwNtbInMaxSize=$(v cdc_ncm.dwNtbInMaxSize)"
-        check ntb-out-max "$(is cdc_ncm.dwNtbOutMaxSize 65536)" \
+        runner_check ntb-out-max "$(is cdc_ncm.dwNtbOutMaxSize 65536)" \
             "dwNtbOutMaxSize=$(v cdc_ncm.dwNtbOutMaxSize)"
     fi
     # What /init wrote (65536 unless NCM_APPEND says ncm.rx_max=...) must
@@ -213,13 +205,14 @@ if [ "$GUEST_DRIVER" = cdc_ncm ]; then
             [ "$got" = "$exp" ] && r=0
             [ "$m" = tx_max ] && [ "$exp" != "$dev" ] && [ "$got" = $((exp + 1)) ] && r=0
         fi
-        check "${m/_/-}" "$r" "write $req: $(v "$m.write"), read back ${got:-nothing}, expected $exp"
+        # checks rx-max, tx-max
+        runner_check "${m/_/-}" "$r" "write $req: $(v "$m.write"), read back ${got:-nothing}, expected $exp"
     done
 fi
 
-check carrier "$(is carrier 1)" "carrier=$(v carrier) after $(v carrier_wait_s)s"
+runner_check carrier "$(is carrier 1)" "carrier=$(v carrier) after $(v carrier_wait_s)s"
 if [ "$GUEST_IS_USB" = 1 ] && [ -n "$GUEST_USB_SPEED" ]; then
-    check usb-speed "$(is usb_speed_mbps "$GUEST_USB_SPEED")" \
+    runner_check usb-speed "$(is usb_speed_mbps "$GUEST_USB_SPEED")" \
         "the guest sees the device at $(v usb_speed_mbps) Mbit/s, expected $GUEST_USB_SPEED"
 fi
 
@@ -228,17 +221,18 @@ check_ping() {
     local loss r=1
     loss=$(v "$2_loss_pct")
     [ "$loss" = 0 ] && [ "$(v "$2_received")" = 20 ] && r=0
-    check "$1" "$r" "loss ${loss:-?}%, $(v "$2_received") of 20 replies"
+    runner_check "$1" "$r" "loss ${loss:-?}%, $(v "$2_received") of 20 replies"
 }
 check_ping ping ping
 check_ping ping-1400 ping1400
 
+# checks iperf-up, iperf-down
 for d in up down; do
     mbps=$(v iperf_${d}_receiver_mbps)
     r=1
     [ "$(v iperf_${d}_rc)" = 0 ] && [ -n "$mbps" ] &&
         awk -v m="$mbps" 'BEGIN { exit !(m > 0) }' && r=0
-    check "iperf-$d" "$r" "rc=$(v iperf_${d}_rc), ${mbps:-no} Mbit/s"
+    runner_check "iperf-$d" "$r" "rc=$(v iperf_${d}_rc), ${mbps:-no} Mbit/s"
 done
 
 if [ -n "$LIVE" ]; then
@@ -255,10 +249,10 @@ if [ -n "$LIVE" ]; then
     "") seen="the guest never finished the raise (last phase: $(grep -a 'NCMTEST phase=' "$LOG" | tail -n1 | sed 's/.*phase=//'))" ;;
     *) seen=$lr ;;
     esac
-    check live-raise "$r" "$seen"
+    runner_check live-raise "$r" "$seen"
     r=1
     [ "$(v live_iperf_rc)" = 0 ] && r=0
-    check live-raise-traffic "$r" "iperf3 -R during the raise: rc=$(v live_iperf_rc), ping loss $(v live_ping_loss_pct)%"
+    runner_check live-raise-traffic "$r" "iperf3 -R during the raise: rc=$(v live_iperf_rc), ping loss $(v live_ping_loss_pct)%"
     check_ping ping-after-raise ping_after
 fi
 
@@ -266,7 +260,7 @@ fi
 if [ -n "$GUEST_COMPANION" ]; then
     chc=$(v companion_hs_hc)
     note "companion: EHCI $(v companion_ehci), port $(v companion_port); on the EHCI: $chc"
-    check companion-write "$(ok '[[ "$(v companion_write)" == ok* ]]')" \
+    runner_check companion-write "$(runner_ok '[[ "$(v companion_write)" == ok* ]]')" \
         "echo $(v companion_port) > .../$(v companion_ehci)/companion: $(v companion_write)$(v companion_error)"
     for st in fs:12:"on the ${GUEST_COMPANION^^} companion" \
               replug:12:"on the companion again after x-fault-replug-ms" \
@@ -277,9 +271,11 @@ if [ -n "$GUEST_COMPANION" ]; then
         # on the companion: another PCI function, the uhci/ohci driver
         want_drv=ehci
         [ "$sp" = 12 ] && want_drv=$GUEST_COMPANION
-        check "companion-$tag" "$(ok '[ "$(v "companion_${tag}_s")" != never ] && [ -n "$(v "companion_${tag}_s")" ] && [ "$(v "companion_${tag}_speed")" = "$sp" ] && [[ "${hc#* }" == *"$want_drv"* ]]')" \
+        # checks companion-fs, companion-replug, companion-back and
+        # companion-fs-ping, companion-replug-ping, companion-back-ping
+        runner_check "companion-$tag" "$(runner_ok '[ "$(v "companion_${tag}_s")" != never ] && [ -n "$(v "companion_${tag}_s")" ] && [ "$(v "companion_${tag}_speed")" = "$sp" ] && [[ "${hc#* }" == *"$want_drv"* ]]')" \
             "$where: cdc_ncm back after $(v "companion_${tag}_s") s, at $(v "companion_${tag}_speed") Mbit/s (expected $sp) on ${hc:-?} (expected a $want_drv driver); cdc_ncm bound $(v "companion_${tag}_binds") times"
-        check "companion-$tag-ping" "$(ok '[ "$(v "companion_${tag}_ping_received")" = 20 ]')" \
+        runner_check "companion-$tag-ping" "$(runner_ok '[ "$(v "companion_${tag}_ping_received")" = 20 ]')" \
             "$where: $(v "companion_${tag}_ping_received") of 20 pings answered"
         note "companion $tag: back after $(v "companion_${tag}_s") s at $(v "companion_${tag}_speed") Mbit/s on $hc, ping $(v "companion_${tag}_ping_rtt_ms") ms"
     done
@@ -287,14 +283,15 @@ if [ -n "$GUEST_COMPANION" ]; then
 fi
 # two NCM functions with traffic at once (init-topology.sh)
 if [ "$GUEST_NICS" -ge 2 ]; then
-    check second-nic "$(ok '[ "$(v dual_iface)" != none ] && [ -n "$(v dual_iface)" ] && [ "$(v dual_carrier)" = 1 ] && [ "$(v dual_speed)" = "$GUEST_USB_SPEED" ]')" \
+    runner_check second-nic "$(runner_ok '[ "$(v dual_iface)" != none ] && [ -n "$(v dual_iface)" ] && [ "$(v dual_carrier)" = 1 ] && [ "$(v dual_speed)" = "$GUEST_USB_SPEED" ]')" \
         "second cdc_ncm interface: $(v dual_iface) ($(v dual_mac)), carrier $(v dual_carrier), $(v dual_speed) Mbit/s"
-    check second-nic-ping "$(ok '[ "$(v dual_ping_received)" = 10 ]')" \
+    runner_check second-nic-ping "$(runner_ok '[ "$(v dual_ping_received)" = 10 ]')" \
         "$(v dual_ping_received) of 10 pings to 10.0.3.2 answered"
+    # checks dual-iperf-up, dual-ping-up, dual-iperf-down, dual-ping-down
     for d in up down; do
-        check "dual-iperf-$d" "$(ok '[ "$(v "dual_${d}_rc")" = "0 0" ] && awk -v m="$(v "dual_${d}_mbps")" "BEGIN { split(m, a, \" \"); exit !(a[1] > 0 && a[2] > 0) }"')" \
+        runner_check "dual-iperf-$d" "$(runner_ok '[ "$(v "dual_${d}_rc")" = "0 0" ] && awk -v m="$(v "dual_${d}_mbps")" "BEGIN { split(m, a, \" \"); exit !(a[1] > 0 && a[2] > 0) }"')" \
             "iperf3 on both at once: rc $(v "dual_${d}_rc"), $(v "dual_${d}_mbps") Mbit/s"
-        check "dual-ping-$d" "$(ok '[ "$(v "dual_${d}_ping_loss")" = "0 0" ]')" \
+        runner_check "dual-ping-$d" "$(runner_ok '[ "$(v "dual_${d}_ping_loss")" = "0 0" ]')" \
             "ping every 100 ms on each during it: loss $(v "dual_${d}_ping_loss") %"
         note "both at once, $d: $(v "dual_${d}_mbps") Mbit/s; ping loss $(v "dual_${d}_ping_loss") %"
     done
@@ -304,14 +301,14 @@ r=1
 [ "$rc" = 0 ] && grep -q 'NCMTEST phase=done' "$LOG" && r=0
 if [ "$rc" = 124 ]; then seen="timed out after ${GUEST_TIMEOUT}s"
 else seen="QEMU status $rc, guest $(grep -q 'NCMTEST phase=done' "$LOG" && echo finished || echo 'did not finish')"; fi
-check poweroff "$r" "$seen"
+runner_check poweroff "$r" "$seen"
 
 usb=$(v usb_speed_mbps)
 note "$CNAME/$GUEST_DEV_NAME:${usb:+ USB bus $usb Mbit/s,}" \
     "up $(v iperf_up_receiver_mbps) Mbit/s, down $(v iperf_down_receiver_mbps) Mbit/s," \
     "ping $(v ping_rtt_ms) ms, guest uptime $(v uptime)s, boot ${boot_s}s"
 
-if [ "$nfail" -gt 0 ]; then
+if [ "$RUNNER_NFAIL" -gt 0 ]; then
     note "full console log: $REL_LOG"
     if [ "$GUEST_IS_USB" = 1 ]; then
         note "guest dmesg (USB/network lines):"
@@ -319,5 +316,4 @@ if [ "$nfail" -gt 0 ]; then
             tail -n 25 | sed 's/^/      /' || true
     fi
 fi
-note "guest/$CNAME: $npass checks passed, $nfail failed"
-[ "$nfail" = 0 ]
+runner_end

@@ -14,9 +14,8 @@
 # building build/qemu's (scripts/setup/install-qemu.sh).
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/setup/common.sh"
-
-pass() { echo "PASS: install/$1"; }
-fail() { echo "FAIL: install/$1 ($2)"; }
+. "$NCM_TOP/tests/guest/lib.sh"
+runner_begin install
 
 STAGE=$(mktemp -d /tmp/ncm-install.XXXXXX)
 trap 'rm -rf "$STAGE"' EXIT
@@ -30,15 +29,15 @@ LOG=$LOGDIR/install.log
 step "make install PREFIX=$PREFIX DESTDIR=$STAGE"
 if ! PREFIX=$PREFIX DESTDIR=$STAGE \
         bash "$NCM_TOP/scripts/setup/install-qemu.sh" >"$LOG" 2>&1; then
-    fail make-install "install-qemu.sh failed: $(tail -n 1 "$LOG"); log $LOG"
+    runner_fail make-install "install-qemu.sh failed: $(tail -n 1 "$LOG"); log $LOG"
     exit 1
 fi
 # a second run over the first must work too
 if PREFIX=$PREFIX DESTDIR=$STAGE \
         bash "$NCM_TOP/scripts/setup/install-qemu.sh" >>"$LOG" 2>&1; then
-    pass make-install
+    runner_pass make-install
 else
-    fail make-install "a second install over the first failed; log $LOG"
+    runner_fail make-install "a second install over the first failed; log $LOG"
 fi
 
 missing=""
@@ -48,23 +47,23 @@ for f in bin/qemu-system-x86_64 share/qemu/bios-256k.bin \
     [ -s "$ROOT/$f" ] || missing="$missing $f"
 done
 if [ -z "$missing" ]; then
-    pass files
+    runner_pass files
 else
-    fail files "missing in the prefix:$missing"
+    runner_fail files "missing in the prefix:$missing"
 fi
 
 nf=$(ldd "$BIN" 2>&1 | grep -c 'not found' || true)
 if [ "$nf" = 0 ]; then
-    pass libraries
+    runner_pass libraries
 else
-    fail libraries "$nf libraries not found:" \
+    runner_fail libraries "$nf libraries not found:" \
         "$(ldd "$BIN" | grep 'not found' | head -n 3 | paste -sd' ')"
 fi
 
 if "$BIN" -device help 2>/dev/null | grep -q '^name "usb-ncm-dl"'; then
-    pass device
+    runner_pass device
 else
-    fail device "$BIN -device help does not list usb-ncm-dl"
+    runner_fail device "$BIN -device help does not list usb-ncm-dl"
 fi
 
 # The prefix's firmware is what it uses: started with no -L it comes up,
@@ -77,14 +76,14 @@ qemu_up() {
 if qemu_up; then
     mv "$ROOT/share/qemu/bios-256k.bin" "$STAGE/bios-256k.bin"
     if qemu_up; then
-        fail firmware "it started without bios-256k.bin in its prefix:" \
+        runner_fail firmware "it started without bios-256k.bin in its prefix:" \
             "it reads firmware from somewhere else"
     else
-        pass firmware
+        runner_pass firmware
     fi
     mv "$STAGE/bios-256k.bin" "$ROOT/share/qemu/bios-256k.bin"
 else
-    fail firmware "the installed QEMU does not start with no -L:" \
+    runner_fail firmware "the installed QEMU does not start with no -L:" \
         "$(grep -a . "$STAGE/up.out" | tail -n 1)"
 fi
 
@@ -94,13 +93,14 @@ rc=0
 QEMU=$BIN bash "$NCM_TOP/tests/guest/run-guest.sh" --time 2 >"$out" 2>&1 || rc=$?
 sed 's/^/    /' "$out"
 if [ "$rc" != 0 ]; then
-    fail tour "run-guest.sh with QEMU=$BIN exited $rc: $(grep -a . "$out" | tail -n 1); log $out"
+    runner_fail tour "run-guest.sh with QEMU=$BIN exited $rc: $(grep -a . "$out" | tail -n 1); log $out"
 elif ! grep -q 'CDC NCM (SEND ZLP)' "$out"; then
-    fail tour "cdc_ncm did not bind as SEND ZLP; log $out"
+    runner_fail tour "cdc_ncm did not bind as SEND ZLP; log $out"
 elif ! grep -Eq '^  Ping +20/20 replies' "$out"; then
-    fail tour "not 20 of 20 ping replies: $(grep -a '^  Ping' "$out"); log $out"
+    runner_fail tour "not 20 of 20 ping replies: $(grep -a '^  Ping' "$out"); log $out"
 elif grep -q -- '-L /usr/share' "$LOGDIR/run.log"; then
-    fail tour "the boot was given Debian's firmware directories (-L)"
+    runner_fail tour "the boot was given Debian's firmware directories (-L)"
 else
-    pass tour
+    runner_pass tour
 fi
+runner_end

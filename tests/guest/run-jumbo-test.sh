@@ -34,19 +34,14 @@ NS=ncm-jumbo-$$
 GUEST_IP=10.0.2.15
 GUEST_MAC=52:54:00:12:34:56
 
-npass=0
-nfail=0
-pass() { echo "PASS: guest/$CNAME/$1"; npass=$((npass + 1)); }
-fail() { echo "FAIL: guest/$CNAME/$1 ($2; log $REL_LOG)"; nfail=$((nfail + 1)); }
-check() { if [ "$2" = 0 ]; then pass "$1"; else fail "$1" "$3"; fi; }
-ok() { if eval "$1"; then echo 0; else echo 1; fi; }
+runner_begin "guest/$CNAME" "$REL_LOG"
 
 step "guest jumbo test: $CTRL with $DEVICE,max-segment-size=8192, MTU $MTU"
 guest_need_qemu
 netns_need
 guest_device_args "$CTRL" "$DEVICE,max-segment-size=8192,id=ncm0,mac=$GUEST_MAC"
 if ! GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir); then
-    fail image "tests/guest/image.sh failed, see the messages above"
+    runner_fail image "tests/guest/image.sh failed, see the messages above"
     exit 1
 fi
 mkdir -p "$NCM_BUILD/guest-logs"
@@ -100,27 +95,30 @@ step "guest finished (QEMU exit status $rc) after ${boot_s}s"
 
 v() { guest_val "$LOG" "$1"; }
 if ! grep -q 'NCMTEST phase=boot' "$LOG"; then
-    fail boot "no output from /init (QEMU status $rc)"
+    runner_fail boot "no output from /init (QEMU status $rc)"
     exit 1
 fi
 qerr=$(guest_qemu_error "$LOG")
-[ -z "$qerr" ] || fail qemu "QEMU aborted: $qerr"
-check driver "$(ok '[ "$(v driver)" = cdc_ncm ]')" "driver=$(v driver)"
-check mtu "$(ok '[ "$(v mtu)" = 1500 ] && ! grep -q "NCMTEST mtu.set=fail" "$LOG"')" \
+[ -z "$qerr" ] || runner_fail qemu "QEMU aborted: $qerr"
+runner_check driver "$(runner_ok '[ "$(v driver)" = cdc_ncm ]')" "driver=$(v driver)"
+runner_check mtu "$(runner_ok '[ "$(v mtu)" = 1500 ] && ! grep -q "NCMTEST mtu.set=fail" "$LOG"')" \
     "interface MTU $(v mtu) before, set to $MTU: $(grep -c 'NCMTEST mtu.set=fail' "$LOG") failures"
-check ping-56 "$(ok '[ "$(v ping_received)" = 20 ]')" "$(v ping_received) of 20"
-check ping-8000-guest-to-host "$(ok '[ "$(v ping8000_received)" = 20 ]')" \
+runner_check ping-56 "$(runner_ok '[ "$(v ping_received)" = 20 ]')" "$(v ping_received) of 20"
+runner_check ping-8000-guest-to-host "$(runner_ok '[ "$(v ping8000_received)" = 20 ]')" \
     "$(v ping8000_received) of 20 replies to 8000-byte pings"
 replies=$(grep -c 'bytes from' "$LOG.hostping" || true)
 big=$(grep -c '^8008 bytes from' "$LOG.hostping" || true)
-check ping-8000-host-to-guest "$(ok '[ "$big" -ge 10 ] && [ "$big" = "$replies" ]')" \
+runner_check ping-8000-host-to-guest "$(runner_ok '[ "$big" -ge 10 ] && [ "$big" = "$replies" ]')" \
     "$big replies of 8008 bytes ($replies in all) to ping -s 8000 -M do over a tap with MTU $MTU"
-for d in up down; do
-    mbps=$(v iperf_${d}_receiver_mbps)
-    check "tcp-$d" "$(ok '[ "$(v iperf_${d}_rc)" = 0 ] && awk -v m="$mbps" "BEGIN { exit !(m > 0) }"')" \
-        "rc=$(v iperf_${d}_rc), ${mbps:-no} Mbit/s"
-done
-check poweroff "$(ok '[ "$rc" = 0 ] && grep -q "NCMTEST phase=done" "$LOG"')" "QEMU status $rc"
+# tcp_ok DIR: iperf3 finished with some throughput
+tcp_ok() {
+    [ "$(v "iperf_$1_rc")" = 0 ] &&
+        awk -v m="$(v "iperf_$1_receiver_mbps")" 'BEGIN { exit !(m > 0) }'
+}
+runner_check tcp-up "$(runner_ok 'tcp_ok up')" \
+    "rc=$(v iperf_up_rc), $(v iperf_up_receiver_mbps | grep . || echo no) Mbit/s"
+runner_check tcp-down "$(runner_ok 'tcp_ok down')" \
+    "rc=$(v iperf_down_rc), $(v iperf_down_receiver_mbps | grep . || echo no) Mbit/s"
+runner_check poweroff "$(runner_ok '[ "$rc" = 0 ] && grep -q "NCMTEST phase=done" "$LOG"')" "QEMU status $rc"
 note "$CNAME: up $(v iperf_up_receiver_mbps) down $(v iperf_down_receiver_mbps) Mbit/s at MTU $MTU, 8000-byte ping $(v ping8000_rtt_ms) ms, host pings answered $big; boot ${boot_s}s"
-note "guest/$CNAME: $npass checks passed, $nfail failed"
-[ "$nfail" = 0 ]
+runner_end

@@ -62,31 +62,21 @@ SERVER=10.0.2.2
 PORT=$NETNS_PORT                # up; down on PORT+1
 GUEST_IP=10.0.2.15
 
-npass=0
-nfail=0
-pass() { echo "PASS: guest/$CNAME/$1"; npass=$((npass + 1)); }
-QEMU_DIED=""
-fail() {
-    local why=$2
-    [ -n "$QEMU_DIED" ] && why="$why; $QEMU_DIED"
-    echo "FAIL: guest/$CNAME/$1 ($why)"
-    nfail=$((nfail + 1))
-}
-check() { if [ "$2" = 0 ]; then pass "$1"; else fail "$1" "$3"; fi; }
+runner_begin "guest/$CNAME"
 
 step "migration test: $CNAME with $DEVICE"
 guest_need_qemu
 if ! guest_has_device "$GUEST_DEV_NAME"; then
-    fail device "$GUEST_QEMU has no -device $GUEST_DEV_NAME"
+    runner_fail device "$GUEST_QEMU has no -device $GUEST_DEV_NAME"
     exit 1
 fi
 if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: guest/$CNAME (needs root: a network namespace with a tap device)"
+    runner_skip "needs root: a network namespace with a tap device"
     exit 0
 fi
 step "guest image"
 if ! GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir); then
-    fail image "tests/guest/image.sh failed, see the messages above"
+    runner_fail image "tests/guest/image.sh failed, see the messages above"
     exit 1
 fi
 
@@ -104,30 +94,12 @@ rm -rf "$LOGDIR"
 mkdir -p "$LOGDIR"
 
 step "network namespace $NS: tap0 $SERVER/24, iperf3 servers :$PORT :$((PORT + 1))"
-netns_up "$NS" 1 "$LOGDIR"
-ip netns exec "$NS" iperf3 -s -B "$SERVER" -p $((PORT + 1)) \
-    >"$LOGDIR/iperf3-server-$((PORT + 1)).log" 2>&1 &
-NETNS_PIDS+=($!)
-ip netns exec "$NS" python3 "$NCM_TOP/tests/guest/migrate-relay.py" tap0 "$RUN/net.sock" \
-    2>"$LOGDIR/relay.log" &
-NETNS_PIDS+=($!)
-for _ in $(seq 50); do [ -S "$RUN/net.sock" ] && break; sleep 0.1; done
-[ -S "$RUN/net.sock" ] || die "the relay did not start" "see $LOGDIR/relay.log"
+netns_relay_up "$NS" "$LOGDIR" "$RUN/net.sock"
 
 guest_qemu_cmd "$GDIR" "ncm.mode=migrate ncm.driver=$GUEST_DRIVER \
 ncm.server=$SERVER ncm.port=$PORT ncm.time=$MIG_TIME ${NCM_APPEND:-}"
-base=()
-found=0
-for arg in "${GUEST_CMD[@]}"; do
-    if [ "$arg" = "user,id=n0" ]; then
-        arg=stream,id=n0,server=off,addr.type=unix,addr.path=$RUN/net.sock
-        found=1
-    fi
-    base+=("$arg")
-done
-[ "$found" = 1 ] ||
-    die "no '-netdev user,id=n0' in the QEMU command line to replace" \
-        "tests/guest/lib.sh guest_qemu_cmd changed: update ${BASH_SOURCE[0]}"
+netns_relay_netdev "$RUN/net.sock"
+base=("${GUEST_CMD[@]}")
 
 declare -A QPID QRC
 # start_qemu NAME EXTRA...: QEMU in the namespace, console into
@@ -247,33 +219,33 @@ for f in src dst; do
     [ -n "$e" ] && QEMU_DIED="${QEMU_DIED:+$QEMU_DIED; }$f QEMU: $e"
     # SANITIZE=1: an ASan/UBSan report is a FAIL naming its console log
     sanitizer_fail "guest/$CNAME/sanitizer-$f" "$LOGDIR/console-$f.log" ||
-        nfail=$((nfail + 1))
+        RUNNER_NFAIL=$((RUNNER_NFAIL + 1))
 done
 lockup=$(guest_lockup "$LOG")
 hcerr=$(guest_hc_error "$LOG")
 [ -n "$lockup" ] && QEMU_DIED="${QEMU_DIED:+$QEMU_DIED; }guest kernel: $lockup"
 
 if ! grep -q 'NCMTEST phase=boot' "$LOG"; then
-    fail boot "no output from /init (source QEMU status ${QRC[src]}: $(grep -av '^#' "$LOGDIR/console-src.log" | grep -a . | tail -n1 | cut -c1-200))"
+    runner_fail boot "no output from /init (source QEMU status ${QRC[src]}: $(grep -av '^#' "$LOGDIR/console-src.log" | grep -a . | tail -n1 | cut -c1-200))"
     exit 1
 fi
-pass boot
+runner_pass boot
 err=$(v error)
-check driver "$(is driver "$GUEST_DRIVER")" "driver=$(v driver), expected $GUEST_DRIVER${err:+; guest: $err}"
+runner_check driver "$(is driver "$GUEST_DRIVER")" "driver=$(v driver), expected $GUEST_DRIVER${err:+; guest: $err}"
 r=1
 [ "$(v rx_max.readback)" = 65536 ] && [ "$(v tx_max.readback)" = 65536 ] && r=0
-check ntb-64k "$r" "rx_max $(v rx_max.write) -> $(v rx_max.readback), tx_max $(v tx_max.write) -> $(v tx_max.readback)"
+runner_check ntb-64k "$r" "rx_max $(v rx_max.write) -> $(v rx_max.readback), tx_max $(v tx_max.write) -> $(v tx_max.readback)"
 r=1
 [ "$traffic" = 1 ] && [ "$(v ping_received)" = 10 ] && r=0
-check traffic "$r" "$([ "$traffic" = 1 ] || echo 'the guest never started its traffic; ')10 pings first: $(v ping_received) answered"
+runner_check traffic "$r" "$([ "$traffic" = 1 ] || echo 'the guest never started its traffic; ')10 pings first: $(v ping_received) answered"
 [ "$traffic" = 1 ] || { note "full console log: $REL_LOG"; exit 1; }
 
 mst=$(q mig_status)
-check migrate "$([ "$mst" = completed ] && echo 0 || echo 1)" \
+runner_check migrate "$([ "$mst" = completed ] && echo 0 || echo 1)" \
     "status ${mst:-none} ($(q mig_statuses))${mst:+; $(q mig_error)}; see ${LOGDIR#"$NCM_TOP"/}/qmp.log"
 r=1
 [ "$migrated" = 1 ] && grep -aq 'NCMTEST phase=migrate-results' "$LOGDIR/console-dst.log" && r=0
-check dest-runs "$r" "destination $(q dst_status); guest output after the switch: $(grep -av '^#' "$LOGDIR/console-dst.log" | grep -ac NCMTEST) lines"
+runner_check dest-runs "$r" "destination $(q dst_status); guest output after the switch: $(grep -av '^#' "$LOGDIR/console-dst.log" | grep -ac NCMTEST) lines"
 
 # when the traffic stopped: the end of the last second with data
 last_data() {
@@ -282,11 +254,12 @@ last_data() {
 m0=$(awk -v a="$(q mig_start)" -v w="$w_traffic" 'BEGIN { printf "%.1f", a - w }')
 m1=$(awk -v a="$(q mig_end)" -v w="$w_traffic" -v d="$(q mig_downtime_ms)" \
     'BEGIN { printf "%.1f", a - w - d / 1000 }')
+# checks iperf-up, iperf-down
 for d in up down; do
     r=1
     err=$(v "mig_${d}_error")
     [ "$(v "mig_${d}_rc")" = 0 ] && [ -z "$err" ] && r=0
-    check "iperf-$d" "$r" "iperf3 rc=$(v "mig_${d}_rc")${err:+: $err}; data until ${MIG_TIME}s expected, last at $(last_data "$d")s, the migration ran at ${m0}-${m1}s"
+    runner_check "iperf-$d" "$r" "iperf3 rc=$(v "mig_${d}_rc")${err:+: $err}; data until ${MIG_TIME}s expected, last at $(last_data "$d")s, the migration ran at ${m0}-${m1}s"
 done
 
 # The host-side ping: replies "[epoch] 64 bytes from ...: icmp_seq=N ...";
@@ -310,19 +283,19 @@ read -r hp_sent hp_got hp_gap hp_gap_at hp_swgap < <(awk -v end="$(q mig_end)" '
 ' "$LOGDIR/hostping.log")
 r=1
 [ "$hp_got" -gt 0 ] && [ "$hp_gap" -lt "$MAX_GAP" ] && r=0
-check ping-gap "$r" "host-side ping: longest gap ${hp_gap} ms (limit $MAX_GAP), $((hp_sent - hp_got)) of $hp_sent lost"
+runner_check ping-gap "$r" "host-side ping: longest gap ${hp_gap} ms (limit $MAX_GAP), $((hp_sent - hp_got)) of $hp_sent lost"
 r=1
 [ "$(v ping_after_received)" = 20 ] && r=0
-check ping-after "$r" "$(v ping_after_received) of 20 answered after the run"
+runner_check ping-after "$r" "$(v ping_after_received) of 20 answered after the run"
 
 disc=$(guest_dmesg "$LOG" | grep -ac 'USB disconnect' || true)
 binds=$(guest_dmesg "$LOG" | grep -ac 'register .cdc_ncm' || true)
 r=1
 [ "$disc" = 0 ] && [ "$binds" -le 1 ] && [ -z "$hcerr" ] && r=0
-check device-kept "$r" "guest dmesg: $disc USB disconnects, cdc_ncm bound $binds times${hcerr:+, $hcerr}"
+runner_check device-kept "$r" "guest dmesg: $disc USB disconnects, cdc_ncm bound $binds times${hcerr:+, $hcerr}"
 r=1
 [ "${QRC[dst]}" = 0 ] && grep -aq 'NCMTEST phase=done' "$LOGDIR/console-dst.log" && r=0
-check poweroff "$r" "destination QEMU status ${QRC[dst]}"
+runner_check poweroff "$r" "destination QEMU status ${QRC[dst]}"
 
 # iperf3 rates before and after: the guest's interval ends (its seconds
 # since the traffic started) against the wall clock of the migration
@@ -354,11 +327,10 @@ note "RESULT $CNAME: migration $(q mig_total_ms) ms (${m0}s into the traffic), d
     "iperf3 Mbit/s before -> after: up $(rates up "$m0" "$m1"), down $(rates down "$m0" "$m1");" \
     "whole run up $(v mig_up_mbps), down $(v mig_down_mbps); ${run_s}s"
 note "relay: host frames to ${switch:-(no switch after the migrate command)}"
-if [ "$nfail" -gt 0 ]; then
+if [ "$RUNNER_NFAIL" -gt 0 ]; then
     note "full console log: $REL_LOG (source, then destination); QMP: ${LOGDIR#"$NCM_TOP"/}/qmp.log"
     note "guest dmesg (USB/network lines):"
     guest_dmesg "$LOG" | grep -iE 'usb [0-9]|cdc|usbnet|xhci|ehci|error|fail|warn' |
         tail -n 25 | sed 's/^/      /' || true
 fi
-note "guest/$CNAME: $npass checks passed, $nfail failed"
-[ "$nfail" = 0 ]
+runner_end

@@ -35,20 +35,10 @@ NAME=pcap-$CTRL
 LOG=$NCM_BUILD/guest-logs/$NAME.log
 PCAP=$NCM_BUILD/guest-logs/$NAME.pcap
 REL_LOG=${LOG#"$NCM_TOP"/}
-nfail=0
-
-check() {
-    if [ "$2" = 0 ]; then
-        echo "PASS: guest/$NAME/$1"
-    else
-        echo "FAIL: guest/$NAME/$1 ($3; log $REL_LOG)"
-        nfail=$((nfail + 1))
-    fi
-}
-ok() { if eval "$1"; then echo 0; else echo 1; fi; }
+runner_begin "guest/$NAME" "$REL_LOG"
 
 if ! command -v tshark >/dev/null; then
-    echo "SKIP: guest/$NAME (no tshark: make deps, or scripts/setup/install-deps.sh replay)"
+    runner_skip "no tshark: make deps, or scripts/setup/install-deps.sh replay"
     exit 0
 fi
 rc=0
@@ -68,7 +58,7 @@ ncm.port=$GUEST_IPERF_PORT ncm.time=${IPERF_TIME:-1} ncm.ping=5"
     guest_iperf_stop
 fi
 if ! grep -aq 'NCMTEST phase=done' "$LOG" || [ ! -s "$PCAP" ]; then
-    check run 1 "the guest run did not finish (QEMU status $rc)"
+    runner_check run 1 "the guest run did not finish (QEMU status $rc)"
     exit 1
 fi
 
@@ -124,27 +114,27 @@ first_bad=$(head -n1 "$LOG.tshark.bad" | cut -c1-160)
 dev_out=$(guest_stat "$LOG" out_datagrams)
 dev_in=$(guest_stat "$LOG" in_datagrams)
 
-check decodes "$(ok '[ "$trc" = 0 ] && [ "$ntbs_out" -gt 0 ] && [ "$ntbs_in" -gt 0 ]')" \
+runner_check decodes "$(runner_ok '[ "$trc" = 0 ] && [ "$ntbs_out" -gt 0 ] && [ "$ntbs_in" -gt 0 ]')" \
     "tshark status $trc, NTBs out $ntbs_out, in $ntbs_in: $(head -c 200 "$LOG.tshark.err")"
-check none-truncated "$(ok '[ "$bad" = 0 ]')" \
+runner_check none-truncated "$(runner_ok '[ "$bad" = 0 ]')" \
     "$bad NTBs truncated, malformed or flagged; first: frame $first_bad"
-check every-datagram "$(ok '[ "$short_ntbs" = 0 ]')" \
+runner_check every-datagram "$(runner_ok '[ "$short_ntbs" = 0 ]')" \
     "$short_ntbs NTBs with fewer Ethernet frames decoded than listed (first: frame $first_short)"
-check counts-match \
-    "$(ok '[ "$decoded_out" = "${dev_out:-x}" ] && [ "$decoded_in" = "${dev_in:-x}" ]')" \
+runner_check counts-match \
+    "$(runner_ok '[ "$decoded_out" = "${dev_out:-x}" ] && [ "$decoded_in" = "${dev_in:-x}" ]')" \
     "tshark decoded out $decoded_out / in $decoded_in, the device counted out ${dev_out:-?} / in ${dev_in:-?}"
 # the checks see what they are for: cut to 256 bytes a record, the NTBs
 # are truncated and their datagrams missing
 editcap -s 320 "$PCAP" "$LOG.cut.pcap" 2>/dev/null
-(
+# (its numbers in a subshell, not to overwrite the real run's)
+read -r cut_bad cut_short < <(
     decode "$LOG.cut.pcap" "$LOG.cut"
     eval "$(cat "$LOG.cut.sum")"
-    cut_bad=$(wc -l <"$LOG.cut.bad")
-    check check-can-fail "$(ok '[ "$cut_bad" -gt 0 ] && [ "$short_ntbs" -gt 0 ]')" \
-        "a copy cut to 256 data bytes a record: $cut_bad frames flagged, $short_ntbs NTBs short of datagrams"
-    [ "$nfail" = 0 ]
-) || nfail=$((nfail + 1))
+    echo "$(wc -l <"$LOG.cut.bad") $short_ntbs"
+)
+runner_check check-can-fail "$(runner_ok '[ "$cut_bad" -gt 0 ] && [ "$cut_short" -gt 0 ]')" \
+    "a copy cut to 256 data bytes a record: $cut_bad frames flagged, $cut_short NTBs short of datagrams"
 rm -f "$LOG.cut.pcap"
 echo "# $NAME: $ntbs_out OUT NTBs with $decoded_out datagrams (device: ${dev_out:-?})," \
      "$ntbs_in IN NTBs with $decoded_in datagrams (device: ${dev_in:-?})"
-[ "$nfail" = 0 ]
+runner_end

@@ -62,25 +62,16 @@ LOG_NAME=${LOG_NAME:-$CNAME}
 LOG=$NCM_BUILD/guest-logs/$LOG_NAME.log
 REL_LOG=${LOG#"$NCM_TOP"/}
 
-npass=0
-nfail=0
-pass() { echo "PASS: guest/$CNAME/$1"; npass=$((npass + 1)); }
-QEMU_DIED=""
-fail() {
-    echo "FAIL: guest/$CNAME/$1 ($2${QEMU_DIED:+; $QEMU_DIED}; log $REL_LOG)"
-    nfail=$((nfail + 1))
-}
-check() { if [ "$2" = 0 ]; then pass "$1"; else fail "$1" "$3"; fi; }
-ok() { if eval "$1"; then echo 0; else echo 1; fi; }
+runner_begin "guest/$CNAME" "$REL_LOG"
 
 step "guest $MODE test: $CTRL with $DEVICE"
 guest_need_qemu
 if ! guest_has_device "$GUEST_DEV_NAME"; then
-    fail device "$GUEST_QEMU has no -device $GUEST_DEV_NAME"
+    runner_fail device "$GUEST_QEMU has no -device $GUEST_DEV_NAME"
     exit 1
 fi
 if ! GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir); then
-    fail image "tests/guest/image.sh failed, see the messages above"
+    runner_fail image "tests/guest/image.sh failed, see the messages above"
     exit 1
 fi
 mkdir -p "$NCM_BUILD/guest-logs"
@@ -150,24 +141,24 @@ elif [ "$rc" = 124 ]; then
     QEMU_DIED="QEMU killed after ${GUEST_TIMEOUT}s in '$(grep -a 'NCMTEST phase=' "$LOG" | tail -n1 | sed 's/.*phase=//')'"
 fi
 if ! grep -q 'NCMTEST phase=boot' "$LOG"; then
-    fail boot "no output from /init (QEMU status $rc)"
+    runner_fail boot "no output from /init (QEMU status $rc)"
     exit 1
 fi
-check driver "$(ok '[ "$(v driver)" = cdc_ncm ]')" "driver=$(v driver)"
+runner_check driver "$(runner_ok '[ "$(v driver)" = cdc_ncm ]')" "driver=$(v driver)"
 
 case $MODE in
 replug)
-    check unbind "$(ok '[ "$(v replug_gone_s)" != never ] && [ -n "$(v replug_gone_s)" ]')" \
+    runner_check unbind "$(runner_ok '[ "$(v replug_gone_s)" != never ] && [ -n "$(v replug_gone_s)" ]')" \
         "the interface did not go within 15 s of qom-set x-fault-replug-ms=$REPLUG_MS ($(cue_result replug))"
-    check rebind "$(ok '[ "$(v replug_back_s)" != never ] && [ -n "$(v replug_back_s)" ] && [ "$(v replug_register)" -ge 2 ]')" \
+    runner_check rebind "$(runner_ok '[ "$(v replug_back_s)" != never ] && [ -n "$(v replug_back_s)" ] && [ "$(v replug_register)" -ge 2 ]')" \
         "cdc_ncm interface back: $(v replug_back_s); cdc_ncm registered $(v replug_register) times, unregistered $(v replug_unregister)"
-    check address "$(ok '[ "$(v replug_addr)" = 10.0.2.15/24 ]')" \
+    runner_check address "$(runner_ok '[ "$(v replug_addr)" = 10.0.2.15/24 ]')" \
         "configured again: $(v replug_configured_s), address $(v replug_addr)"
-    check ping-recovers "$(ok '[ -n "$(v replug_ping_recover_s)" ] && [ "$(v ping_after_loss_pct)" = 0 ]')" \
+    runner_check ping-recovers "$(runner_ok '[ -n "$(v replug_ping_recover_s)" ] && [ "$(v ping_after_loss_pct)" = 0 ]')" \
         "ncm-ping received $(v replug_ping_received) of $(v replug_ping_sent), recover $(v replug_ping_recover_s) s; 10 pings after: loss $(v ping_after_loss_pct)%"
-    check tcp-recovers "$(ok '[ "$(v replug_iperf_rc)" = 0 ] && [ "$(v replug_iperf_last3_live)" -ge 1 ]')" \
+    runner_check tcp-recovers "$(runner_ok '[ "$(v replug_iperf_rc)" = 0 ] && [ "$(v replug_iperf_last3_live)" -ge 1 ]')" \
         "iperf3 -R rc $(v replug_iperf_rc) $(v replug_iperf_error); per second: $(v replug_iperf_intervals)"
-    check device-counted "$(ok '[ "$(cue_stat final replugs)" = 1 ]')" \
+    runner_check device-counted "$(runner_ok '[ "$(cue_stat final replugs)" = 1 ]')" \
         "x-stats replugs=$(cue_stat final replugs)"
     note "re-enumeration: interface gone after $(v replug_gone_s) s, back after" \
          "$(v replug_back_s) s, configured after $(v replug_configured_s) s" \
@@ -186,22 +177,22 @@ suspend)
     ;;&
 suspend)
     [ -n "${SKIP_AUTO:-}" ] || {
-    check autosuspend "$(ok '[ "$(v auto_suspended)" = yes ]')" \
+    runner_check autosuspend "$(runner_ok '[ "$(v auto_suspended)" = yes ]')" \
         "runtime_status $(v auto_status) with the interface up and idle; bmAttributes $(v auto_bmAttributes), power/wakeup $(v auto_wakeup); ${lockup:-}"
-    check wake-on-frame "$(ok '[ "$(v auto_wake_rx)" = yes ] && [ "$(v auto_status_after)" = active ]')" \
+    runner_check wake-on-frame "$(runner_ok '[ "$(v auto_wake_rx)" = yes ] && [ "$(v auto_status_after)" = active ]')" \
         "datagram received: $(v auto_wake_rx), runtime_status after $(v auto_status_after)"
-    check ping-after-autosuspend "$(ok '[ "$(v auto_wake_ping_loss_pct)" = 0 ]')" \
+    runner_check ping-after-autosuspend "$(runner_ok '[ "$(v auto_wake_ping_loss_pct)" = 0 ]')" \
         "loss $(v auto_wake_ping_loss_pct)%"
     note "autosuspend: suspended $(v auto_suspend_s) s after power/control=auto" \
          "(delay 500 ms); the frame woke it and arrived $(v auto_wake_s) s after the host was asked"
     }
     [ -n "${SKIP_S3:-}" ] || {
-    check s3-suspended "$(ok '[[ "$(cue_result wakeup)" == suspended* ]] && [ "$(v s3_rc | cut -d" " -f1)" = 0 ]')" \
+    runner_check s3-suspended "$(runner_ok '[[ "$(cue_result wakeup)" == suspended* ]] && [ "$(v s3_rc | cut -d" " -f1)" = 0 ]')" \
         "host: $(cue_result wakeup); guest: echo mem > /sys/power/state rc $(v s3_rc), mem_sleep $(v s3_mem_sleep_now)"
-    check s3-traffic-before "$(ok '[ "$(v iperf_s3_before_rc)" = 0 ]')" "iperf3 rc $(v iperf_s3_before_rc)"
-    check s3-interface-back "$(ok '[ "$(v s3_back_s)" != never ] && [ -n "$(v s3_back_s)" ]')" \
+    runner_check s3-traffic-before "$(runner_ok '[ "$(v iperf_s3_before_rc)" = 0 ]')" "iperf3 rc $(v iperf_s3_before_rc)"
+    runner_check s3-interface-back "$(runner_ok '[ "$(v s3_back_s)" != never ] && [ -n "$(v s3_back_s)" ]')" \
         "after resume the interface was configured again: $(v s3_back_s)"
-    check s3-traffic-after "$(ok '[ "$(v s3_ping_loss_pct)" = 0 ] && [ "$(v iperf_s3_after_rc)" = 0 ]')" \
+    runner_check s3-traffic-after "$(runner_ok '[ "$(v s3_ping_loss_pct)" = 0 ] && [ "$(v iperf_s3_after_rc)" = 0 ]')" \
         "ping loss $(v s3_ping_loss_pct)%, iperf3 rc $(v iperf_s3_after_rc)"
     note "S3: slept $(v s3_slept_s) s (guest clock), interface configured" \
          "$(v s3_back_s) s after resume; iperf3 -R before $(v iperf_s3_before_receiver_mbps)," \
@@ -210,11 +201,11 @@ suspend)
     }
     ;;
 suspend-nowake)
-    check no-autosuspend-while-up "$(ok '[ "$(v auto_suspended)" = no ]')" \
+    runner_check no-autosuspend-while-up "$(runner_ok '[ "$(v auto_suspended)" = no ]')" \
         "auto_suspended=$(v auto_suspended): Linux suspended a device that cannot wake it"
-    check suspends-when-down "$(ok '[ "$(v auto_down_suspended)" = yes ]')" \
+    runner_check suspends-when-down "$(runner_ok '[ "$(v auto_down_suspended)" = yes ]')" \
         "interface down: runtime_status never became suspended"
-    check frame-does-not-wake "$(ok '[ "$(v auto_down_status_after)" = suspended ]')" \
+    runner_check frame-does-not-wake "$(runner_ok '[ "$(v auto_down_status_after)" = suspended ]')" \
         "after the frame from the host runtime_status is $(v auto_down_status_after)"
     note "remote-wakeup=off: bmAttributes $(v auto_bmAttributes), power/wakeup $(v auto_wakeup);" \
          "with the interface up: $(v auto_blocked)"
@@ -222,34 +213,34 @@ suspend-nowake)
          "delivered once the interface came up again: $(v auto_down_late_rx)"
     ;;
 mcast)
-    check ll-ping "$(ok '[ "$(v mcast_ll_ping)" = "5 of 5" ]')" "ping6 fe80::2%usb0: $(v mcast_ll_ping)"
-    check neighbour "$(ok '[[ "$(v mcast_neigh)" == *lladdr* ]]')" "ip -6 neigh: $(v mcast_neigh)"
-    check router-advert "$(ok '[ "$(v mcast_ra)" = yes ]')" "no default route via fe80::2: no router advertisement (multicast to ff02::1) came in"
+    runner_check ll-ping "$(runner_ok '[ "$(v mcast_ll_ping)" = "5 of 5" ]')" "ping6 fe80::2%usb0: $(v mcast_ll_ping)"
+    runner_check neighbour "$(runner_ok '[[ "$(v mcast_neigh)" == *lladdr* ]]')" "ip -6 neigh: $(v mcast_neigh)"
+    runner_check router-advert "$(runner_ok '[ "$(v mcast_ra)" = yes ]')" "no default route via fe80::2: no router advertisement (multicast to ff02::1) came in"
     line=$(grep -a -m1 '^STRESS filter \(ok\|FAIL\)' "$LOG" || true)
-    check usbfs-power-on-filter "$(ok '[[ "$line" == "STRESS filter ok"* ]]')" "${line:-ncm-usbfs-stress filter did not finish}"
+    runner_check usbfs-power-on-filter "$(runner_ok '[[ "$line" == "STRESS filter ok"* ]]')" "${line:-ncm-usbfs-stress filter did not finish}"
     f0=$(cue_stat mcast-cdc_ncm rx_filtered)
     f1=$(cue_stat mcast-usbfs rx_filtered)
-    check rx-filtered-counted "$(ok '[ "${f1:-0}" -gt "${f0:-0}" ]')" \
+    runner_check rx-filtered-counted "$(runner_ok '[ "${f1:-0}" -gt "${f0:-0}" ]')" \
         "x-stats rx_filtered ${f0:-?} after cdc_ncm, ${f1:-?} after the usbfs step"
     note "cdc_ncm: ll ping $(v mcast_ll_ping), neighbour $(v mcast_neigh), RA $(v mcast_ra) $(v mcast_global);" \
          "rx_filtered ${f0:-?} -> ${f1:-?} over the usbfs step"
     ;;
 ntbsweep)
+    # checks iperf-up-16384, iperf-down-16384, ... iperf-down-65536
     for n in 16384 32768 65536; do
         for d in up down; do
-            check "iperf-$d-$n" "$(ok '[ "$(v "iperf_${d}_${n}_rc")" = 0 ]')" \
+            runner_check "iperf-$d-$n" "$(runner_ok '[ "$(v "iperf_${d}_${n}_rc")" = 0 ]')" \
                 "rc $(v "iperf_${d}_${n}_rc")"
         done
         note "NTB $n (rx_max $(v "ntb_${n}_rx_max"), tx_max $(v "ntb_${n}_tx_max")):" \
              "up $(v "iperf_up_${n}_receiver_mbps"), down $(v "iperf_down_${n}_receiver_mbps") Mbit/s"
     done
-    check nothing-lost "$(ok '[ "$(cue_stat final out_merge_lost_datagrams)" = 0 ]')" \
+    runner_check nothing-lost "$(runner_ok '[ "$(cue_stat final out_merge_lost_datagrams)" = 0 ]')" \
         "x-stats out_merge_lost_datagrams=$(cue_stat final out_merge_lost_datagrams)"
     ;;
 esac
 p=$(cue_result "(poweroff)")
 [ -n "$p" ] && note "$p"
-check poweroff "$(ok '[ "$rc" = 0 ] && grep -q "NCMTEST phase=done" "$LOG"')" \
+runner_check poweroff "$(runner_ok '[ "$rc" = 0 ] && grep -q "NCMTEST phase=done" "$LOG"')" \
     "QEMU status $rc, guest $(grep -q 'NCMTEST phase=done' "$LOG" && echo finished || echo 'did not finish')"
-note "guest/$CNAME: $npass checks passed, $nfail failed (boot ${boot_s}s)"
-[ "$nfail" = 0 ]
+runner_end "(boot ${boot_s}s)"

@@ -50,16 +50,7 @@ NAMES=(displaylink generic rtl8156 f_ncm minimal)
 DEVS=("usb-ncm-dl" "usb-ncm" "usb-ncm-dl,profile=rtl8156"
       "usb-ncm-dl,profile=f_ncm" "usb-ncm-dl,profile=minimal")
 
-npass=0
-nfail=0
-pass() { echo "PASS: guest/$CNAME/$1"; npass=$((npass + 1)); }
-QEMU_DIED=""
-fail() {
-    echo "FAIL: guest/$CNAME/$1 ($2${QEMU_DIED:+; $QEMU_DIED}; log $REL_LOG)"
-    nfail=$((nfail + 1))
-}
-check() { if [ "$2" = 0 ]; then pass "$1"; else fail "$1" "$3"; fi; }
-ok() { if eval "$1"; then echo 0; else echo 1; fi; }
+runner_begin "guest/$CNAME" "$REL_LOG"
 
 step "guest profiles test: ${#DEVS[@]} NCM functions on $CTRL"
 guest_need_qemu
@@ -81,7 +72,7 @@ for i in "${!DEVS[@]}"; do
     GUEST_DEV_ARGS+=(-device "${DEVS[$i]},id=ncm$i,netdev=n$i,bus=usbctl.0,mac=52:54:00:12:36:0$i")
 done
 if ! GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir); then
-    fail image "tests/guest/image.sh failed, see the messages above"
+    runner_fail image "tests/guest/image.sh failed, see the messages above"
     exit 1
 fi
 mkdir -p "$NCM_BUILD/guest-logs"
@@ -134,10 +125,10 @@ elif [ "$rc" = 124 ]; then
     QEMU_DIED="QEMU killed after ${GUEST_TIMEOUT}s in '$(grep -a 'NCMTEST phase=' "$LOG" | tail -n1 | sed 's/.*phase=//')'"
 fi
 if ! grep -q 'NCMTEST phase=boot' "$LOG"; then
-    fail boot "no output from /init (QEMU status $rc)"
+    runner_fail boot "no output from /init (QEMU status $rc)"
     exit 1
 fi
-pass boot
+runner_pass boot
 
 # expected, per profile: usb id, dwNtbInMaxSize, bmNtbFormatsSupported,
 # wNtbOutMaxDatagrams, whether MTU 1504 is taken (max MTU is
@@ -148,31 +139,34 @@ declare -A want_fmt=([0]=0x0003 [1]=0x0003 [2]=0x0001 [3]=0x0003 [4]=0x0001)
 declare -A want_outdg=([0]=64 [1]=64 [2]=40 [3]=0 [4]=1)
 declare -A want_mtu=([0]=refused [1]=refused [2]=ok [3]=refused [4]=refused)
 
+# checks p0-displaylink/bind ... p4-minimal/bind, then for each preset
+# P/driver-info, P/descriptors, P/usb-speed, P/carrier, P/ping,
+# P/iperf-up, P/iperf-down, P/no-stalled-request, ...
 for i in "${!DEVS[@]}"; do
     k=p$i
     n="$k-${NAMES[$i]}"
     after=$k-after
     if [ -z "$(v "${k}_iface")" ]; then
-        fail "$n/bind" "no cdc_ncm interface with MAC 52:54:00:12:36:0$i (interfaces: $(v profile_ifaces))"
+        runner_fail "$n/bind" "no cdc_ncm interface with MAC 52:54:00:12:36:0$i (interfaces: $(v profile_ifaces))"
         continue
     fi
-    pass "$n/bind"
+    runner_pass "$n/bind"
     dline=$(v "${k}_dmesg")
     want_info="CDC NCM (NO ZLP)"
     # DisplayLink's vendor id: the profiles that keep usb-ncm-dl's
     [ "${want_id[$i]%%:*}" = 17e9 ] && want_info="CDC NCM (SEND ZLP)"
-    check "$n/driver-info" "$(ok '[[ $dline == *"$want_info"* ]]')" "dmesg: ${dline:-nothing}, expected $want_info"
+    runner_check "$n/driver-info" "$(runner_ok '[[ $dline == *"$want_info"* ]]')" "dmesg: ${dline:-nothing}, expected $want_info"
     got="$(v "${k}_usb_id") in=$(v "${k}_cdc_ncm.dwNtbInMaxSize") fmt=$(v "${k}_cdc_ncm.bmNtbFormatsSupported") outdg=$(v "${k}_cdc_ncm.wNtbOutMaxDatagrams") mtu1504=$(v "${k}_mtu1504") mtu1505=$(v "${k}_mtu1505")"
     exp="${want_id[$i]} in=${want_in[$i]} fmt=${want_fmt[$i]} outdg=${want_outdg[$i]} mtu1504=${want_mtu[$i]} mtu1505=refused"
-    check "$n/descriptors" "$(ok '[ "$got" = "$exp" ]')" "guest sees $got, expected $exp"
-    check "$n/usb-speed" "$(ok '[ "$(v "${k}_usb_speed_mbps")" = "$want_speed" ]')" \
+    runner_check "$n/descriptors" "$(runner_ok '[ "$got" = "$exp" ]')" "guest sees $got, expected $exp"
+    runner_check "$n/usb-speed" "$(runner_ok '[ "$(v "${k}_usb_speed_mbps")" = "$want_speed" ]')" \
         "the guest sees $(v "${k}_usb_speed_mbps") Mbit/s, expected $want_speed"
-    check "$n/carrier" "$(ok '[ "$(v "${k}_carrier")" = 1 ]')" "carrier=$(v "${k}_carrier")"
-    check "$n/ping" "$(ok '[ "$(v "${k}_ping_received")" = 10 ] && [ "$(v "${k}_ping1400_received")" = 5 ]')" \
+    runner_check "$n/carrier" "$(runner_ok '[ "$(v "${k}_carrier")" = 1 ]')" "carrier=$(v "${k}_carrier")"
+    runner_check "$n/ping" "$(runner_ok '[ "$(v "${k}_ping_received")" = 10 ] && [ "$(v "${k}_ping1400_received")" = 5 ]')" \
         "$(v "${k}_ping_received")/10 of 56 bytes, $(v "${k}_ping1400_received")/5 of 1400"
     for d in up down; do
         mbps=$(v "${k}_iperf_${d}_mbps")
-        check "$n/iperf-$d" "$(ok '[ "$(v "${k}_iperf_${d}_rc")" = 0 ] && awk -v m="$mbps" "BEGIN { exit !(m > 0) }"')" \
+        runner_check "$n/iperf-$d" "$(runner_ok '[ "$(v "${k}_iperf_${d}_rc")" = 0 ] && awk -v m="$mbps" "BEGIN { exit !(m > 0) }"')" \
             "rc=$(v "${k}_iperf_${d}_rc"), ${mbps:-no} Mbit/s"
     done
     # the driver path, from the device's counters
@@ -185,29 +179,28 @@ for i in "${!DEVS[@]}"; do
     crcin=$(stat "$after" in_crc_ntbs)
     crcout=$(stat "$after" out_crc_datagrams)
     note "$n: input size requests 4-byte ${in4:-?} 8-byte ${in8:-?}, CRC mode ${crc:-?}, multicast filter ${mc:-?}, statistic ${st:-?}, stalled ${bad:-?}, CRC NTBs in ${crcin:-?} / datagrams out ${crcout:-?}; rx_max $(v "${k}_rx_max.readback")"
-    check "$n/no-stalled-request" "$(ok '[ "$bad" = 0 ]')" "bad_requests=${bad:-none}"
+    runner_check "$n/no-stalled-request" "$(runner_ok '[ "$bad" = 0 ]')" "bad_requests=${bad:-none}"
     if [ "${want_in[$i]}" -gt 8192 ]; then
-        check "$n/input-size-4-byte" "$(ok '[ "${in4:-0}" -ge 1 ] && [ "$in8" = 0 ] && [ "$(v "${k}_rx_max.readback")" = 8192 ]')" \
+        runner_check "$n/input-size-4-byte" "$(runner_ok '[ "${in4:-0}" -ge 1 ] && [ "$in8" = 0 ] && [ "$(v "${k}_rx_max.readback")" = 8192 ]')" \
             "after rx_max=8192: 4-byte requests ${in4:-?}, 8-byte ${in8:-?}, rx_max $(v "${k}_rx_max.readback")"
     fi
     if [ "$i" = 3 ]; then
-        check "$n/crc-mode-off" "$(ok '[ "${crc:-0}" -ge 1 ] && [ "$crcin" = 0 ] && [ "$crcout" = 0 ]')" \
+        runner_check "$n/crc-mode-off" "$(runner_ok '[ "${crc:-0}" -ge 1 ] && [ "$crcin" = 0 ] && [ "$crcout" = 0 ]')" \
             "SET_CRC_MODE accepted ${crc:-?}, CRC NTBs in ${crcin:-?}, CRC datagrams out ${crcout:-?}"
     else
-        check "$n/no-crc-request" "$(ok '[ "$crc" = 0 ]')" "crc_mode_requests=${crc:-?}"
+        runner_check "$n/no-crc-request" "$(runner_ok '[ "$crc" = 0 ]')" "crc_mode_requests=${crc:-?}"
     fi
-    check "$n/no-multicast-list" "$(ok '[ "$mc" = 0 ] && [ "$st" = 0 ]')" \
+    runner_check "$n/no-multicast-list" "$(runner_ok '[ "$mc" = 0 ] && [ "$st" = 0 ]')" \
         "mc_filter_requests=${mc:-?}, statistic_requests=${st:-?} (Linux sets all multicast instead)"
     if [ "$i" = 4 ]; then
         ia=$(stat "$after" in_ntbs) da=$(stat "$after" in_datagrams)
         oa=$(stat "$after" out_ntbs) dd=$(stat "$after" out_datagrams)
-        check "$n/one-datagram-per-ntb" "$(ok '[ -n "$ia" ] && [ "$ia" -gt 100 ] && [ "$ia" = "$da" ] && [ "$oa" = "$dd" ]')" \
+        runner_check "$n/one-datagram-per-ntb" "$(runner_ok '[ -n "$ia" ] && [ "$ia" -gt 100 ] && [ "$ia" = "$da" ] && [ "$oa" = "$dd" ]')" \
             "IN $ia NTBs / $da datagrams, OUT $oa NTBs / $dd datagrams"
     fi
 done
 
 r=1
 [ "$rc" = 0 ] && grep -q 'NCMTEST phase=done' "$LOG" && r=0
-check poweroff "$r" "QEMU status $rc"
-note "guest/$CNAME: $npass checks passed, $nfail failed (boot ${boot_s}s)"
-[ "$nfail" = 0 ]
+runner_check poweroff "$r" "QEMU status $rc"
+runner_end "(boot ${boot_s}s)"

@@ -51,16 +51,7 @@ export REPLAY_TRACE="usb_ncm_out_ntb usb_ncm_in_ntb usb_ncm_out_merged
  usb_ncm_out_parse_error usb_ncm_rx_drop usb_ncm_replug usb_ncm_fault
  usb_ncm_notify usb_ncm_data_alt usb_ncm_reset usb_ncm_link
  usb_ncm_in_coalesce_timeout"
-nfail=0
-
-check() {   # check NAME STATUS WHY
-    if [ "$2" = 0 ]; then
-        echo "PASS: replay/$1"
-    else
-        echo "FAIL: replay/$1 ($3)"
-        nfail=$((nfail + 1))
-    fi
-}
+runner_begin replay
 
 json() {    # json FILE [KEY.KEY...]: a value of a JSON file
     python3 - "$1" "${2:-}" <<'PY' 2>/dev/null
@@ -91,11 +82,11 @@ PY
 same() {
     local d
     if [ ! -s "$2" ]; then
-        check "$1" 1 "the recording wrote no $4 (${2#"$NCM_TOP"/})"
+        runner_check "$1" 1 "the recording wrote no $4 (${2#"$NCM_TOP"/})"
     elif d=$(cmp "$2" "$3" 2>&1); then
-        check "$1" 0
+        runner_check "$1" 0
     else
-        check "$1" 1 "$4 differs: $d"
+        runner_check "$1" 1 "$4 differs: $d"
         # where they part, for a failure seen only in CI's log
         diff "$2" "$3" | head -n 12 | sed 's/^/#   /'
     fi
@@ -106,9 +97,9 @@ compare() {
     local n=$1 b=$REPLAY_DIR/$1 diff_line
     if diff_line=$(replay_compare "$b.record.log" "$b.replay.log") &&
        grep -aq 'NCMTEST phase=done' "$b.replay.log"; then
-        check "$n/console" 0
+        runner_check "$n/console" 0
     else
-        check "$n/console" 1 "${diff_line:-the replay did not reach phase=done}; ${b#"$NCM_TOP"/}.replay.log"
+        runner_check "$n/console" 1 "${diff_line:-the replay did not reach phase=done}; ${b#"$NCM_TOP"/}.replay.log"
     fi
     device_stats "$b.record.log.stats.json" >"$b.record.stats"
     device_stats "$b.replay.log.stats.json" >"$b.replay.stats"
@@ -171,7 +162,7 @@ ncm.port=$GUEST_IPERF_PORT ncm.time=$time ncm.ping=5 ncm.carrier_wait=10"
         guest_iperf_stop
         if [ "$mode" = record ]; then
             if ! grep -aq 'NCMTEST phase=done' "$LOG" || [ ! -s "$LOG.stats.json" ]; then
-                check "$name/recorded" 1 "the recorded run did not finish (QEMU status $rc; $(guest_qemu_error "$LOG")); ${LOG#"$NCM_TOP"/}"
+                runner_check "$name/recorded" 1 "the recorded run did not finish (QEMU status $rc; $(guest_qemu_error "$LOG")); ${LOG#"$NCM_TOP"/}"
                 return
             fi
             local acts replugs flaps
@@ -179,7 +170,7 @@ ncm.port=$GUEST_IPERF_PORT ncm.time=$time ncm.ping=5 ncm.carrier_wait=10"
                    "$REPLAY_BASE.actions.json" 2>/dev/null)
             replugs=$(json "$LOG.stats.json" stats.replugs)
             flaps=$(grep -ac 'usb_ncm_fault .*x-fault-link-down-ms' "$REPLAY_BASE.record.trace")
-            check "$name/recorded" "$([ "${acts:-0}" = 2 ] && [ "${replugs:-0}" -ge 1 ] &&
+            runner_check "$name/recorded" "$([ "${acts:-0}" = 2 ] && [ "${replugs:-0}" -ge 1 ] &&
                                       [ "${flaps:-0}" -ge 1 ] && echo 0 || echo 1)" \
                 "faults set: $acts of 2, replugs $replugs, link flaps $flaps"
         fi
@@ -192,7 +183,7 @@ acts = json.load(open(sys.argv[1]))["actions"]
 print(sum(a.get("replayed_icount") != a["icount"] for a in acts), len(acts))
 PY
 )
-    check "$name/faults-at-recorded-icount" "$([ "${off%% *}" = 0 ] && echo 0 || echo 1)" \
+    runner_check "$name/faults-at-recorded-icount" "$([ "${off%% *}" = 0 ] && echo 0 || echo 1)" \
         "faults replayed elsewhere/all: ${off:-none}"
 }
 
@@ -203,12 +194,12 @@ dropout() {
         if ! REPLAY=$mode IPERF_TIME=$TIME GUEST_TIMEOUT=$GUEST_TIMEOUT \
              bash "$NCM_TOP/tests/guest/dropout-run.sh" generic32 \
                  ",vendorid=0x46f4,productid=0x0010,ntb-out-max-size=32768"; then
-            check "$n/$mode" 1 "dropout-run.sh failed; ${b#"$NCM_TOP"/}.$mode.log"
+            runner_check "$n/$mode" 1 "dropout-run.sh failed; ${b#"$NCM_TOP"/}.$mode.log"
             return
         fi
     done
     lost=$(json "$b.record.log.stats.json" out_merge_lost_datagrams)
-    check "$n/recorded-a-dropout" "$([ "${lost:-0}" -gt 0 ] && echo 0 || echo 1)" \
+    runner_check "$n/recorded-a-dropout" "$([ "${lost:-0}" -gt 0 ] && echo 0 || echo 1)" \
         "datagrams lost to merged transfers in the recording: ${lost:-none}"
     compare "$n"
     # the stats here are qmp-stats.py's: the counters at the top level
@@ -229,4 +220,4 @@ for s in $SCENARIOS; do
     *) die "unknown scenario '$s'" "use xhci, ehci, uhci, ohci or dropout" ;;
     esac
 done
-[ "$nfail" = 0 ]
+runner_end

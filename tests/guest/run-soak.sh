@@ -55,12 +55,14 @@ PORT=$NETNS_PORT
 
 step "soak: ${SECS}s on $CTRL with usb-ncm-dl"
 guest_need_qemu
+# (tests/guest/soak.py prints the checks of the run itself)
+runner_begin soak
 if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: soak (needs root: a network namespace with a tap device)"
+    runner_skip "needs root: a network namespace with a tap device"
     exit 0
 fi
 if ! GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir); then
-    echo "FAIL: soak/image (tests/guest/image.sh failed)"
+    runner_fail image "tests/guest/image.sh failed"
     exit 1
 fi
 guest_device_args "$CTRL" "usb-ncm-dl,id=ncm0"
@@ -77,15 +79,7 @@ rm -rf "$LOGDIR"
 mkdir -p "$LOGDIR"
 
 step "network namespace $NS: tap0 $SERVER/24, iperf3 :$PORT :$((PORT + 1)), relay"
-netns_up "$NS" 1 "$LOGDIR"
-ip netns exec "$NS" iperf3 -s -B "$SERVER" -p $((PORT + 1)) \
-    >"$LOGDIR/iperf3-server-$((PORT + 1)).log" 2>&1 &
-NETNS_PIDS+=($!)
-ip netns exec "$NS" python3 "$NCM_TOP/tests/guest/migrate-relay.py" tap0 "$RUN/net.sock" \
-    2>"$LOGDIR/relay.log" &
-NETNS_PIDS+=($!)
-for _ in $(seq 50); do [ -S "$RUN/net.sock" ] && break; sleep 0.1; done
-[ -S "$RUN/net.sock" ] || die "the relay did not start" "see $LOGDIR/relay.log"
+netns_relay_up "$NS" "$LOGDIR" "$RUN/net.sock"
 
 # a short run (the smoke in make check) still changes the NTB sizes a few
 # times and takes the interface down once
@@ -95,20 +89,12 @@ ntb_every=23 if_every=61
 guest_qemu_cmd "$GDIR" "ncm.mode=soak ncm.driver=cdc_ncm ncm.server=$SERVER \
 ncm.port=$PORT ncm.soak_time=$SECS ncm.soak_rate=${SOAK_RATE:-20M} \
 ncm.soak_ntb_every=$ntb_every ncm.soak_ifdown_every=$if_every ${NCM_APPEND:-}"
-found=0
+netns_relay_netdev "$RUN/net.sock"
 : > "$RUN/cmd"
 for arg in "${GUEST_CMD[@]}"; do
-    case $arg in
-    user,id=n0)
-        arg=stream,id=n0,server=off,addr.type=unix,addr.path=$RUN/net.sock
-        found=1 ;;
-    tcg) arg=tcg,tb-size=64 ;;
-    esac
+    [ "$arg" = tcg ] && arg=tcg,tb-size=64
     printf '%s\0' "$arg" >> "$RUN/cmd"
 done
-[ "$found" = 1 ] ||
-    die "no '-netdev user,id=n0' in the QEMU command line to replace" \
-        "tests/guest/lib.sh guest_qemu_cmd changed: update ${BASH_SOURCE[0]}"
 
 rc=0
 ip netns exec "$NS" python3 "$NCM_TOP/tests/guest/soak.py" --cmd "$RUN/cmd" \

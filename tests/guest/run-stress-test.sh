@@ -45,19 +45,16 @@ LOGBASE=$NCM_BUILD/guest-logs/$CNAME-$GUEST_DEV_NAME
 POF=$(sed -n 's/.*power-on-filter=\([^,]*\).*/\1/p' <<<"$DEVICE")
 [ -z "$POF" ] && [ "$GUEST_DEV_NAME" = usb-ncm ] && POF=0x0e
 
-npass=0
-nfail=0
-pass() { echo "PASS: guest/$CNAME/$1"; npass=$((npass + 1)); }
-fail() { echo "FAIL: guest/$CNAME/$1 ($2)"; nfail=$((nfail + 1)); }
+runner_begin "guest/$CNAME"
 
 step "usbfs stress: $CTRL with $DEVICE"
 guest_need_qemu
 if ! guest_has_device "$GUEST_DEV_NAME"; then
-    fail device "$GUEST_QEMU has no -device $GUEST_DEV_NAME"
+    runner_fail device "$GUEST_QEMU has no -device $GUEST_DEV_NAME"
     exit 1
 fi
 if ! GDIR=$(bash "$NCM_TOP/tests/guest/image.sh" --print-dir); then
-    fail image "tests/guest/image.sh failed, see the messages above"
+    runner_fail image "tests/guest/image.sh failed, see the messages above"
     exit 1
 fi
 mkdir -p "$NCM_BUILD/guest-logs"
@@ -83,15 +80,15 @@ ${POF:+ncm.power_on_filter=$POF}"
     if [ -z "$all" ]; then
         all=$(v stress_steps | tr ',' ' ')
         if [ -z "$all" ]; then
-            fail "boot$boot" "the guest never listed its steps (QEMU status $rc: $(
+            runner_fail "boot$boot" "the guest never listed its steps (QEMU status $rc: $(
                 grep -a -v '^#' "$LOG" | grep -a . | tail -n 1 | cut -c1-200)); log $REL_LOG"
             exit 1
         fi
         base=$(v stress_ping.baseline)
         r=1
         [ "$base" = "5 of 5" ] && r=0
-        if [ "$r" = 0 ]; then pass baseline-ping
-        else fail baseline-ping "before any step: ${base:-no} replies of 5; log $REL_LOG"; fi
+        if [ "$r" = 0 ]; then runner_pass baseline-ping
+        else runner_fail baseline-ping "before any step: ${base:-no} replies of 5; log $REL_LOG"; fi
     fi
 
     # How the boot ended, for the step it ended in
@@ -121,37 +118,37 @@ ${POF:+ncm.power_on_filter=$POF}"
         fi
         line=$(grep -a -m1 "^STRESS $s \(ok\|FAIL\)" "$LOG" || true)
         case $line in
-        "STRESS $s ok"*) pass "$s" ;;
-        "STRESS $s FAIL"*) fail "$s" "${line#"STRESS $s FAIL "}; log $REL_LOG" ;;
-        *) fail "$s" "the step never ended: $died; log $REL_LOG"
+        "STRESS $s ok"*) runner_pass "$s" ;;
+        "STRESS $s FAIL"*) runner_fail "$s" "${line#"STRESS $s FAIL "}; log $REL_LOG" ;;
+        *) runner_fail "$s" "the step never ended: $died; log $REL_LOG"
            stop=1
            continue ;;
         esac
         if grep -aq "NCMTEST stress_abandoned=$s" "$LOG"; then
             # /init gave up on a program stuck in the kernel
             st=$(guest_stuck_stack "$LOG")
-            fail "$s/rebind" "not tried: ncm-usbfs-stress stuck${st:+ in $st}; log $REL_LOG"
+            runner_fail "$s/rebind" "not tried: ncm-usbfs-stress stuck${st:+ in $st}; log $REL_LOG"
             stop=1
             continue
         fi
         rb=$(v "stress_rebind.$s")
         rr=$(v "stress_rebind_after_reset.$s")
         if [ "${rb%% *}" = ok ]; then
-            pass "$s/rebind"
+            runner_pass "$s/rebind"
         elif [ -n "$rb" ]; then
-            fail "$s/rebind" "cdc_ncm did not get the function back after the step: $rb; after USBDEVFS_RESET: ${rr:-not tried}; log $REL_LOG"
+            runner_fail "$s/rebind" "cdc_ncm did not get the function back after the step: $rb; after USBDEVFS_RESET: ${rr:-not tried}; log $REL_LOG"
         else
-            fail "$s/rebind" "not seen: $died; log $REL_LOG"
+            runner_fail "$s/rebind" "not seen: $died; log $REL_LOG"
             stop=1
             continue
         fi
         p=$(v "stress_ping.$s")
         if [ "$p" = "5 of 5" ]; then
-            pass "$s/ping"
+            runner_pass "$s/ping"
         elif [ -n "$p" ]; then
-            fail "$s/ping" "${p:-0} replies from 10.0.2.2 after the step; log $REL_LOG"
+            runner_fail "$s/ping" "${p:-0} replies from 10.0.2.2 after the step; log $REL_LOG"
         else
-            fail "$s/ping" "no ping result: $died; log $REL_LOG"
+            runner_fail "$s/ping" "no ping result: $died; log $REL_LOG"
             stop=1
         fi
     done
@@ -162,12 +159,11 @@ ${POF:+ncm.power_on_filter=$POF}"
         why="$MAX_BOOTS boots used up"
         [ "${next%%,*}" = "$first" ] && why="boot $boot never got to '$first': $died; log $REL_LOG"
         for s in $(echo "$next" | tr ',' ' '); do
-            fail "$s" "not run: $why"
+            runner_fail "$s" "not run: $why"
         done
         break
     fi
     remaining=$next
     note "the boot ended before: $next; booting again for them"
 done
-note "guest/$CNAME: $npass checks passed, $nfail failed ($boot boot(s))"
-[ "$nfail" = 0 ]
+runner_end "($boot boot(s))"
