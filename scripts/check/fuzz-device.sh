@@ -328,11 +328,24 @@ if [ "$coverage" = 1 ]; then
         files+=("$cov_src/$f")
     done
     # cov_report PROFDATA: "file lines covered/total (pct)" per file
+    # (llvm-cov-14 lists every file of the binary whatever the file
+    # arguments, with paths that lost their leading "/": keep ours by
+    # their ends, then their sum)
     cov_report() {
         llvm-cov-14 report "$COV_BIN" -instr-profile="$1" "${files[@]}" |
-            awk '$1 ~ /\.c$/ { n = split($1, p, "/");
-                    printf "%-16s lines %5d/%-5d (%s)  regions %s  functions %s\n",
-                    p[n], $8 - $9, $8, $10, $4, $7 }'
+            awk -v want="$COV_FILES" '
+                BEGIN { nw = split(want, w, /[ \n]+/) }
+                { for (i = 1; i <= nw; i++) {
+                      if (w[i] == "" || substr($1, length($1) - length(w[i]) + 1) != w[i])
+                          continue
+                      n = split($1, p, "/")
+                      printf "%-24s lines %5d/%-5d (%s)  regions %s  functions %s\n",
+                             p[n], $8 - $9, $8, $10, $4, $7
+                      lines += $8; missed += $9
+                  } }
+                END { if (lines)
+                          printf "%-24s lines %5d/%-5d (%.2f%%)\n", "all six",
+                                 lines - missed, lines, 100 * (lines - missed) / lines }'
     }
     step "line coverage, all targets together (llvm-cov-14 report)"
     cov_report "$prof/all.profdata" | sed 's/^/    /'
