@@ -142,6 +142,17 @@ STRUCTURED = {
         bulk_in(2, 3), wait(),
         ntb_out(5, [datagram(100, 1), datagram(1514, 2)]), wait(),
     ]),
+    # every GET_ETHERNET_STATISTIC selector (the device is made with all
+    # of them), one past the last, and SET_NTB_INPUT_SIZE's refusals
+    'statistics': b'\x00' + b''.join(
+        [frame(600, 1), frame(60, 2, dst=1), bulk_in(2, 3), wait(),
+         ntb_out(5, [datagram(100, 1), datagram(1514, 2)]), wait()] +
+        [cls(0x44, value=v, dir_in=True, length=4) for v in range(0, 0x20)] +
+        [cls(0x44, value=1, dir_in=True, length=2),
+         cls(0x86, data=struct.pack('<I', 1024)),
+         cls(0x86, data=struct.pack('<I', 1 << 20)),
+         cls(0x86, data=struct.pack('<IHH', 4096, 0xffff, 0)),
+         cls(0x86, data=b'\x00' * 6)]),
     # NTBs both ways through queued TDs
     'traffic': b'\x00' + b''.join([
         frame(60, 1), frame(1514, 2), frame(600, 3, dst=1),

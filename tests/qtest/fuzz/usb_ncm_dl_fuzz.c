@@ -53,7 +53,8 @@
 #define NCM_MAC             "52:54:00:12:34:56"
 #define NCM_MODEL           "usb-ncm-dl"
 /* every optional request on, so that the fuzzer can reach them all */
-#define NCM_PROPS           "network-capabilities=0x3b,multicast-filters=16"
+#define NCM_PROPS           "network-capabilities=0x3b,multicast-filters=16," \
+                            "ethernet-statistics=0x1ffff"
 #define XHCI_DEVFN          QPCI_DEVFN(4, 0)
 
 #define IF_CONTROL          0
