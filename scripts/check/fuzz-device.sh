@@ -130,7 +130,9 @@ fuzz_build() {
 
 # list_targets BIN: the binary's fuzz targets whose name contains "ncm"
 list_targets() {
-    "$1" 2>/dev/null | sed -n 's/^ \* \([^ ]*ncm[^ ]*\) *:.*/\1/p' || true
+    # (the coverage binary would write default.profraw into the checkout)
+    LLVM_PROFILE_FILE=/dev/null "$1" 2>/dev/null |
+        sed -n 's/^ \* \([^ ]*ncm[^ ]*\) *:.*/\1/p' || true
 }
 
 step "installing what the fuzzers need (build fuzz)"
