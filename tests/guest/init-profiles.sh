@@ -21,15 +21,9 @@
 # Before and after the traffic: cue=stats pI-... for the host's x-stats.
 
 profiles_mode() {
-    local want=${PROFILES:-5} rx=${PROFILE_RX:-8192} end list n i mac
+    local want=${PROFILES:-5} rx=${PROFILE_RX:-8192} list n i mac
     local pairs="" p k gw dev v out rc dir flag f
-    end=$(($(secs) + WAIT))
-    while :; do
-        list=$(scale_ifaces)
-        [ "$(echo "$list" | wc -w)" -ge "$want" ] && break
-        [ "$(secs)" -ge "$end" ] && break
-        sleep 0.25
-    done
+    list=$(wait_ifaces "$want")
     t "profile_ifaces=$(echo "$list" | tr "\n" " ")"
     for n in $list; do
         mac=$(cat "/sys/class/net/$n/address")

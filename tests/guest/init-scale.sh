@@ -16,14 +16,8 @@
 
 
 scale_mode() {
-    local end list n i mac pairs="" p dir flag sum each rc v
-    end=$(($(secs) + WAIT))
-    while :; do
-        list=$(scale_ifaces)
-        [ "$(echo "$list" | wc -w)" -ge "$SCALE" ] && break
-        [ "$(secs)" -ge "$end" ] && break
-        sleep 0.25
-    done
+    local list n i mac pairs="" p dir flag sum each rc v
+    list=$(wait_ifaces "$SCALE")
     t "scale_ifaces=$(echo "$list" | tr "\n" " ")"
     for n in $list; do
         mac=$(cat "/sys/class/net/$n/address")

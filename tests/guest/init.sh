@@ -490,6 +490,20 @@ scale_ifaces() {
     done
 }
 
+# wait_ifaces COUNT: scale_ifaces once COUNT of them are there, or what
+# there is when WAIT seconds have gone
+wait_ifaces() {
+    local end list
+    end=$(($(secs) + WAIT))
+    while :; do
+        list=$(scale_ifaces)
+        [ "$(echo "$list" | wc -w)" -ge "$1" ] && break
+        [ "$(secs)" -ge "$end" ] && break
+        sleep 0.25
+    done
+    echo "$list"
+}
+
 # Shared by the modes that follow the interface through re-enumerations
 # (init-pm.sh, init-soak.sh, init-topology.sh): the host's cues, the
 # interface of $DRIVER now, and netwatch, the one interface watcher.

@@ -197,22 +197,21 @@ guest_accel() {
 guest_qemu_cmd() {
     local dir=$1 append=$2
     guest_accel "$dir"
+    # what differs between the architectures: the machine, its firmware
+    # (none: -M virt boots -kernel directly) and the console
+    local machine console
     if [ "$NCM_ARCH" = arm64 ]; then
-        GUEST_CMD=("$GUEST_QEMU"
-            -M virt -cpu cortex-a57 -m 512 -smp 1 -accel "$GUEST_ACCEL"
-            -kernel "$dir/vmlinuz" -initrd "$dir/initrd.img"
-            -append "console=ttyAMA0 loglevel=3 quiet panic=-1 $append"
-            -netdev user,id=n0 "${GUEST_DEV_ARGS[@]}"
-            -nodefaults -nographic -serial mon:stdio -no-reboot)
-        # shellcheck disable=SC2206 # word splitting intended
-        [ -n "${QEMU_EXTRA:-}" ] && GUEST_CMD+=($QEMU_EXTRA)
-        return 0
+        machine=(-M virt -cpu cortex-a57)
+        console="console=ttyAMA0"
+    else
+        qemu_firmware_args "$GUEST_QEMU"
+        machine=("${QEMU_FW_ARGS[@]}" -M q35)
+        console="console=ttyS0"
+        append="no_timer_check $append"
     fi
-    qemu_firmware_args "$GUEST_QEMU"
-    GUEST_CMD=("$GUEST_QEMU" "${QEMU_FW_ARGS[@]}"
-        -M q35 -m 512 -smp 1 -accel "$GUEST_ACCEL"
+    GUEST_CMD=("$GUEST_QEMU" "${machine[@]}" -m 512 -smp 1 -accel "$GUEST_ACCEL"
         -kernel "$dir/vmlinuz" -initrd "$dir/initrd.img"
-        -append "console=ttyS0 loglevel=3 quiet panic=-1 no_timer_check $append"
+        -append "$console loglevel=3 quiet panic=-1 $append"
         -netdev user,id=n0 "${GUEST_DEV_ARGS[@]}"
         -nodefaults -nographic -serial mon:stdio -no-reboot)
     # shellcheck disable=SC2206 # word splitting intended
