@@ -231,7 +231,9 @@ guest_qemu_cmd() {
 #   with longer silent stretches), Alt-SysRq-8, w, l and t go to its
 #   keyboard over QMP (tests/guest/qmp-sysrq.py: every message to the
 #   console, blocked tasks, CPU backtraces, all tasks), and QEMU is killed
-#   30 s later ("# killed: guest stalled").
+#   30 s later ("# killed: guest stalled"). Under REPLAY=replay a guest
+#   that is silent but whose replay instruction count still grows
+#   (tests/guest/qmp-icount.py) is making progress.
 # guest_cues_start LOG QOM [qmp-cues.py options...]: a QMP socket on
 # GUEST_CMD and tests/guest/qmp-cues.py on it, carrying out the guest's
 # "NCMTEST cue=" requests for device QOM (results in LOG.cues.json);
@@ -286,6 +288,7 @@ guest_console() {
     local log=$1 pidfile=$2 qmp=$3 line buf="" st
     local lockup=0 grace=${GUEST_LOCKUP_GRACE:-60}
     local stall=${GUEST_STALL:-120} progress=$SECONDS kill_at=0
+    local icount="" now
     while :; do
         if IFS= read -r -t 5 line; then
             line=$buf${line%$'\r'}
@@ -317,6 +320,21 @@ guest_console() {
                 fi
                 ;;
             esac
+        fi
+        # a replay's progress is its instruction count, not its console:
+        # it replays a busy boot (the kernel's APIC timer calibration, a
+        # PAUSE loop with a replay checkpoint every ten instructions) many
+        # times slower than it was recorded, printing nothing meanwhile
+        if [ "$kill_at" = 0 ] && [ "$stall" != 0 ] &&
+           [ $((SECONDS - progress)) -ge "$stall" ] &&
+           [ "${REPLAY:-}" = replay ]; then
+            now=$(timeout 10 python3 "$NCM_TOP/tests/guest/qmp-icount.py" "$qmp" 2>/dev/null || true)
+            if [ -n "$now" ] && [ "$now" != "$icount" ]; then
+                icount=$now
+                progress=$SECONDS
+            else
+                step "guest: the replay no longer advances${icount:+ (instruction $icount)}: diverged from its recording?"
+            fi
         fi
         if [ "$kill_at" = 0 ] && [ "$stall" != 0 ] &&
            [ $((SECONDS - progress)) -ge "$stall" ]; then
