@@ -344,10 +344,18 @@ if [ "$coverage" = 1 ]; then
                       printf "%-24s lines %5d/%-5d (%s)  regions %s  functions %s\n",
                              p[n], $8 - $9, $8, $10, $4, $7
                       lines += $8; missed += $9
+                      # the three files issue 20 sets its 85 % target on
+                      if (p[n] ~ /^(dev-ncm|ncm-function|ncm-ntb)\.c$/) {
+                          lines3 += $8; missed3 += $9
+                      }
                   } }
                 END { if (lines)
                           printf "%-24s lines %5d/%-5d (%.2f%%)\n", "all six",
-                                 lines - missed, lines, 100 * (lines - missed) / lines }'
+                                 lines - missed, lines, 100 * (lines - missed) / lines
+                      if (lines3)
+                          printf "%-24s lines %5d/%-5d (%.2f%%)\n",
+                                 "dev-ncm+function+ntb", lines3 - missed3, lines3,
+                                 100 * (lines3 - missed3) / lines3 }'
     }
     step "line coverage, all targets together (llvm-cov-14 report)"
     cov_report "$prof/all.profdata" | sed 's/^/    /'

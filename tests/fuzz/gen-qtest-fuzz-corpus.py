@@ -244,6 +244,70 @@ STRUCTURED = {
     ]),
 }
 
+
+def ntb_out_lens(kind, fields, seed=0):
+    """ntb_out with the datagram length fields as given (bit 15 of one in
+    CRC mode: the datagram keeps the input's bytes as its CRC)"""
+    b = bytes([OP_BULK_OUT, kind]) + u16(0) + bytes([len(fields) - 1])
+    for n, v in enumerate(fields):
+        b += u16(v) + datagram(14 + (v & 0x7fff) % 1501, seed + n)[:64]
+    return b
+
+
+# first byte bit 6: the device with NCM 1.0's zlp=auto instead of the
+# ZLP-required firmware (another OUT path); these replay seeds of the
+# required firmware there
+for _name in ('out-shapes', 'traffic', 'class-tour'):
+    STRUCTURED['auto-' + _name] = bytes([0x40]) + STRUCTURED[_name][1:]
+
+STRUCTURED.update({
+    # an OUT transfer of 128 wMaxPacketSize packets, no terminator, then
+    # its ZLP: more than the 64 KiB buffer, on both firmware models
+    'overflow': b'\x00' + b''.join([
+        out_raw(3, 127, bytes(16)), wait(5), out_raw(1), wait(5),
+        ntb_out(5, [datagram(100, 1)]), wait(5)]),
+    'auto-overflow': b'\x40' + b''.join([
+        out_raw(3, 127, bytes(16)), wait(5), out_raw(1), wait(5),
+        ntb_out(6, [datagram(100, 1), datagram(1514, 2)]), wait(5)]),
+    # GET/SET_NET_ADDRESS on alt 0 and refused on alt 1; perfect
+    # multicast filtering of frames in and out of the list
+    'net-address-filters': b'\x80' + b''.join([
+        cls(0x81, dir_in=True, length=6),
+        cls(0x82, data=bytes.fromhex('020000aabbcc')),
+        cls(0x82, data=bytes.fromhex('0200aabbcc')),
+        cls(0x81, dir_in=True, length=6),
+        bytes([OP_SET_ALT, 0x01]),
+        cls(0x82, data=bytes.fromhex('020000ddeeff')),
+        cls(0x40, value=2, data=MC),
+        cls(0x43, value=0x1c),
+        frame(100, 1, dst=2), frame(100, 2, dst=3), frame(100, 3, dst=1),
+        bulk_in(3, 3), wait(),
+        cls(0x43, value=0x1e), frame(100, 4, dst=3), bulk_in(1, 3), wait(),
+    ]),
+    # CRC mode: datagrams with the right CRC-32 and one with a wrong one
+    'crc': b'\x80' + b''.join([
+        cls(0x8a, value=1), cls(0x89, dir_in=True, length=2),
+        bytes([OP_SET_ALT, 0x01]),
+        ntb_out_lens(5, [86, 286, 1500]), wait(),
+        ntb_out_lens(5, [86, 0x8000 | 100]), wait(),
+    ]),
+    # the IN corruptions the other seeds leave out, and SET_NTB_INPUT_SIZE
+    # while an IN NTB is being built and sent
+    'in-corrupt-resize': b'\x00' + b''.join([
+        fault(F_CORRUPT_IN, CORRUPT['datagram-offset-wrap']),
+        fault(F_CORRUPT_COUNT, 2), frame(100, 1), bulk_in(1, 3), wait(),
+        frame(100, 2), bulk_in(1, 3), wait(),
+        fault(F_CORRUPT_IN, CORRUPT['block-length-over-input-size']),
+        fault(F_CORRUPT_COUNT, 1), frame(100, 3), bulk_in(1, 3), wait(),
+        fault(F_CORRUPT_IN, CORRUPT['none']),
+        frame(1514, 4), frame(1514, 5),
+        cls(0x86, data=struct.pack('<I', 2048)),
+        bulk_in(1, 0, 512), frame(1514, 6),
+        cls(0x86, data=struct.pack('<I', 4096)),
+        bulk_in(4, 3), wait(),
+    ]),
+})
+
 # usb-ncm-dl-migration-fuzz: the state byte (bits: 0 OUT mid-NTB, 1 IN
 # NTB partly sent, 2 parked IN TDs, 3 busy fault, 4 link-down fault,
 # 5 CRC mode, 6 multicast filters, 7 NTB32), then mutations of 4 bytes:

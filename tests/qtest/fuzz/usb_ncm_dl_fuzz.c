@@ -2,8 +2,9 @@
  * usb-ncm-dl fuzz targets: guest operations through qemu-xhci, and
  * mutated migration streams
  *
- * usb-ncm-dl-fuzz enumerates the device through qemu-xhci with the libqos
- * xHCI driver, then reads the input as a sequence of operations a guest
+ * usb-ncm-dl-fuzz enumerates the device (ZLP-required firmware, or NCM
+ * 1.0's zlp=auto by the first input byte) through qemu-xhci with the
+ * libqos xHCI driver, then reads the input as a sequence of operations a guest
  * (or the host side) can perform: control requests, bulk and interrupt
  * transfers of any length, queued IN transfers, cancellations, raw xHCI
  * commands with fuzzed contexts, configuration and interface changes,
@@ -36,6 +37,7 @@
 #include "qom/object.h"
 #include "hw/qdev-core.h"
 #include "hw/usb.h"
+#include "hw/usb/ncm-ntb.h"
 #include "monitor/qdev.h"
 #include "io/channel-buffer.h"
 #include "migration/vmstate.h"
@@ -161,6 +163,15 @@ static void in_fill(FuzzIn *in, uint8_t *buf, size_t len, size_t take)
 
 /* Device creation, outside the guest's reach */
 
+/*
+ * The firmware model of the device ncm_plug() creates, chosen by bit 6 of
+ * an input's first byte: NULL for the property's default, which is the
+ * command line's device (DisplayLink ids: ZLP-required firmware), or
+ * ncm_zlp_auto for NCM 1.0's own delimiting, whose OUT path is another.
+ */
+static const char ncm_zlp_auto[] = "auto";
+static const char *ncm_zlp;
+
 static DeviceState *ncm_find(void)
 {
     Object *obj = object_resolve_path_type("", NCM_MODEL, NULL);
@@ -179,20 +190,36 @@ static void ncm_unplug(void)
 
 static void ncm_plug(void)
 {
+    g_auto(GStrv) props = NULL;
     QDict *opts;
     DeviceState *dev;
+    int i;
 
     if (ncm_find()) {
         return;
     }
+    /*
+     * The same properties as the command line's device: a replugged
+     * device that differed (it once lacked ethernet-statistics) would
+     * make every input after the first one of a run fuzz another device,
+     * and GET_ETHERNET_STATISTIC was never reached in a corpus replay.
+     */
     opts = qdict_new();
     qdict_put_str(opts, "driver", NCM_MODEL);
     qdict_put_str(opts, "id", NCM_ID);
     qdict_put_str(opts, "bus", "xhci.0");
     qdict_put_str(opts, "netdev", NCM_NETDEV);
     qdict_put_str(opts, "mac", NCM_MAC);
-    qdict_put_str(opts, "network-capabilities", "0x3b");
-    qdict_put_str(opts, "multicast-filters", "16");
+    props = g_strsplit(NCM_PROPS, ",", -1);
+    for (i = 0; props[i]; i++) {
+        g_auto(GStrv) kv = g_strsplit(props[i], "=", 2);
+
+        g_assert(kv[0] && kv[1]);
+        qdict_put_str(opts, kv[0], kv[1]);
+    }
+    if (ncm_zlp) {
+        qdict_put_str(opts, "zlp", ncm_zlp);
+    }
     dev = qdev_device_add_from_qdict(opts, false, &error_abort);
     object_unref(OBJECT(dev));
     qobject_unref(opts);
@@ -499,13 +526,19 @@ static GByteArray *build_ntb(NcmFuzz *f, FuzzIn *in, uint32_t pad_to)
     g_byte_array_set_size(b, pos);
     memset(b->data, 0, pos);
     for (i = 0; i < n; i++) {
-        uint32_t dlen = 14 + in_u16(in) % 1501 + (f->crc ? 4 : 0);
+        uint16_t v = in_u16(in);
+        uint32_t dlen = 14 + v % 1501 + (f->crc ? 4 : 0);
         uint32_t off = ROUND_UP(pos, 4);
         uint8_t *e;
 
         g_byte_array_set_size(b, off + dlen);
         memset(b->data + pos, 0, off - pos);
         in_fill(in, b->data + off, dlen, 64);
+        /* CRC mode: a right CRC-32 unless bit 15 asks for the input's */
+        if (f->crc && !(v & 0x8000)) {
+            stl_le_p(b->data + off + dlen - 4,
+                     ncm_crc32(b->data + off, dlen - 4));
+        }
         e = b->data + ndp + ndp_hdr + i * 2 * fs;
         if (n32) {
             stl_le_p(e, off);
@@ -1052,11 +1085,18 @@ static void usb_ncm_dl_fuzz(QTestState *s, const unsigned char *data,
         [OP_REENUMERATE] = op_reenumerate,
     };
     FuzzIn in = { data, size };
+    const char *zlp = size && (data[0] & 0x40) ? ncm_zlp_auto : NULL;
     NcmFuzz f;
     int n = 0;
 
+    /* byte 0 bit 6: the firmware model (the last input's may differ) */
+    if (zlp != ncm_zlp) {
+        ncm_unplug();
+        flush_events(s);
+        ncm_zlp = zlp;
+    }
     ncm_fuzz_begin(&f, s);
-    /* byte 0: stop after SET_CONFIGURATION, or go on to alt 1 */
+    /* byte 0 bit 7: stop after SET_CONFIGURATION, or go on to alt 1 */
     if (ncm_enumerate(&f, !(in_u8(&in) & 0x80))) {
         while (in.len && n++ < MAX_OPS && !f.dead) {
             ops[in_u8(&in) % OP__MAX](&f, &in);
