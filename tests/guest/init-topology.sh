@@ -29,16 +29,6 @@ for arg in $(cat /proc/cmdline); do
     esac
 done
 
-# hc_of USBDEV: the PCI function of the host controller a USB device is on
-# ("0000:00:1d.0") and its driver ("uhci_hcd")
-hc_of() {
-    local p=$1
-    while [ -n "$p" ] && [ ! -e "$p/companion" ] && [ ! -e "$p/vendor" ]; do
-        p=${p%/*}
-    done
-    echo "${p##*/} $(basename "$(readlink "$p/driver" 2>/dev/null)")"
-}
-
 # ncm_at SPEED: the cdc_ncm interface is there, on a USB device at SPEED
 # Mbit/s, configured (address, carrier)
 ncm_at() {

@@ -230,6 +230,16 @@ find_iface() {
     return 1
 }
 
+# hc_of USBDEV: the PCI function of the host controller a USB device is on
+# ("0000:00:1d.0") and its driver ("uhci_hcd")
+hc_of() {
+    local p=$1
+    while [ -n "$p" ] && [ ! -e "$p/companion" ] && [ ! -e "$p/vendor" ]; do
+        p=${p%/*}
+    done
+    echo "${p##*/} $(basename "$(readlink "$p/driver" 2>/dev/null)")"
+}
+
 report_device() {
     local dev usbdev drv line f
     dev=/sys/class/net/$IFACE
@@ -245,6 +255,9 @@ report_device() {
         t "usb_id=$(cat "$usbdev/idVendor"):$(cat "$usbdev/idProduct")"
         t "usb_version=$(cat "$usbdev/version" | tr -d ' ')"
         t "usb_product=$(cat "$usbdev/product" 2>/dev/null)"
+        # where it is: "1" on a root port, "1.1" behind a hub
+        t "usb_devpath=$(cat "$usbdev/devpath")"
+        t "usb_hc=$(hc_of "$usbdev")"
     fi
     line=$(dmesg | grep -m1 'CDC NCM')
     [ -n "$line" ] || line=$(dmesg | grep -m1 "register '$drv'")

@@ -44,6 +44,10 @@ guest_has_device() {
 #               with pci-ohci,masterbus=,num-ports=6 at 1a.0; QEMU's
 #               usb-ehci takes no companion) | xhci-hub (qemu-xhci, a usb-hub on port 1, the
 #               device on hub port 1.1: full speed, QEMU's hub is USB 1.1)
+#               | ehci-uhci-hub (the ehci-uhci set-up with a usb-hub on
+#               port 1 and the device on 1.1, as libvirt's <hub> on q35:
+#               the guest's EHCI driver hands the full-speed hub to the
+#               UHCI companion)
 #               | xhci-dual (qemu-xhci with two NCM functions, MACs
 #               52:54:00:12:36:00 and :01 on netdevs n0 and n1 =
 #               -netdev user,net=10.0.3.0/24: GUEST_NICS=2)
@@ -77,7 +81,7 @@ guest_device_args() {
         xhci|qemu-xhci|nec-usb-xhci|xhci-dual)
             GUEST_USB_SPEED=5000
             case $copts in *p3=0*) GUEST_USB_SPEED=480 ;; esac ;;
-        uhci|ohci|piix3-usb-uhci|ich9-usb-uhci[1-6]|pci-ohci|xhci-hub) GUEST_USB_SPEED=12 ;;
+        uhci|ohci|piix3-usb-uhci|ich9-usb-uhci[1-6]|pci-ohci|xhci-hub|ehci-uhci-hub) GUEST_USB_SPEED=12 ;;
         *) GUEST_USB_SPEED=480 ;;
         esac
         # a USB 3 port takes usb-net at high speed only
@@ -88,12 +92,17 @@ guest_device_args() {
         ehci) cname=usb-ehci ;;
         uhci) cname=piix3-usb-uhci ;;
         ohci) cname=pci-ohci ;;
-        ehci-uhci)
+        ehci-uhci|ehci-uhci-hub)
             GUEST_CTL_ARGS=(-device "ich9-usb-ehci1,id=usbctl,addr=1d.7,multifunction=on$copts"
                 -device ich9-usb-uhci1,masterbus=usbctl.0,firstport=0,addr=1d.0,multifunction=on
                 -device ich9-usb-uhci2,masterbus=usbctl.0,firstport=2,addr=1d.1
                 -device ich9-usb-uhci3,masterbus=usbctl.0,firstport=4,addr=1d.2)
-            GUEST_COMPANION=uhci devport=,port=1 ;;
+            if [ "$cname" = ehci-uhci-hub ]; then
+                GUEST_CTL_ARGS+=(-device usb-hub,bus=usbctl.0,port=1)
+                devport=,port=1.1
+            else
+                GUEST_COMPANION=uhci devport=,port=1
+            fi ;;
         ehci-ohci)
             # (QEMU's usb-ehci takes no companions: only the ICH9 EHCIs do)
             GUEST_CTL_ARGS=(-device "ich9-usb-ehci2,id=usbctl,addr=1a.7,multifunction=on$copts"
@@ -109,10 +118,10 @@ guest_device_args() {
         qemu-xhci|usb-ehci|ich9-usb-ehci1|nec-usb-xhci|piix3-usb-uhci|\
         ich9-usb-uhci[1-6]|pci-ohci) ;;
         *) die "unknown USB controller '$cname'" \
-               "use xhci, xhci-hs, ehci, uhci, ohci, ehci-uhci, ehci-ohci, xhci-hub or xhci-dual" ;;
+               "use xhci, xhci-hs, ehci, uhci, ohci, ehci-uhci, ehci-ohci, ehci-uhci-hub, xhci-hub or xhci-dual" ;;
         esac
         case $cname in
-        ehci-uhci|ehci-ohci|xhci-hub|xhci-dual) ;;
+        ehci-uhci|ehci-ohci|ehci-uhci-hub|xhci-hub|xhci-dual) ;;
         *) GUEST_CTL_ARGS=(-device "$cname,id=usbctl$copts") ;;
         esac
         if [ "$GUEST_NICS" = 2 ]; then

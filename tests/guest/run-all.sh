@@ -114,7 +114,7 @@ install=.
 # migration
 leg '%'          '*'          run-guest-test.sh    dev  "$CONTROLLERS"
 leg 'arm64-%'    'usb-ncm*'   arm64_leg            dev  "${GUEST_ARM64-xhci}"
-leg '%'          'usb-ncm*'   run-guest-test.sh    dev  "${GUEST_TOPOLOGIES-ehci-uhci ehci-ohci xhci-hub xhci-dual}"
+leg '%'          'usb-ncm*'   run-guest-test.sh    dev  "${GUEST_TOPOLOGIES-ehci-uhci ehci-ohci ehci-uhci-hub xhci-hub xhci-dual}"
 leg 'stress-%'   'usb-ncm*'   run-stress-test.sh   dev  "${GUEST_STRESS-xhci ehci}"
 leg 'migrate-%'  'usb-ncm*'   run-migrate-test.sh  dev  "${GUEST_MIGRATE-xhci}"
 # re-enumeration and suspend (run-pm-test.sh MODE CONTROLLER): autosuspend

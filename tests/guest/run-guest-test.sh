@@ -18,7 +18,8 @@
 #               full speed and answer pings, again after a re-plug
 #               (x-fault-replug-ms over QMP), then at high speed on the
 #               EHCI when the port is given back; xhci-hub (behind a
-#               usb-hub, full speed); xhci-dual (two usb-ncm-dl, iperf3
+#               usb-hub, full speed) and ehci-uhci-hub (the hub on the
+#               ICH9 EHCI goes to its UHCI companion); xhci-dual (two usb-ncm-dl, iperf3
 #               on both at once, each way). These skip the live raise.
 #   DEVICE      usb-ncm-dl (default, or $NCM_DEVICE); properties are passed
 #               through: usb-ncm-dl,pcap=/tmp/ncm.pcap. usb-net and
@@ -71,7 +72,7 @@ else
 fi
 # the set-ups of real machines: one boot each, kept short
 TOPO=""
-case ${CTRL%%,*} in ehci-uhci|ehci-ohci|xhci-hub|xhci-dual) TOPO=1 ;; esac
+case ${CTRL%%,*} in ehci-uhci|ehci-ohci|*-hub|xhci-dual) TOPO=1 ;; esac
 [ "$GUEST_IS_USB" = 1 ] || CNAME=pci
 # another guest architecture: its own names, beside the x86 legs'
 [ "$NCM_ARCH" = x86_64 ] || CNAME=$NCM_ARCH-$CNAME
@@ -255,6 +256,19 @@ if [ -n "$LIVE" ]; then
     runner_check live-raise-traffic "$r" "iperf3 -R during the raise: rc=$(v live_iperf_rc), ping loss $(v live_ping_loss_pct)%"
     check_ping ping-after-raise ping_after
 fi
+
+# behind a usb-hub: the device's path has the hub's port in it, and the
+# controller is the one the hub is on (ehci-uhci-hub: the UHCI companion
+# the guest's EHCI driver gave the full-speed hub to)
+case ${CTRL%%,*} in
+*-hub)
+    want_hc=xhci
+    case ${CTRL%%,*} in ehci-uhci-hub) want_hc=uhci ;; esac
+    # checks behind-hub
+    runner_check behind-hub "$(runner_ok '[ "$(v usb_devpath)" = 1.1 ] && [[ "$(v usb_hc)" == *"$want_hc"* ]]')" \
+        "the device at USB path $(v usb_devpath) (expected 1.1) on $(v usb_hc) (expected a $want_hc driver)"
+    ;;
+esac
 
 # the port handed to the EHCI's companion and back (init-topology.sh)
 if [ -n "$GUEST_COMPANION" ]; then
