@@ -56,11 +56,15 @@ def cls(req, value=0, data=b'', dir_in=False, length=None):
             u16(value) + u16(n) + data)
 
 
-def ntb_out(kind, datagrams):
-    """kind 5: the NTB as built; 6: padded to a wMaxPacketSize multiple"""
+def ntb_out(kind, datagrams, fields=None):
+    """kind 5: the NTB as built; 6: padded to a wMaxPacketSize multiple.
+    fields: the target's length fields, when not each datagram's length
+    - 14 (in CRC mode, bit 15 of one keeps the input's bytes as the CRC)"""
+    if fields is None:
+        fields = [len(d) - 14 for d in datagrams]
     b = bytes([OP_BULK_OUT, kind]) + u16(0) + bytes([len(datagrams) - 1])
-    for d in datagrams:
-        b += u16(len(d) - 14) + d[:64]
+    for d, v in zip(datagrams, fields):
+        b += u16(v) + d[:64]
     return b
 
 
@@ -245,15 +249,6 @@ STRUCTURED = {
 }
 
 
-def ntb_out_lens(kind, fields, seed=0):
-    """ntb_out with the datagram length fields as given (bit 15 of one in
-    CRC mode: the datagram keeps the input's bytes as its CRC)"""
-    b = bytes([OP_BULK_OUT, kind]) + u16(0) + bytes([len(fields) - 1])
-    for n, v in enumerate(fields):
-        b += u16(v) + datagram(14 + (v & 0x7fff) % 1501, seed + n)[:64]
-    return b
-
-
 # first byte bit 6: the device with NCM 1.0's zlp=auto instead of the
 # ZLP-required firmware (another OUT path); these replay seeds of the
 # required firmware there
@@ -288,8 +283,10 @@ STRUCTURED.update({
     'crc': b'\x80' + b''.join([
         cls(0x8a, value=1), cls(0x89, dir_in=True, length=2),
         bytes([OP_SET_ALT, 0x01]),
-        ntb_out_lens(5, [86, 286, 1500]), wait(),
-        ntb_out_lens(5, [86, 0x8000 | 100]), wait(),
+        ntb_out(5, [datagram(100, 0), datagram(300, 1), datagram(1514, 2)]),
+        wait(),
+        ntb_out(5, [datagram(100, 0), datagram(114, 1)],
+                fields=[86, 0x8000 | 100]), wait(),
     ]),
     # the IN corruptions the other seeds leave out, and SET_NTB_INPUT_SIZE
     # while an IN NTB is being built and sent

@@ -330,28 +330,28 @@ guest_console() {
                 ;;
             esac
         fi
-        # a replay's progress is its instruction count, not its console:
-        # it replays a busy boot (the kernel's APIC timer calibration, a
-        # PAUSE loop with a replay checkpoint every ten instructions) many
-        # times slower than it was recorded, printing nothing meanwhile
         if [ "$kill_at" = 0 ] && [ "$stall" != 0 ] &&
-           [ $((SECONDS - progress)) -ge "$stall" ] &&
-           [ "${REPLAY:-}" = replay ]; then
-            now=$(timeout 10 python3 "$NCM_TOP/tests/guest/qmp-icount.py" "$qmp" 2>/dev/null || true)
+           [ $((SECONDS - progress)) -ge "$stall" ]; then
+            # a replay's progress is its instruction count, not its
+            # console: it replays a busy boot (the kernel's APIC timer
+            # calibration, a PAUSE loop with a replay checkpoint every ten
+            # instructions) many times slower than it was recorded,
+            # printing nothing meanwhile
+            now=""
+            [ "${REPLAY:-}" = replay ] &&
+                now=$(timeout 10 python3 "$NCM_TOP/tests/guest/qmp-icount.py" "$qmp" 2>/dev/null || true)
             if [ -n "$now" ] && [ "$now" != "$icount" ]; then
                 icount=$now
                 progress=$SECONDS
             else
-                step "guest: the replay no longer advances${icount:+ (instruction $icount)}: diverged from its recording?"
+                [ "${REPLAY:-}" = replay ] &&
+                    step "guest: the replay no longer advances${icount:+ (instruction $icount)}: diverged from its recording?"
+                step "guest: no progress for ${stall}s; SysRq w/l/t, QEMU goes in 30s"
+                printf '# guest stalled: no progress for %ss; sending SysRq 8 w l t\n' "$stall" >> "$log"
+                timeout 30 python3 "$NCM_TOP/tests/guest/qmp-sysrq.py" "$qmp" 8 w l t \
+                    >> "$log" 2>&1 &
+                kill_at=$((SECONDS + 30))
             fi
-        fi
-        if [ "$kill_at" = 0 ] && [ "$stall" != 0 ] &&
-           [ $((SECONDS - progress)) -ge "$stall" ]; then
-            step "guest: no progress for ${stall}s; SysRq w/l/t, QEMU goes in 30s"
-            printf '# guest stalled: no progress for %ss; sending SysRq 8 w l t\n' "$stall" >> "$log"
-            timeout 30 python3 "$NCM_TOP/tests/guest/qmp-sysrq.py" "$qmp" 8 w l t \
-                >> "$log" 2>&1 &
-            kill_at=$((SECONDS + 30))
         fi
         if [ "$kill_at" != 0 ] && [ "$SECONDS" -ge "$kill_at" ]; then
             printf '# killed: guest %s\n' "$([ "$lockup" != 0 ] && echo lockup || echo stalled)" >> "$log"

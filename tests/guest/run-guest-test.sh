@@ -19,8 +19,9 @@
 #               (x-fault-replug-ms over QMP), then at high speed on the
 #               EHCI when the port is given back; xhci-hub (behind a
 #               usb-hub, full speed) and ehci-uhci-hub (the hub on the
-#               ICH9 EHCI goes to its UHCI companion); xhci-dual (two usb-ncm-dl, iperf3
-#               on both at once, each way). These skip the live raise.
+#               ICH9 EHCI goes to its UHCI companion); xhci-dual (two
+#               usb-ncm-dl, iperf3 on both at once, each way). These skip
+#               the live raise.
 #   DEVICE      usb-ncm-dl (default, or $NCM_DEVICE); properties are passed
 #               through: usb-ncm-dl,pcap=/tmp/ncm.pcap. usb-net and
 #               virtio-net-pci work too, for comparison (NCM-only checks are
@@ -260,15 +261,15 @@ fi
 # behind a usb-hub: the device's path has the hub's port in it, and the
 # controller is the one the hub is on (ehci-uhci-hub: the UHCI companion
 # the guest's EHCI driver gave the full-speed hub to)
+want_hc=""
 case ${CTRL%%,*} in
-*-hub)
-    want_hc=xhci
-    case ${CTRL%%,*} in ehci-uhci-hub) want_hc=uhci ;; esac
-    # checks behind-hub
+xhci-hub) want_hc=xhci ;;
+ehci-uhci-hub) want_hc=uhci ;;
+esac
+if [ -n "$want_hc" ]; then
     runner_check behind-hub "$(runner_ok '[ "$(v usb_devpath)" = 1.1 ] && [[ "$(v usb_hc)" == *"$want_hc"* ]]')" \
         "the device at USB path $(v usb_devpath) (expected 1.1) on $(v usb_hc) (expected a $want_hc driver)"
-    ;;
-esac
+fi
 
 # the port handed to the EHCI's companion and back (init-topology.sh)
 if [ -n "$GUEST_COMPANION" ]; then
