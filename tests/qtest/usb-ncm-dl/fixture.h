@@ -236,7 +236,9 @@ void ncm_assert_deltas_n(NcmEnv *e, const NcmDelta *want, size_t n);
                         ARRAY_SIZE(((const NcmDelta[]) { __VA_ARGS__ })))
 uint64_t ncm_delta(NcmEnv *e, const char *name);
 void ncm_assert_parse_errors(NcmEnv *e, const char *name, uint64_t n);
-void ncm_assert_counters_kept(NcmEnv *e);
+extern const char *const ncm_eth_stat_names[];
+void ncm_assert_eth_stats_kept(NcmEnv *e, QDict *before);
+int64_t ncm_qom_get_stat(NcmEnv *e, const char *name);
 
 void ncm_fault_set(NcmEnv *e, const char *prop, uint32_t value);
 void ncm_fault_corrupt(NcmEnv *e, const char *how);
