@@ -388,7 +388,7 @@ void ncm_read_ntb_parameters(NcmEnv *e, NcmNtbParams *p, uint8_t *raw)
     uint8_t b[28];
     uint32_t actual = 0;
 
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_PARAMETERS, 0, b, sizeof(b),
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_PARAMETERS, 0, b, sizeof(b),
                                  &actual), ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 28);
     g_assert_cmpuint(lduw_le_p(b), ==, 28);

@@ -18,6 +18,7 @@
 
 #include "qemu/bswap.h"
 #include "qemu/timer.h"
+#include "hw/usb/cdc-ncm.h"
 #include "libqtest.h"
 #include "libqos/libqos-pc.h"
 #include "libqos/xhci-driver.h"
@@ -30,21 +31,6 @@
 #define NCM_MAC_STR             "52:54:00:12:34:56"
 #define NCM_MAC_HEX             "525400123456"
 #define NCM_XHCI_DEVFN          QPCI_DEVFN(4, 0)
-
-/* CDC / NCM class requests */
-#define NCM_REQ_SET_ETHERNET_MULTICAST_FILTERS  0x40
-#define NCM_REQ_SET_ETHERNET_PACKET_FILTER      0x43
-#define NCM_REQ_GET_ETHERNET_STATISTIC          0x44
-#define NCM_REQ_GET_NTB_PARAMETERS              0x80
-#define NCM_REQ_SET_NET_ADDRESS                 0x82
-#define NCM_REQ_GET_NTB_FORMAT                  0x83
-#define NCM_REQ_SET_NTB_FORMAT                  0x84
-#define NCM_REQ_GET_NTB_INPUT_SIZE              0x85
-#define NCM_REQ_SET_NTB_INPUT_SIZE              0x86
-#define NCM_REQ_GET_MAX_DATAGRAM_SIZE           0x87
-#define NCM_REQ_SET_MAX_DATAGRAM_SIZE           0x88
-#define NCM_REQ_GET_CRC_MODE                    0x89
-#define NCM_REQ_SET_CRC_MODE                    0x8a
 
 /* Standard requests */
 #define NCM_USB_REQ_GET_STATUS          0x00

@@ -75,7 +75,7 @@ static void test_port_reset(NcmEnv *e, const NcmCase *c)
     unsigned i;
 
     stl_le_p(b, 4096);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
     ncm_set_alt(e, 1);
     for (i = 0; i < 10; i++) {
@@ -92,7 +92,7 @@ static void test_port_reset(NcmEnv *e, const NcmCase *c)
     ncm_enumerate(e);
 
     /* back to power-on defaults */
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_INPUT_SIZE, 0, b, 4,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, e->p.in_max);
@@ -574,11 +574,11 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     unsigned i;
 
     /* negotiated state that differs from the defaults */
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 1, NULL, 0), ==,
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_FORMAT, 1, NULL, 0), ==,
                     QXHCI_CC_SUCCESS);
     e->ntb32 = true;
     stl_le_p(b, 16384);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
                     QXHCI_CC_SUCCESS);
     e->in_size = 16384;
     ncm_set_alt(e, 1);
@@ -683,11 +683,11 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     ncm_sock_expect_frames(e, tx);
 
     /* what was negotiated is still in force */
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_INPUT_SIZE, 0, b, 4,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, 16384);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_FORMAT, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 1);
     /* the destination sent them (its counters start at the migration) */
@@ -1080,7 +1080,7 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
                              "'node-name': 'disk0', 'file': 'f0'}}");
 
     stl_le_p(b, 8192);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
                     QXHCI_CC_SUCCESS);
     e->in_size = 8192;
     ncm_set_alt(e, 1);
@@ -1122,7 +1122,7 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
     /* the statistics are the snapshot's again; the frame is gone */
     ncm_assert_deltas(e, { "in_broadcast_frames", 0 },
                       { "in_broadcast_bytes", 0 });
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_INPUT_SIZE, 0, b, 4,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, 8192);
