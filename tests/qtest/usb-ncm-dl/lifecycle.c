@@ -530,15 +530,15 @@ static QTestState *migrate_load(NcmEnv *e, const char *file,
     return dst;
 }
 
-static QTestState *migrate_via_file(NcmEnv *e, const char *file,
-                                    const char *props, int *sock)
+QTestState *ncm_migrate_via_file(NcmEnv *e, const char *file,
+                                 const char *props, int *sock)
 {
     migrate_save(e, file);
     return migrate_load(e, file, props, sock);
 }
 
 /* The test goes on with the destination: QEMU, netdev socket, driver. */
-static void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock)
+void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock)
 {
     qtest_quit(e->qts);
     close(e->sock);
@@ -625,7 +625,7 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     g_assert(!in[0]->done);
     ncm_mark(e);
 
-    dst = migrate_via_file(e, file, dst_props, &sock);
+    dst = ncm_migrate_via_file(e, file, dst_props, &sock);
     unlink(file);
     if (*m != MIG_MID_TRANSFER) {
         /* refused, and said so; the source is stopped but alive */
@@ -877,7 +877,7 @@ static void test_migrate_unplugged(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
     g_assert(!(qxhci_portsc(e->xhci, e->port) & 1));
 
-    dst = migrate_via_file(e, file, NULL, &sock);
+    dst = ncm_migrate_via_file(e, file, NULL, &sock);
     unlink(file);
     g_assert(dst);
     ncm_follow_migration(e, dst, sock);
@@ -929,7 +929,7 @@ static void test_migrate_queued_tds(NcmEnv *e, const NcmCase *c)
     g_assert(!in[1]->done && !in[2]->done);
     ncm_mark(e);
 
-    dst = migrate_via_file(e, file, NULL, &sock);
+    dst = ncm_migrate_via_file(e, file, NULL, &sock);
     unlink(file);
     g_assert(dst);
     ncm_follow_migration(e, dst, sock);
