@@ -685,7 +685,9 @@ typedef enum MigEdit {
     MIG_EDIT_USB_ATTACHED,      /* configured, yet never reset */
     MIG_EDIT_BUSY_NO_TIMER,     /* busy fault without its timer */
     MIG_EDIT_BUSY_FOREVER,      /* busy fault timer at the end of time */
-    MIG_EDIT__MAX,
+    MIG_EDIT__MAX,              /* the edits above are refused */
+    /* off the bus while the port has it: loaded as detached */
+    MIG_EDIT_USB_NOTATTACHED = MIG_EDIT__MAX,
 } MigEdit;
 
 static const char *const mig_edit_names[MIG_EDIT__MAX] = {
@@ -785,6 +787,9 @@ static void mig_edit(const char *file, MigEdit edit)
     case MIG_EDIT_USB_ATTACHED:
         stl_be_p(u + USBDEV_STATE, 1);
         break;
+    case MIG_EDIT_USB_NOTATTACHED:
+        stl_be_p(u + USBDEV_STATE, 0);
+        break;
     case MIG_EDIT_BUSY_NO_TIMER:
         at = mig_find_busy_timer(b, len, at + USBDEV_LEN);
         stq_be_p(b + at, -1);
@@ -856,6 +861,58 @@ static void test_migrate_attached(NcmEnv *e, const NcmCase *c)
     ncm_reenumerate(e);
     ncm_set_alt(e, 1);
     ncm_queue_check_traffic(e, 36800);
+}
+
+/*
+ * A stream whose USBDevice.state says 'notattached' (off the bus) while
+ * the controller's port, from the same stream, still has the device: it
+ * loads as a device off the bus, so the controller must say so too.
+ * Before, the controller kept the port connected and skipped the
+ * detached device: the guest's transfers never completed and it never
+ * saw why.  Now the guest sees the port empty, its transfers end with
+ * it, and the device comes back as after a replug.
+ */
+static void test_migrate_notattached(NcmEnv *e, const NcmCase *c)
+{
+    g_autofree char *file = g_strdup_printf("%s/usb-ncm-mig-n-%d",
+                                            g_get_tmp_dir(), getpid());
+    QXhciTransfer *t;
+    int64_t deadline;
+    QTestState *dst;
+    int sock = -1;
+
+    ncm_set_alt(e, 1);
+    ncm_check_marker(e, 36900);
+    migrate_save(e, file);
+    mig_edit(file, MIG_EDIT_USB_NOTATTACHED);
+    dst = migrate_load(e, file, NULL, &sock);
+    unlink(file);
+    g_assert(dst);
+    ncm_follow_migration(e, dst, sock);
+
+    /* GET_DESCRIPTOR(device): ends within 100 ms, one way or the other */
+    t = qxhci_control_submit(e->dev, 0x80, 6, 0x0100, 0, NULL, 18);
+    g_assert(t);
+    deadline = ncm_clock_ns(e) + 100 * NCM_MS;
+    while (!t->done) {
+        g_assert_cmpint(ncm_clock_ns(e), <, deadline);
+        qxhci_step(e->xhci);
+    }
+    g_test_message("the transfer ended with %d", t->cc);
+    g_assert(e->dev->gone);
+    g_assert_cmpint(t->cc, ==, QXHCI_CC_CANCELLED);
+    g_assert(!(qxhci_portsc(e->xhci, e->port) & 1));
+    g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
+    qxhci_transfer_free(t);
+
+    deadline = ncm_clock_ns(e) + 5000 * NCM_MS;
+    while (!(qxhci_portsc(e->xhci, e->port) & 1)) {
+        g_assert_cmpint(ncm_clock_ns(e), <, deadline);
+        qxhci_step(e->xhci);
+    }
+    ncm_reenumerate(e);
+    ncm_set_alt(e, 1);
+    ncm_queue_check_traffic(e, 37000);
 }
 
 /*
@@ -1152,6 +1209,8 @@ void ncm_add_lifecycle_cases(bool ss)
                  test_migrate_attached, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "migrate/unplugged", test_migrate_unplugged,
                  NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "migrate/usb-notattached-connected",
+                 test_migrate_notattached, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "savevm-loadvm", test_savevm, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "migrate/queued-in-tds",
                  test_migrate_queued_tds, NULL, NULL);
