@@ -32,6 +32,9 @@
 #define ST_TRB_NORMAL           1
 #define ST_TRB_LINK             6
 #define ST_TRB_CONFIGURE_EP     12
+#define ST_TRB_STOP_EP          15
+#define ST_TRB_SET_TR_DEQUEUE   16
+#define ST_CC_INVALID_STREAM_TYPE 10
 #define ST_TRB_C                (1u << 0)
 #define ST_TRB_LINK_TC          (1u << 1)
 #define ST_TRB_ISP              (1u << 2)
@@ -299,7 +302,8 @@ static void test_streams(NcmEnv *e, const NcmCase *c)
  * with MaxPStreams, LSA and a Stream Context Array, and the machine
  * migrates.  The destination rebuilds its endpoints from that context,
  * before the device's state is loaded, so it takes the streams; it must
- * not run them.
+ * not run them, nor move their rings (Set TR Dequeue Pointer with Stream
+ * ID 0, which QEMU 10.2 asserts against, and 1).
  */
 static void test_streams_migrated(NcmEnv *e, const NcmCase *c)
 {
@@ -338,6 +342,18 @@ static void test_streams_migrated(NcmEnv *e, const NcmCase *c)
     }
     for (k = 0; k < 20; k++) {
         ncm_step(e, 0);
+    }
+    /* nor does Set TR Dequeue Pointer take a stream of it */
+    g_assert_cmpint(qxhci_cmd_raw(e->xhci, 0, 0, ST_TRB_STOP_EP << 10 |
+                                  se.ep[0].dci << 16 |
+                                  (uint32_t)e->dev->slot << 24, NULL),
+                    ==, QXHCI_CC_SUCCESS);
+    for (k = 0; k < 2; k++) {
+        g_assert_cmpint(qxhci_cmd_raw(e->xhci, se.ep[0].ring[1] | 1,
+                                      k << 16, ST_TRB_SET_TR_DEQUEUE << 10 |
+                                      se.ep[0].dci << 16 |
+                                      (uint32_t)e->dev->slot << 24, NULL),
+                        ==, ST_CC_INVALID_STREAM_TYPE);
     }
     ncm_assert_alive(e);
     g_assert_cmpuint(se.events, ==, 0);
