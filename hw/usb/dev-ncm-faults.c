@@ -346,6 +346,20 @@ static void usb_ncm_set_fault_corrupt(Object *obj, const char *value,
                "of %s", value, names->str);
 }
 
+void usb_ncm_faults_post_load(USBNcmState *s)
+{
+    if (!s->dev.attached) {
+        /*
+         * The stream had the function off the bus (a hostile or broken
+         * stream: the source blocks migration during a replug fault):
+         * come back as a replug would, or the port stays empty for good.
+         */
+        s->replug_down = true;
+        usb_ncm_replug_schedule(s, s->replug_ms);
+        usb_ncm_faults_update(s);
+    }
+}
+
 void usb_ncm_faults_realize(USBNcmState *s)
 {
     s->fault_link_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,

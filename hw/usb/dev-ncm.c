@@ -964,6 +964,27 @@ static const char *usb_ncm_check_migrated_usb(USBNcmState *s)
     return NULL;
 }
 
+/*
+ * USBDevice.state 'notattached' says the device was off the bus (a
+ * replug fault) when the source stopped, and hw/usb/bus.c loads it as
+ * detached.  The controller's port, loaded from the same stream, may
+ * still have it connected: the controller then skips the device and the
+ * guest's transfers never complete, with nothing to tell it why.  Tell
+ * the port it is empty, as usb_detach() did on the source: the guest
+ * sees the disconnect, and the device comes back as after a replug
+ * (usb_ncm_faults_post_load()).  A port that already shows no device
+ * just reports that again.
+ */
+static void usb_ncm_post_load_detached(USBNcmState *s)
+{
+    USBPort *port = s->dev.port;
+
+    if (s->dev.attached || !port || port->dev != &s->dev) {
+        return;
+    }
+    port->ops->detach(port);
+}
+
 /* After the function's own post_load accepted its part of the stream */
 static int usb_ncm_post_load(void *opaque, int version_id)
 {
@@ -985,6 +1006,8 @@ static int usb_ncm_post_load(void *opaque, int version_id)
     }
     ncm_function_set_link(&s->fn, !qemu_get_queue(s->nic)->link_down);
     s->may_park = usb_ncm_controller_lets_packets_wait(s);
+    usb_ncm_post_load_detached(s);
+    usb_ncm_faults_post_load(s);
     /* whatever the controller waits for, wake it once */
     s->in.nakd = s->out.nakd = s->notify_nakd = true;
     usb_ncm_schedule_wakeup(s, true, true);

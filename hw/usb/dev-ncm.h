@@ -309,6 +309,8 @@ void usb_ncm_faults_unrealize(USBNcmState *s);
  * out on its own, so the IN paths call this to lift the block then.
  */
 void usb_ncm_faults_update(USBNcmState *s);
+/* A device loaded off the bus comes back as after a replug */
+void usb_ncm_faults_post_load(USBNcmState *s);
 
 /* Every property left at its "the profile's" default takes its value */
 void usb_ncm_apply_profile(USBNcmState *s);

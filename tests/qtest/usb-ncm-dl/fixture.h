@@ -229,6 +229,15 @@ int64_t ncm_qom_get_stat(NcmEnv *e, const char *name);
 void ncm_fault_set(NcmEnv *e, const char *prop, uint32_t value);
 void ncm_fault_corrupt(NcmEnv *e, const char *how);
 
+/*
+ * Migration (lifecycle.c): save the machine to @file, load it into a new
+ * QEMU with @props for the adapter; NULL when the destination refused
+ * it.  ncm_follow_migration() moves the test to the destination.
+ */
+QTestState *ncm_migrate_via_file(NcmEnv *e, const char *file,
+                                 const char *props, int *sock);
+void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock);
+
 /* Virtual time in ns (clock_step refuses a step of 0, so step by 1 ns) */
 int64_t ncm_clock_ns(NcmEnv *e);
 
@@ -277,5 +286,7 @@ void ncm_add_replay_cases(bool ss);    /* replay.c: the same script, the */
                                        /* same trace (record/replay) */
 void ncm_add_host_cases(bool ss);      /* hosts.c: Windows, FreeBSD, */
                                        /* iPXE, macOS as their sources */
+void ncm_add_stream_cases(bool ss);    /* streams.c: xHCI streams on */
+                                       /* a device that has none */
 
 #endif

@@ -530,15 +530,15 @@ static QTestState *migrate_load(NcmEnv *e, const char *file,
     return dst;
 }
 
-static QTestState *migrate_via_file(NcmEnv *e, const char *file,
-                                    const char *props, int *sock)
+QTestState *ncm_migrate_via_file(NcmEnv *e, const char *file,
+                                 const char *props, int *sock)
 {
     migrate_save(e, file);
     return migrate_load(e, file, props, sock);
 }
 
 /* The test goes on with the destination: QEMU, netdev socket, driver. */
-static void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock)
+void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock)
 {
     qtest_quit(e->qts);
     close(e->sock);
@@ -636,7 +636,7 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     g_assert(!in[1]->done);
     ncm_mark(e);
 
-    dst = migrate_via_file(e, file, dst_props, &sock);
+    dst = ncm_migrate_via_file(e, file, dst_props, &sock);
     unlink(file);
     if (*m != MIG_MID_TRANSFER) {
         /* refused, and said so; the source is stopped but alive */
@@ -708,7 +708,9 @@ typedef enum MigEdit {
     MIG_EDIT_USB_SETUP_INDEX,   /* setup_index past setup_len */
     MIG_EDIT_USB_SETUP_STATE,   /* no such control stage */
     MIG_EDIT_USB_ATTACHED,      /* configured, yet never reset */
-    MIG_EDIT__MAX,
+    MIG_EDIT__MAX,              /* the edits above are refused */
+    /* off the bus while the port has it: loaded as detached */
+    MIG_EDIT_USB_NOTATTACHED = MIG_EDIT__MAX,
 } MigEdit;
 
 static const char *const mig_edit_names[MIG_EDIT__MAX] = {
@@ -784,6 +786,9 @@ static void mig_edit(const char *file, MigEdit edit)
     case MIG_EDIT_USB_ATTACHED:
         stl_be_p(u + USBDEV_STATE, 1);
         break;
+    case MIG_EDIT_USB_NOTATTACHED:
+        stl_be_p(u + USBDEV_STATE, 0);
+        break;
     default:
         g_assert_not_reached();
     }
@@ -841,6 +846,58 @@ static void test_migrate_attached(NcmEnv *e, const NcmCase *c)
     ncm_reenumerate(e);
     ncm_set_alt(e, 1);
     ncm_queue_check_traffic(e, 36800);
+}
+
+/*
+ * A stream whose USBDevice.state says 'notattached' (off the bus) while
+ * the controller's port, from the same stream, still has the device: it
+ * loads as a device off the bus, so the controller must say so too.
+ * Before, the controller kept the port connected and skipped the
+ * detached device: the guest's transfers never completed and it never
+ * saw why.  Now the guest sees the port empty, its transfers end with
+ * it, and the device comes back as after a replug.
+ */
+static void test_migrate_notattached(NcmEnv *e, const NcmCase *c)
+{
+    g_autofree char *file = g_strdup_printf("%s/usb-ncm-mig-n-%d",
+                                            g_get_tmp_dir(), getpid());
+    QXhciTransfer *t;
+    int64_t deadline;
+    QTestState *dst;
+    int sock = -1;
+
+    ncm_set_alt(e, 1);
+    ncm_check_marker(e, 36900);
+    migrate_save(e, file);
+    mig_edit(file, MIG_EDIT_USB_NOTATTACHED);
+    dst = migrate_load(e, file, NULL, &sock);
+    unlink(file);
+    g_assert(dst);
+    ncm_follow_migration(e, dst, sock);
+
+    /* GET_DESCRIPTOR(device): ends within 100 ms, one way or the other */
+    t = qxhci_control_submit(e->dev, 0x80, 6, 0x0100, 0, NULL, 18);
+    g_assert(t);
+    deadline = ncm_clock_ns(e) + 100 * NCM_MS;
+    while (!t->done) {
+        g_assert_cmpint(ncm_clock_ns(e), <, deadline);
+        qxhci_step(e->xhci);
+    }
+    g_test_message("the transfer ended with %d", t->cc);
+    g_assert(e->dev->gone);
+    g_assert_cmpint(t->cc, ==, QXHCI_CC_CANCELLED);
+    g_assert(!(qxhci_portsc(e->xhci, e->port) & 1));
+    g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
+    qxhci_transfer_free(t);
+
+    deadline = ncm_clock_ns(e) + 5000 * NCM_MS;
+    while (!(qxhci_portsc(e->xhci, e->port) & 1)) {
+        g_assert_cmpint(ncm_clock_ns(e), <, deadline);
+        qxhci_step(e->xhci);
+    }
+    ncm_reenumerate(e);
+    ncm_set_alt(e, 1);
+    ncm_queue_check_traffic(e, 37000);
 }
 
 /*
@@ -934,7 +991,7 @@ static void test_migrate_fault_blocks(NcmEnv *e, const NcmCase *c)
         g_assert_not_reached();
     }
 
-    dst = migrate_via_file(e, file, NULL, &sock);
+    dst = ncm_migrate_via_file(e, file, NULL, &sock);
     unlink(file);
     g_assert(dst);
     ncm_follow_migration(e, dst, sock);
@@ -977,7 +1034,7 @@ static void test_migrate_queued_tds(NcmEnv *e, const NcmCase *c)
     }
     g_assert(!in[1]->done && !in[2]->done);
 
-    dst = migrate_via_file(e, file, NULL, &sock);
+    dst = ncm_migrate_via_file(e, file, NULL, &sock);
     unlink(file);
     g_assert(dst);
     ncm_follow_migration(e, dst, sock);
@@ -1224,6 +1281,8 @@ void ncm_add_lifecycle_cases(bool ss)
         ncm_add_case(ss, NCM_DL, name, test_migrate_fault_blocks, &faults[i],
                      NULL);
     }
+    ncm_add_case(ss, NCM_DL, "migrate/usb-notattached-connected",
+                 test_migrate_notattached, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "savevm-loadvm", test_savevm, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "migrate/queued-in-tds",
                  test_migrate_queued_tds, NULL, NULL);
