@@ -42,8 +42,9 @@
 #       (what `make modules_install INSTALL_MOD_PATH=DIR` leaves in DIR).
 #       ARCH=arm64: arch/arm64/boot/Image (or Image.gz).
 #
-# Idempotent: nothing is rebuilt while the .debs, tests/guest/init.sh and
-# the init-*.sh of its modes (each copied to /etc/ncm/), ncm-usbfs-stress.c,
+# Idempotent: nothing is rebuilt while the .debs, tests/guest/init.sh, the
+# init.d/*.sh it sources (copied to /etc/ncm/init.d/), the init-*.sh of its
+# modes (each copied to /etc/ncm/), ncm-usbfs-stress.c,
 # ncm-ping.c, gcc and this script are unchanged.
 # Downloads go to $NCM_CACHE/debs.
 set -euo pipefail
@@ -75,6 +76,8 @@ STRESS_SRC=$NCM_TOP/tests/guest/ncm-usbfs-stress.c
 PING_SRC=$NCM_TOP/tests/guest/ncm-ping.c
 # the modes of /init, one file each (init.sh sources them from /etc/ncm/)
 MODE_SRCS=("$NCM_TOP"/tests/guest/init-*.sh)
+# what init.sh sources before the mode: parameters and shared helpers
+INITD_SRCS=("$NCM_TOP"/tests/guest/init.d/*.sh)
 DEBS=$NCM_CACHE/debs
 GUESTS=$NCM_CACHE/guest
 
@@ -420,6 +423,9 @@ key=$( {
     for m in "${MODE_SRCS[@]}"; do
         echo "${m##*/} $(sha256sum < "$m")"
     done
+    for m in "${INITD_SRCS[@]}"; do
+        echo "init.d/${m##*/} $(sha256sum < "$m")"
+    done
     "$GUEST_CC" --version | head -n1
     sha256sum < "$0"
 } | sha256sum | awk '{print $1}')
@@ -504,6 +510,10 @@ else
     install -m 0755 "$INIT_SRC" "$root/init"
     for m in "${MODE_SRCS[@]}"; do
         install -m 0644 "$m" "$root/etc/ncm/${m##*/}"
+    done
+    mkdir -p "$root/etc/ncm/init.d"
+    for m in "${INITD_SRCS[@]}"; do
+        install -m 0644 "$m" "$root/etc/ncm/init.d/${m##*/}"
     done
     # Static: the initramfs has only the libraries iperf3 and ethtool need.
     # (-Wno-format-truncation: its messages are cut to their buffers on

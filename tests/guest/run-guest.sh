@@ -41,7 +41,7 @@
 #                                   line "accelerator: ..." says why); see
 #                                   tests/guest/accel.sh
 #   NCM_APPEND="ncm.mtu=4000 ..."   extra guest kernel parameters (see
-#                                   tests/guest/init.sh for the ncm.* list)
+#                                   tests/guest/init.d/params.sh for the ncm.* list)
 #   REPLAY=record|replay            record the run into build/replay/run.*
 #                                   (shell.* for --shell), or replay that
 #                                   recording: same console output (make
