@@ -8,12 +8,19 @@
 #
 #   scripts/check/check.sh [all|style|unit|tools|fuzz|fuzz-device|device|qtest|guest|dropout|kernel]...
 #
+# A full run (all suites, what make check runs) writes its results table
+# and wall time into docs/testing.md, between the markers
+# <!-- check-results:begin --> and <!-- check-results:end -->
+# (check-results-10.2 for QEMU_VERSION=10.2, ...-sanitize for SANITIZE=1);
+# CHECK_RESULTS=1 writes it after a partial run too, CHECK_RESULTS=0 never.
+#
 # ARCH=arm64 is for the guest suite: it runs the arm64 legs alone
 # (tests/guest/run-all.sh); every other suite is x86_64's whatever ARCH
 # says.  Without it the guest suite has an arm64 leg too (GUEST_ARM64), so
 # qemu-system-aarch64 is built next to qemu-system-x86_64 for it.
 set -uo pipefail
 . "$(dirname "$0")/../setup/common.sh"
+T_START=$SECONDS
 GUEST_ARCH=$NCM_ARCH
 export ARCH=x86_64
 
@@ -25,6 +32,8 @@ LOG_DIR=$NCM_BUILD/check-logs
 mkdir -p "$LOG_DIR"
 
 suites=${*:-all}
+write_results=${CHECK_RESULTS:-0}
+[ "$suites" = all ] && write_results=${CHECK_RESULTS:-1}
 [ "$suites" = all ] && suites="style unit tools fuzz fuzz-device device qtest guest dropout kernel"
 
 needs_qemu=0
@@ -45,10 +54,11 @@ passed=0
 failed=0
 skipped=0
 failures=()
+results=()          # "suite passed failed skipped seconds", one per suite run
 
 run_suite() {
     local name=$1; shift
-    local log=$LOG_DIR/$name.log rc p f k
+    local log=$LOG_DIR/$name.log rc p f k t0=$SECONDS
 
     step "suite '$name': $*"
     "$@" 2>&1 | tee "$log"
@@ -67,7 +77,56 @@ run_suite() {
     passed=$((passed + p))
     failed=$((failed + f))
     skipped=$((skipped + k))
+    results+=("$name $p $f $k $((SECONDS - t0))")
     note "suite '$name': $p passed, $f failed, $k skipped"
+}
+
+# 75 -> "1 min 15 s"
+duration() {
+    if [ "$1" -ge 60 ]; then
+        echo "$(($1 / 60)) min $(($1 % 60)) s"
+    else
+        echo "$1 s"
+    fi
+}
+
+# The results table of this run, between its markers in docs/testing.md
+write_results_table() {
+    local doc=$NCM_TOP/docs/testing.md key=check-results qv rev san="" r
+    local name p f k t table
+    [ "$QEMU_VERSION" = 10.0 ] || key=$key-$QEMU_VERSION
+    [ "${SANITIZE:-0}" = 0 ] || key=$key-sanitize
+    if ! grep -q "^<!-- $key:begin -->" "$doc"; then
+        note "docs/testing.md has no $key markers: results not written"
+        return 0
+    fi
+    [ "${SANITIZE:-0}" = 0 ] || san=", SANITIZE=$SANITIZE"
+    qv=$(cat "$NCM_BUILD/qemu-src/VERSION" 2>/dev/null || echo "$QEMU_VERSION")
+    rev=$(git -C "$NCM_TOP" describe --always --dirty 2>/dev/null || echo unknown)
+    table=$(
+        echo "Written by \`scripts/check/check.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC')" \
+             "at $rev (QEMU $qv$san," \
+             "guest ARCH $GUEST_ARCH, $(nproc) CPUs, suites: ${suites// /, }):" \
+             "**$passed passed, $failed failed, $skipped skipped** in" \
+             "$(duration $((SECONDS - T_START)))."
+        echo
+        echo "| suite | passed | failed | skipped | wall time |"
+        echo "|---|---|---|---|---|"
+        for r in "${results[@]}"; do
+            read -r name p f k t <<<"$r"
+            echo "| $name | $p | $f | $k | $(duration "$t") |"
+        done
+    )
+    python3 - "$doc" "$key" "$table" <<'PY'
+import sys
+path, key, table = sys.argv[1:4]
+text = open(path).read()
+begin, end = f"<!-- {key}:begin -->", f"<!-- {key}:end -->"
+head, rest = text.split(begin, 1)
+_, tail = rest.split(end, 1)
+open(path, "w").write(f"{head}{begin}\n{table}\n{end}{tail}")
+PY
+    note "results written into docs/testing.md ($key)"
 }
 
 # Everything the selected suites need, installed first (idempotent).
@@ -139,6 +198,7 @@ if [ "${#failures[@]}" -gt 0 ]; then
     echo "Failures (logs in $LOG_DIR):"
     printf '  %s\n' "${failures[@]}"
 fi
+[ "$write_results" != 1 ] || write_results_table
 echo
 if [ "$skipped" -gt 0 ]; then
     echo "$passed passed, $failed failed, $skipped skipped"
