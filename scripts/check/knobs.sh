@@ -6,8 +6,8 @@
 #   scripts/check/knobs.sh            check: PASS/FAIL lines
 #   scripts/check/knobs.sh --write    regenerate docs/knobs.md
 #
-# A knob is a variable read from the environment with a default or a
-# test for being set (${NAME:-...}, ${NAME-...}, ${NAME:=...},
+# A knob is a variable read from the environment (outside comments) with
+# a default or a test for being set (${NAME:-...}, ${NAME-...}, ${NAME:=...},
 # ${NAME:+...}, ${NAME+...}) in tests/guest/*.sh and scripts/**/*.sh, read
 # with os.environ in their Python files, or set with ?= or exported in
 # the Makefile.  The guest's own scripts (tests/guest/init*.sh,
@@ -48,7 +48,8 @@ knobs_read() {
                 sed -E 's/.*"([A-Z0-9_]+)"/\1/'
             ;;
         *)
-            grep -ohE '\$\{[A-Z][A-Z0-9_]*:?[-=+?]' "$f" |
+            grep -vE '^[[:space:]]*#' "$f" |
+                grep -oE '\$\{[A-Z][A-Z0-9_]*:?[-=+?]' |
                 sed -E 's/^\$\{//; s/:?[-=+?]$//'
             ;;
         esac | sed "s|\$| $f|"
