@@ -64,7 +64,6 @@
 #                          before/after each TCP run as a tar.gz to
 #                          SERVER:PORT: scripts/bench/profile.sh listens there and
 #                          maps the guest RIPs it samples to functions
-#
 
 MODE=shell
 DRIVER=cdc_ncm
