@@ -57,6 +57,43 @@ bool ncm_oracle_in_transfer(NcmOracle *o, const NcmOracleParams *p,
     if (ndp < hl || ndp % 4 || ndp + (p->ntb32 ? 16 : 8) > len) {
         FAIL("NDP index %zu invalid", ndp);
     }
+    {
+        const uint8_t *d = buf + ndp;
+        size_t ent = p->ntb32 ? 8 : 4, dl = p->ntb32 ? rd16(d + 4) : rd16(d + 4);
+        size_t i, n = 0, first = p->ntb32 ? 16 : 8;
+        char sig3 = p->crc ? '1' : '0';
+
+        if (memcmp(d, p->ntb32 ? "ncm" : "NCM", 3) || d[3] != sig3) {
+            FAIL("bad NDP signature at %zu", ndp);
+        }
+        if (dl < (p->ntb32 ? 32 : 16) || dl % (p->ntb32 ? 8 : 4) ||
+            ndp + dl > len) {
+            FAIL("NDP wLength %zu invalid", dl);
+        }
+        for (i = first; i + ent <= dl; i += ent) {
+            size_t di = p->ntb32 ? rd32(d + i) : rd16(d + i);
+            size_t dn = p->ntb32 ? rd32(d + i + 4) : rd16(d + i + 2);
+
+            if (di == 0 || dn == 0) {
+                break;
+            }
+            if (di < hl || di + dn > len) {
+                FAIL("datagram %zu (%zu+%zu) outside the block", n, di, dn);
+            }
+            if (p->in_divisor &&
+                di % p->in_divisor != p->in_remainder % p->in_divisor) {
+                FAIL("datagram %zu at %zu misaligned", n, di);
+            }
+            n++;
+        }
+        if (i + ent > dl) {
+            FAIL("datagram pointer list not terminated by a zero entry");
+        }
+        if (p->in_max_datagrams && n > p->in_max_datagrams) {
+            FAIL("%zu datagrams > wNtbInMaxDatagrams %u", n,
+                 p->in_max_datagrams);
+        }
+    }
     return true;
 }
 
