@@ -288,5 +288,7 @@ void ncm_add_host_cases(bool ss);      /* hosts.c: Windows, FreeBSD, */
                                        /* iPXE, macOS as their sources */
 void ncm_add_stream_cases(bool ss);    /* streams.c: xHCI streams on */
                                        /* a device that has none */
+/* oracle.c: the NCM 1.0 / USB ch. 9 oracle on hand-made input, no QEMU */
+void ncm_add_oracle_cases(void);
 
 #endif
