@@ -29,6 +29,11 @@ NcmOracle *ncm_oracle_new(void);
 void ncm_oracle_free(NcmOracle *o);
 /* A function reset: device reset, alternate setting or configuration */
 void ncm_oracle_reset(NcmOracle *o);
+/*
+ * The host lost an NTB the device sent (a babble, a fault that drops one):
+ * the next NTB's wSequence skips it, and a partial NTB is forgotten.
+ */
+void ncm_oracle_lost(NcmOracle *o);
 
 /*
  * One completed bulk IN transfer: the @len bytes the device returned for

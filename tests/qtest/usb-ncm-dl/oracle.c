@@ -191,6 +191,15 @@ static void test_oracle_good_framing(void)
     d = ot_ntb(&p, 1, 3);
     stw_le_p(d->data + 8, 0);
     ot_expect_ok(o, &p, d->data, d->len, 2048);
+
+    /* an NTB the host lost (babble): wSequence skips it */
+    ncm_oracle_lost(o);
+    stw_le_p(d->data + 6, 5);
+    ot_expect_ok(o, &p, d->data, d->len, 2048);
+    ncm_oracle_reset(o);
+    ncm_oracle_lost(o);
+    stw_le_p(d->data + 6, 1);
+    ot_expect_ok(o, &p, d->data, d->len, 2048);
     ncm_oracle_free(o);
 }
 

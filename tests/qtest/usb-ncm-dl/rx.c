@@ -437,6 +437,7 @@ static void in_cancel_parked(NcmEnv *e, const NcmCase *c, QXhciTransfer *t,
     case CANCEL_PORT_RESET:
         g_assert_cmpint(qxhci_port_reset(e->xhci, e->port), ==,
                         c->super ? QXHCI_SPEED_SUPER : QXHCI_SPEED_HIGH);
+        ncm_function_reset(e, true);
         break;
     case CANCEL_CONTROL_SET_INTERFACE:
         /* the data interface stays in alt 1; the core resets endpoints */
@@ -687,6 +688,7 @@ static void test_zlp(NcmEnv *e, const NcmCase *c)
 
         g_assert(qxhci_wait(t[i], NCM_RX_TIMEOUT_NS));
         qxhci_transfer_read(t[i], buf);
+        ncm_oracle_in(e, buf, t[i]->actual, td_len);
         g_byte_array_append(ntb, buf, t[i]->actual);
     }
     g_assert_cmpuint(ntb->len, ==, ntb_len);
@@ -705,6 +707,7 @@ static void test_zlp(NcmEnv *e, const NcmCase *c)
     if (zlp) {
         g_assert(t[n_td - 1]->done);
         g_assert_cmpuint(t[n_td - 1]->actual, ==, 0);
+        ncm_oracle_in_td(e, t[n_td - 1]);
     } else {
         /* no empty transfer: the last TD waits for the next NTB */
         g_assert(!t[n_td - 1]->done);
@@ -779,11 +782,13 @@ static void test_rx_jumbo_small_td(NcmEnv *e, const NcmCase *c)
     g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
     g_assert_cmpuint(t->actual, ==, 2048);
     qxhci_transfer_read(t, buf);
+    ncm_oracle_in(e, buf, t->actual, 2048);
     g_byte_array_append(ntb, buf, t->actual);
     qxhci_transfer_free(t);
     t = qxhci_submit(e->dev, e->ep_in.address, NULL, 65536);
     g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
     qxhci_transfer_read(t, buf);
+    ncm_oracle_in(e, buf, t->actual, 65536);
     g_byte_array_append(ntb, buf, t->actual);
     qxhci_transfer_free(t);
     ncm_ntb_parse_in(e, ntb->data, ntb->len, e->in_size, got);
@@ -815,6 +820,7 @@ static void test_rx_babble(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_in.address), ==,
                     QXHCI_CC_SUCCESS);
     e->rx_seq++;
+    ncm_oracle_lost_ntb(e);
     ncm_queue_check_traffic(e, 38100);
 }
 
