@@ -187,7 +187,7 @@ static void windows_enumerate(NcmEnv *e, uint8_t *dev)
      * MS OS 1.0 descriptor probe: a stall or a valid answer, nothing else.
      * Not through the oracle: QEMU's hw/usb/desc.c answers a string index
      * it does not have with an empty data stage instead of a stall, which
-     * the oracle refuses (findings F12, open: the fix is QEMU's).
+     * the oracle refuses (docs/findings.md F13, open: QEMU's to fix).
      */
     cc = qxhci_get_descriptor(e->dev, DT_STRING, 0xee, 0, b, 0x12, &actual);
     g_assert(cc == QXHCI_CC_STALL || cc == QXHCI_CC_SUCCESS);
