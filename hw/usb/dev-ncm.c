@@ -784,6 +784,37 @@ static bool usb_ncm_controller_lets_packets_wait(USBNcmState *s)
     return true;
 }
 
+/* zlp: how the firmware finds the end of an OUT transfer */
+static const char *const usb_ncm_zlp_names[] = {
+    [NCM_ZLP_AUTO] = "auto",
+    [NCM_ZLP_REQUIRED] = "required",
+    [USB_NCM_ZLP_PROFILE] = "profile",
+};
+
+/*
+ * profile= and zlp= take a name: string properties checked here, as
+ * hw/usb/ccid-card-emulated.c does with backend=, so that a bad one fails
+ * realize naming the property and the values it takes.
+ */
+static bool usb_ncm_parse_name(const char *prop, const char *value,
+                               const char *const *names, int count,
+                               int *result, Error **errp)
+{
+    g_autoptr(GString) all = g_string_new(NULL);
+    int i;
+
+    for (i = 0; i < count; i++) {
+        if (!strcmp(value, names[i])) {
+            *result = i;
+            return true;
+        }
+        g_string_append_printf(all, "%s%s", i ? ", " : "", names[i]);
+    }
+    error_setg(errp, "%s: unknown value '%s'; use one of %s", prop, value,
+               all->str);
+    return false;
+}
+
 static void usb_ncm_realize(USBDevice *dev, Error **errp)
 {
     USBNcmState *s = USB_NCM_BASE(dev);
@@ -791,8 +822,14 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
     const USBNcmProfile *profile;
     uint8_t *mac;
 
-    if (s->profile < 0 || s->profile >= NCM_PROFILE__MAX) {
-        error_setg(errp, "unknown profile %d", s->profile);
+    if (!usb_ncm_parse_name("profile", s->profile_name ?:
+                            usb_ncm_profile_names[
+                                USB_NCM_BASE_GET_CLASS(s)->default_profile],
+                            usb_ncm_profile_names, NCM_PROFILE__MAX,
+                            &s->profile, errp) ||
+        !usb_ncm_parse_name("zlp", s->zlp_name ?: "profile",
+                            usb_ncm_zlp_names, ARRAY_SIZE(usb_ncm_zlp_names),
+                            &s->zlp, errp)) {
         return;
     }
     profile = &usb_ncm_profiles[s->profile];
@@ -1066,58 +1103,6 @@ static const VMStateDescription vmstate_usb_ncm = {
 
 /* Properties */
 
-static bool usb_ncm_enum_settable(Object *obj, const char *name,
-                                  Error **errp)
-{
-    if (DEVICE(obj)->realized) {
-        qdev_prop_set_after_realize(DEVICE(obj), name, errp);
-        return false;
-    }
-    return true;
-}
-
-/* zlp: how the firmware finds the end of an OUT transfer */
-static const char *const usb_ncm_zlp_names[] = {
-    [NCM_ZLP_AUTO] = "auto",
-    [NCM_ZLP_REQUIRED] = "required",
-    [USB_NCM_ZLP_PROFILE] = "profile",
-};
-
-static const QEnumLookup usb_ncm_zlp_lookup = {
-    .array = usb_ncm_zlp_names,
-    .size = ARRAY_SIZE(usb_ncm_zlp_names),
-};
-
-static int usb_ncm_get_zlp(Object *obj, Error **errp)
-{
-    return USB_NCM_BASE(obj)->zlp;
-}
-
-static void usb_ncm_set_zlp(Object *obj, int value, Error **errp)
-{
-    if (usb_ncm_enum_settable(obj, "zlp", errp)) {
-        USB_NCM_BASE(obj)->zlp = value;
-    }
-}
-
-/* profile: which real function the descriptors and capabilities follow */
-static const QEnumLookup usb_ncm_profile_lookup = {
-    .array = usb_ncm_profile_names,
-    .size = NCM_PROFILE__MAX,
-};
-
-static int usb_ncm_get_profile(Object *obj, Error **errp)
-{
-    return USB_NCM_BASE(obj)->profile;
-}
-
-static void usb_ncm_set_profile(Object *obj, int value, Error **errp)
-{
-    if (usb_ncm_enum_settable(obj, "profile", errp)) {
-        USB_NCM_BASE(obj)->profile = value;
-    }
-}
-
 static const Property usb_ncm_properties[] = {
     DEFINE_NIC_PROPERTIES(USBNcmState, conf),
     DEFINE_PROP_UINT16("ntb-in-divisor", USBNcmState, fn.cfg.in_divisor, 4),
@@ -1166,19 +1151,31 @@ static const char *const usb_ncm_property_help[][2] = {
  * What a profile supplies.  Each variant has its own copy of these, so
  * that -device ...,help can say what its default profile gives.
  */
-/* DEFINE_PROP_UINT8/16/32, braced so that an X-macro can expand it */
-#define USB_NCM_DEFINE_PROFILE_PROP(_n, _i, _t, _p, _f, _u, _h) {           \
-    .name = (_n),                                                           \
-    .info = &(_i),                                                          \
-    .offset = offsetof(USBNcmState, _f) +                                   \
-              type_check(_t, typeof_field(USBNcmState, _f)),                \
-    .set_default = true,                                                    \
-    .defval.u = (_t)(_u),                                                   \
-},
-
 static const Property usb_ncm_profile_properties[] = {
-    USB_NCM_PROFILE_PROPS(USB_NCM_DEFINE_PROFILE_PROP)
+    /* the defaults of USB_NCM_PROFILE_PROPS: "the profile's" */
+    DEFINE_PROP_UINT32("ntb-in-max-size", USBNcmState,
+                       fn.cfg.ntb_in_max_size, 0),
+    DEFINE_PROP_UINT32("ntb-out-max-size", USBNcmState,
+                       fn.cfg.ntb_out_max_size, 0),
+    DEFINE_PROP_UINT16("ntb-out-max-datagrams", USBNcmState,
+                       fn.cfg.out_max_datagrams, UINT16_MAX),
+    DEFINE_PROP_UINT16("in-datagrams-per-ntb", USBNcmState,
+                       fn.cfg.in_max_datagrams, UINT16_MAX),
+    DEFINE_PROP_UINT16("max-segment-size", USBNcmState,
+                       fn.cfg.max_segment_size, 0),
+    DEFINE_PROP_UINT16("power-on-filter", USBNcmState,
+                       fn.cfg.power_on_filter, UINT16_MAX),
+    DEFINE_PROP_UINT8("network-capabilities", USBNcmState,
+                      fn.cfg.network_caps, UINT8_MAX),
+    DEFINE_PROP_UINT16("multicast-filters", USBNcmState, fn.cfg.mc_filters,
+                       UINT16_MAX),
+    DEFINE_PROP_UINT32("ethernet-statistics", USBNcmState, fn.cfg.eth_stats,
+                       UINT32_MAX),
+    DEFINE_PROP_UINT16("bcd-cdc", USBNcmState, bcd_cdc, 0),
     DEFINE_PROP_ON_OFF_AUTO("ntb32", USBNcmState, ntb32, ON_OFF_AUTO_AUTO),
+    /* names, checked at realize (usb_ncm_parse_name()) */
+    DEFINE_PROP_STRING("zlp", USBNcmState, zlp_name),
+    DEFINE_PROP_STRING("profile", USBNcmState, profile_name),
 };
 
 static void usb_ncm_describe(ObjectClass *klass, const char *name,
@@ -1210,35 +1207,27 @@ static void usb_ncm_add_profile_props(ObjectClass *klass,
 {
     const USBNcmProfile *p = &usb_ncm_profiles[profile];
     const char *pname = usb_ncm_profile_names[profile];
-    ObjectProperty *op;
+    g_autofree char *profile_help = NULL;
 
     device_class_set_props(DEVICE_CLASS(klass), usb_ncm_profile_properties);
-#define USB_NCM_DESCRIBE_PROFILE_PROP(name, info, ctype, pfield, sfield,   \
-                                      unset, help)                        \
+#define USB_NCM_DESCRIBE_PROFILE_PROP(name, pfield, sfield, unset, help)  \
     usb_ncm_describe_num(klass, name, help, unset, p->pfield, pname);
     USB_NCM_PROFILE_PROPS(USB_NCM_DESCRIBE_PROFILE_PROP)
 #undef USB_NCM_DESCRIBE_PROFILE_PROP
     usb_ncm_describe(klass, "ntb32", "advertise NTB32 as well as NTB16",
                      "auto", p->ntb32 ? "on" : "off", pname);
 
-    op = object_class_property_add_enum(klass, "zlp", "UsbNcmZlp",
-                                        &usb_ncm_zlp_lookup, usb_ncm_get_zlp,
-                                        usb_ncm_set_zlp);
-    object_property_set_default_str(op, "profile");
+    USB_NCM_BASE_CLASS(klass)->default_profile = profile;
     usb_ncm_describe(klass, "zlp", "end of an OUT transfer: auto (NCM "
                      "1.0) or required (short packet or ZLP only, "
                      "DisplayLink firmware)", "profile",
                      usb_ncm_zlp_names[p->zlp], pname);
-
-    op = object_class_property_add_enum(klass, "profile", "UsbNcmProfile",
-                                        &usb_ncm_profile_lookup,
-                                        usb_ncm_get_profile,
-                                        usb_ncm_set_profile);
-    object_property_set_default_str(op, pname);
-    object_class_property_set_description(klass, "profile",
-        "descriptor and capability values of a real NCM function: "
-        "displaylink, generic, rtl8156, f_ncm, minimal; a property given "
-        "as well wins");
+    profile_help = g_strdup_printf("descriptor and capability values of a "
+                                   "real NCM function: displaylink, "
+                                   "generic, rtl8156, f_ncm, minimal "
+                                   "(default %s); a property given as "
+                                   "well wins", pname);
+    object_class_property_set_description(klass, "profile", profile_help);
 }
 
 static void usb_ncm_base_class_init(ObjectClass *klass,

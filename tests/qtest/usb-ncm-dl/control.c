@@ -612,6 +612,57 @@ static void test_set_configuration_0(NcmEnv *e, const NcmCase *c)
     ncm_queue_check_traffic(e, 34100);
 }
 
+/*
+ * profile= and zlp= take names, checked at realize: a bad one fails
+ * device_add with a message naming the property and every value it
+ * takes, and the device is not created; neither can be changed on a
+ * realized device.
+ */
+static void test_bad_name(NcmEnv *e, const NcmCase *c)
+{
+    static const struct {
+        const char *prop;
+        const char *value;
+        const char *error;
+    } bad[] = {
+        { "zlp", "bogus", "zlp: unknown value 'bogus'; use one of auto, "
+          "required, profile" },
+        { "zlp", "AUTO", "zlp: unknown value 'AUTO'" },
+        { "profile", "bogus", "profile: unknown value 'bogus'; use one of "
+          "displaylink, generic, rtl8156, f_ncm, minimal" },
+        { "profile", "", "profile: unknown value ''" },
+    };
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(bad); i++) {
+        QDict *rsp = qtest_qmp(e->qts, "{'execute': 'device_add', "
+                               "'arguments': {'driver': %s, 'id': 'ncm9', "
+                               "'bus': 'xhci.0', %s: %s}}", c->model,
+                               bad[i].prop, bad[i].value);
+        QDict *err = qdict_get_qdict(rsp, "error");
+
+        g_assert(err);
+        if (!strstr(qdict_get_str(err, "desc"), bad[i].error)) {
+            g_test_message("%s=%s: '%s'", bad[i].prop, bad[i].value,
+                           qdict_get_str(err, "desc"));
+        }
+        g_assert(strstr(qdict_get_str(err, "desc"), bad[i].error));
+        qobject_unref(rsp);
+    }
+    for (i = 0; i < 2; i++) {
+        const char *prop = i ? "profile" : "zlp";
+        QDict *rsp = qtest_qmp(e->qts, "{'execute': 'qom-set', 'arguments': "
+                               "{'path': %s, 'property': %s, 'value': "
+                               "'auto'}}", NCM_QOM_PATH, prop);
+
+        g_assert(qdict_haskey(rsp, "error"));
+        qobject_unref(rsp);
+    }
+    /* the device in place still works */
+    ncm_set_alt(e, 1);
+    ncm_check_rx_frame(e, 44000, 300);
+}
+
 void ncm_add_control_cases(bool ss)
 {
     static const char *const models[] = { NCM_DL, NCM_GENERIC };
@@ -642,6 +693,8 @@ void ncm_add_control_cases(bool ss)
     }
     ncm_add_case(ss, NCM_DL, "set-configuration-0-data-off",
                  test_set_configuration_0, NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "properties/bad-name", test_bad_name, NULL,
+                 NULL);
     for (m = 0; m < ARRAY_SIZE(models); m++) {
         ncm_add_case(ss, models[m], "descriptors", test_descriptors, NULL,
                      NULL);
