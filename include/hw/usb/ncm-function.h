@@ -227,7 +227,7 @@ typedef struct NcmFunction {
     /* what migration carries in another form than the above */
     struct {
         bool ntb32;
-        uint32_t in_bytes;
+        uint32_t in_buf_len;        /* bytes of in_buf in the stream */
     } mig;
 } NcmFunction;
 
