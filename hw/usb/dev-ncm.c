@@ -219,7 +219,8 @@ static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
     if (usb_ncm_in_send(s, p)) {
         return;
     }
-    if (s->in.parked || (fresh && (s->fn.faults.busy || !s->may_park))) {
+    if (s->in.parked ||
+        (fresh && (usb_ncm_faults_busy(s) || !s->may_park))) {
         if (fresh) {
             s->packet_stats.in_naks++;
             s->in.nakd = true;
@@ -441,7 +442,7 @@ static void usb_ncm_out_bh(void *opaque)
 {
     USBNcmState *s = opaque;
 
-    if (s->dev.attached && !s->fn.faults.busy && runstate_is_running()) {
+    if (s->dev.attached && !usb_ncm_faults_busy(s) && runstate_is_running()) {
         usb_ncm_adopt(s, &s->out);
         usb_ncm_out_drain(s);
     }
@@ -456,7 +457,7 @@ static void usb_ncm_out_bh(void *opaque)
 static void usb_ncm_bulk_out(USBNcmState *s, USBPacket *p)
 {
     bool fresh = p->state == USB_PACKET_SETUP;
-    bool busy = s->fn.faults.busy && !s->handing_back;
+    bool busy = usb_ncm_faults_busy(s) && !s->handing_back;
 
     if (busy) {
         if (fresh) {
@@ -706,12 +707,19 @@ static ssize_t usb_ncm_receive(NetClientState *nc, const uint8_t *buf,
     }
 }
 
+void usb_ncm_update_link(USBNcmState *s)
+{
+    bool up = !s->nic || !qemu_get_queue(s->nic)->link_down;
+
+    ncm_function_set_link(&s->fn, up && !usb_ncm_faults_link_down(s));
+}
+
 static void usb_ncm_link_status_changed(NetClientState *nc)
 {
     USBNcmState *s = qemu_get_nic_opaque(nc);
 
     trace_usb_ncm_link(s->fn.cfg.name, !nc->link_down);
-    ncm_function_set_link(&s->fn, !nc->link_down);
+    usb_ncm_update_link(s);
     usb_ncm_schedule_wakeup(s, false, true);
 }
 
@@ -895,7 +903,7 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
                           object_get_typename(OBJECT(s)), DEVICE(dev)->id,
                           &DEVICE(dev)->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), mac);
-    ncm_function_set_link(&s->fn, !qemu_get_queue(s->nic)->link_down);
+    usb_ncm_update_link(s);
 }
 
 static void usb_ncm_unrealize(USBDevice *dev)
@@ -1041,7 +1049,7 @@ static int usb_ncm_post_load(void *opaque, int version_id)
         error_report("usb-ncm: refusing the migrated state: %s", why);
         return -EINVAL;
     }
-    ncm_function_set_link(&s->fn, !qemu_get_queue(s->nic)->link_down);
+    usb_ncm_update_link(s);
     s->may_park = usb_ncm_controller_lets_packets_wait(s);
     usb_ncm_post_load_detached(s);
     usb_ncm_faults_post_load(s);

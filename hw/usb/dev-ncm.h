@@ -25,6 +25,8 @@
 
 OBJECT_DECLARE_TYPE(USBNcmState, USBNcmClass, USB_NCM_BASE)
 
+typedef struct USBNcmFaults USBNcmFaults;
+
 enum {
     NCM_IF_CONTROL = 0,
     NCM_IF_DATA = 1,
@@ -264,15 +266,8 @@ struct USBNcmState {
     bool out_draining;              /* completing OUT packets */
     QEMUBH *wakeup_bh;
     QEMUBH *out_bh;
-    QEMUTimer *fault_link_timer;
-    QEMUTimer *fault_busy_timer;
-    /* re-enumeration fault: off the bus, back after replug_ms */
-    QEMUTimer *replug_timer;
-    uint32_t replug_ms;
-    uint32_t replug_every_ms;
-    uint32_t replug_seed;
-    bool replug_down;
-    Error *fault_blocker;           /* installed while a fault is active */
+    /* x-fault-*: dev-ncm-faults.c's, opaque here; NULL until realize */
+    USBNcmFaults *faults;
     VMChangeStateEntry *vmstate_change;
     /* what migration carries in another form than the USB core keeps */
     struct {
@@ -304,11 +299,22 @@ void usb_ncm_schedule_wakeup(USBNcmState *s, bool bulk_in, bool notify);
 void usb_ncm_flush_rx(USBNcmState *s);
 /* a NAK'd endpoint's controller waits for a wakeup: give it one */
 void usb_ncm_wakeup_nakd(USBNcmBulk *b);
+/* the link the host sees: the netdev's, unless a fault holds it down */
+void usb_ncm_update_link(USBNcmState *s);
 
-/* dev-ncm-faults.c: x-stats and x-fault-*, and their timers */
+/*
+ * dev-ncm-faults.c: x-stats and x-fault-*.  It alone touches
+ * USBNcmFaults (every fault value, its timers, the replug state and the
+ * migration blocker); the rest of the device asks through these, and
+ * the function through the NcmFaultHooks installed at realize.
+ */
 void usb_ncm_add_debug_props(Object *obj);
 void usb_ncm_faults_realize(USBNcmState *s);
 void usb_ncm_faults_unrealize(USBNcmState *s);
+/* x-fault-busy-ms is running: the bulk endpoints NAK */
+bool usb_ncm_faults_busy(USBNcmState *s);
+/* x-fault-link-down-ms is running */
+bool usb_ncm_faults_link_down(USBNcmState *s);
 /*
  * Migration is blocked while a fault is active; a corruption count runs
  * out on its own, so the IN paths call this to lift the block then.
