@@ -576,6 +576,13 @@ static bool usb_ncm_function_suspend(USBNcmState *s, USBPacket *p,
     } else {
         s->func_remote_wakeup = false;
     }
+    /*
+     * usb_wakeup() knows only DEVICE_REMOTE_WAKEUP, which a super speed
+     * host never sends (USB 3.2 9.4.5): it sees function remote wake as
+     * that.  The one function of the device is the whole device, so
+     * GET_STATUS(device) reporting it too is what it means.
+     */
+    s->dev.remote_wakeup = s->func_remote_wakeup;
     p->actual_length = 0;
     return true;
 }
@@ -687,12 +694,14 @@ static ssize_t usb_ncm_receive(NetClientState *nc, const uint8_t *buf,
     /*
      * The host stopped polling (a suspended device has no transfers
      * waiting): a frame wakes it, if it allowed remote wakeup.  The port
-     * ignores this unless it is suspended.
+     * ignores this unless it is suspended.  usb_wakeup(), as dev-hid.c
+     * uses it, on the interrupt endpoint, which the host reads first
+     * after a resume; it resumes the port only when dev.remote_wakeup is
+     * set, which usb_ncm_function_suspend() keeps in step with USB 3
+     * function remote wake.
      */
-    if (s->remote_wakeup &&
-        (s->dev.remote_wakeup || s->func_remote_wakeup) && !s->in.parked &&
-        s->dev.port && s->dev.port->ops->wakeup) {
-        s->dev.port->ops->wakeup(s->dev.port);
+    if (s->remote_wakeup && s->dev.remote_wakeup && !s->in.parked) {
+        usb_wakeup(s->ep_notify, 0);
     }
     switch (ncm_function_rx(&s->fn, buf, size)) {
     case NCM_RX_QUEUED:

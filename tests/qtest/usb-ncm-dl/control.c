@@ -586,6 +586,55 @@ static void test_function_remote_wake(NcmEnv *e, const NcmCase *c)
     ncm_check_marker(e, 43100);
 }
 
+/* GET_STATUS of the device: bit 1 is remote wakeup enabled */
+static uint16_t device_status(NcmEnv *e)
+{
+    uint8_t b[2] = { 0xff, 0xff };
+    uint32_t actual = 0;
+
+    g_assert_cmpint(qxhci_control(e->dev, 0x80, NCM_USB_REQ_GET_STATUS, 0,
+                                  0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 2);
+    return lduw_le_p(b);
+}
+
+/*
+ * Remote wakeup at high speed (USB 2.0 9.4.5): the host enables it with
+ * SET_FEATURE(DEVICE_REMOTE_WAKEUP) and suspends the port; a frame from
+ * the netdev resumes it.  Cleared again, the frame waits for the host.
+ * At super speed, function remote wake shows in GET_STATUS(device) too.
+ */
+static void test_device_remote_wake(NcmEnv *e, const NcmCase *c)
+{
+    int pls;
+
+    ncm_set_alt(e, 1);
+    if (c->super) {
+        g_assert_cmpint(func_suspend(e, 0x03), ==, QXHCI_CC_SUCCESS);
+        g_assert_cmphex(device_status(e) & 0x02, ==, 0x02);
+        g_assert_cmpint(func_suspend(e, 0x00), ==, QXHCI_CC_SUCCESS);
+        g_assert_cmphex(device_status(e) & 0x02, ==, 0);
+        return;
+    }
+    g_assert_cmphex(device_status(e) & 0x02, ==, 0);
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_SET_FEATURE, 1,
+                                  0, NULL, 0, NULL),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmphex(device_status(e) & 0x02, ==, 0x02);
+    pls = suspend_and_send(e, 43200);
+    g_assert_cmpint(pls, ==, QXHCI_PLS_RESUME);
+    resume_and_receive(e, 43200, pls);
+
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_CLEAR_FEATURE, 1,
+                                  0, NULL, 0, NULL),
+                    ==, QXHCI_CC_SUCCESS);
+    pls = suspend_and_send(e, 43201);
+    g_assert_cmpint(pls, ==, QXHCI_PLS_U3);
+    resume_and_receive(e, 43201, pls);
+    ncm_check_marker(e, 43300);
+}
+
 /* SET_CONFIGURATION(0) turns the data interface off with the rest. */
 static void test_set_configuration_0(NcmEnv *e, const NcmCase *c)
 {
@@ -695,6 +744,8 @@ void ncm_add_control_cases(bool ss)
                  test_set_configuration_0, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "properties/bad-name", test_bad_name, NULL,
                  NULL);
+    ncm_add_case(ss, NCM_DL, "remote-wake/device-remote-wakeup",
+                 test_device_remote_wake, NULL, NULL);
     for (m = 0; m < ARRAY_SIZE(models); m++) {
         ncm_add_case(ss, models[m], "descriptors", test_descriptors, NULL,
                      NULL);
