@@ -56,11 +56,12 @@
  *    OUT packets are read.  Completing the parked packet then empties the
  *    endpoint's whole queue, before usb_desc_ep_init() forgets it.
  * 3. Park only where the controller lets other transfers go on meanwhile
- *    (usb_ncm_controller_lets_packets_wait()): not OHCI, which runs one
- *    asynchronous packet per controller and reuses its buffer for the next
- *    TD.  There bulk IN NAKs and OUT is read at once.  Behind an EHCI
- *    the answer changes with the port's owner, so it is asked again at
- *    every bus reset.
+ *    (usb_ncm_controller_lets_packets_wait()): at high speed and above.
+ *    Below it the controller may be an OHCI, which runs one asynchronous
+ *    packet per controller and reuses its buffer for the next TD.  There
+ *    bulk IN NAKs and OUT is read at once.  Behind an EHCI the speed
+ *    changes with the port's owner, so it is asked again at every bus
+ *    reset.
  */
 
 static bool usb_ncm_controller_lets_packets_wait(USBNcmState *s);
@@ -768,37 +769,22 @@ static bool usb_ncm_check_properties(USBNcmState *s, Error **errp)
 }
 
 /*
- * Rule 3 of "Who holds which USB packet".  QEMU's OHCI keeps one
- * asynchronous packet for the whole controller: a parked bulk IN would
- * stop every other endpoint, and the next OUT TD overwrites the buffer the
- * parked packet points at.
+ * Rule 3 of "Who holds which USB packet", asked of the port: park only at
+ * high speed and above.  Below it the controller may be QEMU's OHCI,
+ * which keeps one asynchronous packet for the whole controller (a parked
+ * bulk IN would stop every other endpoint, and the next OUT TD overwrites
+ * the buffer the parked packet points at), and the device cannot tell:
+ * an EHCI hands a full-speed device to a companion, a UHCI or an OHCI.
+ * So at full and low speed the device NAKs on every controller, UHCI
+ * included, which costs it only the in-place NTB build.  The speed can
+ * change with the port's owner: this is asked again at every bus reset.
  */
 static bool usb_ncm_controller_lets_packets_wait(USBNcmState *s)
 {
-    BusState *bus = s->dev.qdev.parent_bus;
-    Object *hc = bus && bus->parent ? OBJECT(bus->parent) : NULL;
-
     if (s->park_packets != ON_OFF_AUTO_AUTO) {
         return s->park_packets == ON_OFF_AUTO_ON;
     }
-    if (!hc) {
-        return true;
-    }
-    if (object_dynamic_cast(hc, "pci-ohci") ||
-        object_dynamic_cast(hc, "sysbus-ohci")) {
-        return false;
-    }
-    /*
-     * An EHCI hands a device below high speed to its companion, a UHCI or
-     * an OHCI (which one, the device cannot tell), and the port can move
-     * at run time: at those speeds, behave as for an OHCI.
-     */
-    if ((object_dynamic_cast(hc, "pci-ehci-usb") ||
-         object_dynamic_cast(hc, "sysbus-ehci-usb")) &&
-        s->dev.attached && s->dev.speed < USB_SPEED_HIGH) {
-        return false;
-    }
-    return true;
+    return !s->dev.attached || s->dev.speed >= USB_SPEED_HIGH;
 }
 
 /* zlp: how the firmware finds the end of an OUT transfer */
@@ -1156,8 +1142,9 @@ static const char *const usb_ncm_property_help[][2] = {
                         "up to this long, 0 (off)..100000" },
     { "remote-wakeup", "advertise remote wakeup: a frame wakes a "
                        "suspended device" },
-    { "x-park-packets", "hold bulk packets until there is data (auto: "
-                        "not on OHCI, which allows one per controller)" },
+    { "x-park-packets", "hold bulk packets until there is data (auto: at "
+                        "high speed and above; below, the controller may "
+                        "be an OHCI, which allows one per controller)" },
     { "vendorid", "idVendor (0: the model's own)" },
     { "productid", "idProduct (0: the model's own)" },
     { "manufacturer", "manufacturer string" },
