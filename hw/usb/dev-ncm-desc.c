@@ -76,8 +76,7 @@ void usb_ncm_apply_profile(USBNcmState *s)
 {
     const USBNcmProfile *p = &usb_ncm_profiles[s->profile];
 
-#define USB_NCM_APPLY_PROFILE(name, info, ctype, pfield, sfield, unset, \
-                              help)                                      \
+#define USB_NCM_APPLY_PROFILE(name, pfield, sfield, unset, help) \
     if (s->sfield == (unset)) {                                          \
         s->sfield = p->pfield;                                           \
     }

@@ -71,42 +71,124 @@ static void usb_ncm_get_stats(Object *obj, Visitor *v, const char *name,
 }
 
 /*
+ * Every fault's state, here only: dev-ncm.c asks through
+ * usb_ncm_faults_*(), the function through its NcmFaultHooks.
+ */
+struct USBNcmFaults {
+    USBNcmState *s;
+    bool link_down;                 /* forced down on top of the netdev */
+    bool busy;                      /* bulk endpoints NAK */
+    uint32_t drop_in_every;         /* 0: off; N: drop IN NTB N, 2N, ... */
+    uint32_t in_ntb_counter;
+    NcmInCorruption corrupt;
+    uint32_t corrupt_remaining;
+    QEMUTimer *link_timer;
+    QEMUTimer *busy_timer;
+    /* re-enumeration: off the bus, back after replug_ms */
+    QEMUTimer *replug_timer;
+    uint32_t replug_ms;
+    uint32_t replug_every_ms;
+    uint32_t replug_seed;
+    bool replug_down;
+    Error *blocker;                 /* installed while a fault is active */
+};
+
+/* What the function asks (NcmFaultHooks) */
+
+static bool usb_ncm_fault_hook_busy(void *opaque)
+{
+    USBNcmFaults *f = opaque;
+
+    return f->busy;
+}
+
+static bool usb_ncm_fault_hook_in_ntb(void *opaque, NcmInCorruption *how)
+{
+    USBNcmFaults *f = opaque;
+
+    f->in_ntb_counter++;
+    if (f->drop_in_every && f->in_ntb_counter % f->drop_in_every == 0) {
+        return true;
+    }
+    if (f->corrupt != NCM_CORRUPT_NONE &&
+        f->corrupt != NCM_CORRUPT_SHORT_NOTIFY && f->corrupt_remaining) {
+        f->corrupt_remaining--;
+        *how = f->corrupt;
+    }
+    return false;
+}
+
+static bool usb_ncm_fault_hook_short_notify(void *opaque)
+{
+    USBNcmFaults *f = opaque;
+
+    if (f->corrupt == NCM_CORRUPT_SHORT_NOTIFY && f->corrupt_remaining) {
+        f->corrupt_remaining--;
+        return true;
+    }
+    return false;
+}
+
+static const NcmFaultHooks usb_ncm_fault_hooks = {
+    .busy = usb_ncm_fault_hook_busy,
+    .in_ntb = usb_ncm_fault_hook_in_ntb,
+    .short_notify = usb_ncm_fault_hook_short_notify,
+};
+
+bool usb_ncm_faults_busy(USBNcmState *s)
+{
+    return s->faults && s->faults->busy;
+}
+
+bool usb_ncm_faults_link_down(USBNcmState *s)
+{
+    return s->faults && s->faults->link_down;
+}
+
+/*
  * Fault injection is no state of a real device and does not migrate:
  * while a fault is active (any x-fault-* but x-fault-replug-seed reads
  * other than 0, or a corruption is still to come), migration is blocked.
  */
-static bool usb_ncm_faults_active(USBNcmState *s)
+static bool usb_ncm_faults_active(USBNcmFaults *f)
 {
-    const NcmFaults *f = &s->fn.faults;
-
     return f->link_down || f->busy || f->drop_in_every ||
            (f->corrupt != NCM_CORRUPT_NONE && f->corrupt_remaining) ||
-           s->replug_down || s->replug_every_ms;
+           f->replug_down || f->replug_every_ms;
 }
 
 /* Before a fault is set: block migration, or fail as migration runs */
-static bool usb_ncm_faults_block(USBNcmState *s, Error **errp)
+static bool usb_ncm_faults_block(USBNcmFaults *f, Error **errp)
 {
-    if (s->fault_blocker) {
+    if (f->blocker) {
         return true;
     }
-    error_setg(&s->fault_blocker, "usb-ncm %s: fault injection (x-fault-*) "
-               "is active; it does not migrate", s->fn.cfg.name);
-    return migrate_add_blocker(&s->fault_blocker, errp) >= 0;
+    error_setg(&f->blocker, "usb-ncm %s: fault injection (x-fault-*) "
+               "is active; it does not migrate", f->s->fn.cfg.name);
+    return migrate_add_blocker(&f->blocker, errp) >= 0;
 }
 
 void usb_ncm_faults_update(USBNcmState *s)
 {
-    if (s->fault_blocker && !usb_ncm_faults_active(s)) {
-        migrate_del_blocker(&s->fault_blocker);
+    USBNcmFaults *f = s->faults;
+
+    if (f && f->blocker && !usb_ncm_faults_active(f)) {
+        migrate_del_blocker(&f->blocker);
     }
+}
+
+static void usb_ncm_fault_set_link_down(USBNcmFaults *f, bool down)
+{
+    f->link_down = down;
+    usb_ncm_update_link(f->s);
 }
 
 static void usb_ncm_fault_link_restore(void *opaque)
 {
-    USBNcmState *s = opaque;
+    USBNcmFaults *f = opaque;
+    USBNcmState *s = f->s;
 
-    ncm_function_set_fault_link_down(&s->fn, false);
+    usb_ncm_fault_set_link_down(f, false);
     usb_ncm_schedule_wakeup(s, false, true);
     usb_ncm_flush_rx(s);
     usb_ncm_faults_update(s);
@@ -114,9 +196,10 @@ static void usb_ncm_fault_link_restore(void *opaque)
 
 static void usb_ncm_fault_busy_end(void *opaque)
 {
-    USBNcmState *s = opaque;
+    USBNcmFaults *f = opaque;
+    USBNcmState *s = f->s;
 
-    ncm_function_set_fault_busy(&s->fn, false);
+    f->busy = false;
     if (s->dev.attached) {
         usb_ncm_wakeup_nakd(&s->out);
     }
@@ -132,36 +215,39 @@ static void usb_ncm_fault_busy_end(void *opaque)
  * of up to a quarter of the period from a seeded generator so that a run
  * replays.
  */
-static void usb_ncm_replug_schedule(USBNcmState *s, int64_t delay_ms)
+static void usb_ncm_replug_schedule(USBNcmFaults *f, int64_t delay_ms)
 {
-    timer_mod(s->replug_timer,
+    timer_mod(f->replug_timer,
               qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + delay_ms);
 }
 
-static void usb_ncm_replug_detach(USBNcmState *s)
+static void usb_ncm_replug_detach(USBNcmFaults *f)
 {
+    USBNcmState *s = f->s;
+
     if (s->dev.attached) {
         s->packet_stats.replugs++;
-        trace_usb_ncm_replug(s->fn.cfg.name, 0, s->replug_ms);
+        trace_usb_ncm_replug(s->fn.cfg.name, 0, f->replug_ms);
         usb_device_detach(&s->dev);
         /* what the firmware knew is gone with it */
         ncm_function_reset(&s->fn);
         usb_ncm_flush_rx(s);
     }
-    s->replug_down = true;
-    usb_ncm_replug_schedule(s, s->replug_ms);
+    f->replug_down = true;
+    usb_ncm_replug_schedule(f, f->replug_ms);
 }
 
 static void usb_ncm_replug_timer(void *opaque)
 {
-    USBNcmState *s = opaque;
+    USBNcmFaults *f = opaque;
+    USBNcmState *s = f->s;
     Error *err = NULL;
 
-    if (!s->replug_down) {
-        usb_ncm_replug_detach(s);
+    if (!f->replug_down) {
+        usb_ncm_replug_detach(f);
         return;
     }
-    s->replug_down = false;
+    f->replug_down = false;
     if (!s->dev.attached) {
         usb_device_attach(&s->dev, &err);
         if (err) {
@@ -171,12 +257,12 @@ static void usb_ncm_replug_timer(void *opaque)
         }
         trace_usb_ncm_replug(s->fn.cfg.name, 1, 0);
     }
-    if (s->replug_every_ms) {
-        uint32_t jitter = s->replug_every_ms / 4 + 1;
+    if (f->replug_every_ms) {
+        uint32_t jitter = f->replug_every_ms / 4 + 1;
 
-        s->replug_seed = s->replug_seed * 1103515245 + 12345;
-        usb_ncm_replug_schedule(s, s->replug_every_ms - jitter / 2 +
-                                (s->replug_seed >> 8) % jitter);
+        f->replug_seed = f->replug_seed * 1103515245 + 12345;
+        usb_ncm_replug_schedule(f, f->replug_every_ms - jitter / 2 +
+                                (f->replug_seed >> 8) % jitter);
     }
     usb_ncm_faults_update(s);
 }
@@ -203,81 +289,86 @@ static const char *const usb_ncm_fault_names[NCM_FAULT__MAX] = {
     [NCM_FAULT_REPLUG_SEED] = "x-fault-replug-seed",
 };
 
-static void usb_ncm_fault_set(USBNcmState *s, USBNcmFault which,
+static void usb_ncm_fault_set(USBNcmFaults *f, USBNcmFault which,
                               uint32_t value)
 {
     int64_t now = qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
 
     switch (which) {
     case NCM_FAULT_LINK_DOWN_MS:
-        ncm_function_set_fault_link_down(&s->fn, value != 0);
-        usb_ncm_schedule_wakeup(s, false, true);
+        usb_ncm_fault_set_link_down(f, value != 0);
+        usb_ncm_schedule_wakeup(f->s, false, true);
         if (value) {
-            timer_mod(s->fault_link_timer, now + value);
+            timer_mod(f->link_timer, now + value);
         } else {
-            timer_del(s->fault_link_timer);
-            usb_ncm_flush_rx(s);
+            timer_del(f->link_timer);
+            usb_ncm_flush_rx(f->s);
         }
         break;
     case NCM_FAULT_BUSY_MS:
-        ncm_function_set_fault_busy(&s->fn, value != 0);
+        f->busy = value != 0;
         if (value) {
-            timer_mod(s->fault_busy_timer, now + value);
+            timer_mod(f->busy_timer, now + value);
         } else {
-            timer_del(s->fault_busy_timer);
-            usb_ncm_fault_busy_end(s);
+            timer_del(f->busy_timer);
+            usb_ncm_fault_busy_end(f);
         }
         break;
     case NCM_FAULT_DROP_IN_EVERY:
-        ncm_function_set_fault_drop_in_every(&s->fn, value);
+        f->drop_in_every = value;
+        f->in_ntb_counter = 0;
         break;
     case NCM_FAULT_CORRUPT_COUNT:
-        ncm_function_set_fault_corrupt(&s->fn, s->fn.faults.corrupt, value);
+        f->corrupt_remaining = value;
         break;
     case NCM_FAULT_REPLUG_MS:
         if (value) {
-            s->replug_ms = value;
-            usb_ncm_replug_detach(s);
-        } else if (s->replug_down) {
+            f->replug_ms = value;
+            usb_ncm_replug_detach(f);
+        } else if (f->replug_down) {
             /* back at once */
-            usb_ncm_replug_schedule(s, 0);
+            usb_ncm_replug_schedule(f, 0);
         }
         break;
     case NCM_FAULT_REPLUG_EVERY_MS:
-        s->replug_every_ms = value;
+        f->replug_every_ms = value;
         if (!value) {
-            if (!s->replug_down) {
-                timer_del(s->replug_timer);
+            if (!f->replug_down) {
+                timer_del(f->replug_timer);
             }
-        } else if (!s->replug_down) {
-            usb_ncm_replug_schedule(s, value);
+        } else if (!f->replug_down) {
+            usb_ncm_replug_schedule(f, value);
         }
         break;
     case NCM_FAULT_REPLUG_SEED:
-        s->replug_seed = value;
+        f->replug_seed = value;
         break;
     default:
         g_assert_not_reached();
     }
 }
 
-static uint32_t usb_ncm_fault_get(USBNcmState *s, USBNcmFault which)
+/* An unrealized device has no fault state: everything reads 0 */
+static uint32_t usb_ncm_fault_get(USBNcmFaults *f, USBNcmFault which)
 {
+    if (!f) {
+        return 0;
+    }
     switch (which) {
     case NCM_FAULT_LINK_DOWN_MS:
-        return s->fn.faults.link_down;
+        return f->link_down;
     case NCM_FAULT_BUSY_MS:
-        return s->fn.faults.busy;
+        return f->busy;
     case NCM_FAULT_DROP_IN_EVERY:
-        return s->fn.faults.drop_in_every;
+        return f->drop_in_every;
     case NCM_FAULT_CORRUPT_COUNT:
-        return s->fn.faults.corrupt_remaining;
+        return f->corrupt_remaining;
     case NCM_FAULT_REPLUG_MS:
-        return s->replug_down;
+        return f->replug_down;
     case NCM_FAULT_REPLUG_EVERY_MS:
-        return s->replug_every_ms;
+        return f->replug_every_ms;
     case NCM_FAULT_REPLUG_SEED:
-        return s->replug_seed;
+        return f->replug_seed;
     default:
         g_assert_not_reached();
     }
@@ -293,15 +384,15 @@ static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
     if (!visit_type_uint32(v, name, &value, errp)) {
         return;
     }
-    if (!s->wakeup_bh) {
+    if (!s->faults) {
         error_setg(errp, "%s can only be set on a realized device", name);
         return;
     }
     if (value && GPOINTER_TO_UINT(opaque) != NCM_FAULT_REPLUG_SEED &&
-        !usb_ncm_faults_block(s, errp)) {
+        !usb_ncm_faults_block(s->faults, errp)) {
         return;
     }
-    usb_ncm_fault_set(s, GPOINTER_TO_UINT(opaque), value);
+    usb_ncm_fault_set(s->faults, GPOINTER_TO_UINT(opaque), value);
     trace_usb_ncm_fault(s->fn.cfg.name, name, value);
     usb_ncm_faults_update(s);
 }
@@ -309,7 +400,7 @@ static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
 static void usb_ncm_get_fault_u32(Object *obj, Visitor *v, const char *name,
                                   void *opaque, Error **errp)
 {
-    uint32_t value = usb_ncm_fault_get(USB_NCM_BASE(obj),
+    uint32_t value = usb_ncm_fault_get(USB_NCM_BASE(obj)->faults,
                                        GPOINTER_TO_UINT(opaque));
 
     visit_type_uint32(v, name, &value, errp);
@@ -317,25 +408,32 @@ static void usb_ncm_get_fault_u32(Object *obj, Visitor *v, const char *name,
 
 static char *usb_ncm_get_fault_corrupt(Object *obj, Error **errp)
 {
-    USBNcmState *s = USB_NCM_BASE(obj);
+    USBNcmFaults *f = USB_NCM_BASE(obj)->faults;
 
-    return g_strdup(ncm_in_corruption_names[s->fn.faults.corrupt]);
+    return g_strdup(ncm_in_corruption_names[f ? f->corrupt
+                                              : NCM_CORRUPT_NONE]);
 }
 
 static void usb_ncm_set_fault_corrupt(Object *obj, const char *value,
                                       Error **errp)
 {
     USBNcmState *s = USB_NCM_BASE(obj);
+    USBNcmFaults *f = s->faults;
     g_autoptr(GString) names = g_string_new(NULL);
     int i;
 
     for (i = 0; i < NCM_CORRUPT__MAX; i++) {
         if (!strcmp(value, ncm_in_corruption_names[i])) {
-            if (i != NCM_CORRUPT_NONE && !usb_ncm_faults_block(s, errp)) {
+            if (!f) {
+                error_setg(errp, "x-fault-corrupt-in can only be set on a "
+                           "realized device");
                 return;
             }
-            ncm_function_set_fault_corrupt(
-                &s->fn, i, MAX(s->fn.faults.corrupt_remaining, 1));
+            if (i != NCM_CORRUPT_NONE && !usb_ncm_faults_block(f, errp)) {
+                return;
+            }
+            f->corrupt = i;
+            f->corrupt_remaining = MAX(f->corrupt_remaining, 1);
             usb_ncm_faults_update(s);
             return;
         }
@@ -348,38 +446,53 @@ static void usb_ncm_set_fault_corrupt(Object *obj, const char *value,
 
 void usb_ncm_faults_post_load(USBNcmState *s)
 {
+    USBNcmFaults *f = s->faults;
+
     if (!s->dev.attached) {
         /*
          * The stream had the function off the bus (a hostile or broken
          * stream: the source blocks migration during a replug fault):
          * come back as a replug would, or the port stays empty for good.
          */
-        s->replug_down = true;
-        usb_ncm_replug_schedule(s, s->replug_ms);
+        f->replug_down = true;
+        usb_ncm_replug_schedule(f, f->replug_ms);
         usb_ncm_faults_update(s);
     }
 }
 
 void usb_ncm_faults_realize(USBNcmState *s)
 {
-    s->fault_link_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
-                                       usb_ncm_fault_link_restore, s);
-    s->fault_busy_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
-                                       usb_ncm_fault_busy_end, s);
-    s->replug_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, usb_ncm_replug_timer,
-                                   s);
-    s->replug_ms = 200;
-    s->replug_seed = 1;
+    USBNcmFaults *f = g_new0(USBNcmFaults, 1);
+
+    f->s = s;
+    f->link_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL,
+                                 usb_ncm_fault_link_restore, f);
+    f->busy_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, usb_ncm_fault_busy_end,
+                                 f);
+    f->replug_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, usb_ncm_replug_timer,
+                                   f);
+    f->replug_ms = 200;
+    f->replug_seed = 1;
+    s->faults = f;
+    ncm_function_set_fault_hooks(&s->fn, &usb_ncm_fault_hooks, f);
 }
 
 void usb_ncm_faults_unrealize(USBNcmState *s)
 {
-    if (s->fault_blocker) {
-        migrate_del_blocker(&s->fault_blocker);
+    USBNcmFaults *f = s->faults;
+
+    if (!f) {
+        return;
     }
-    timer_free(s->fault_link_timer);
-    timer_free(s->fault_busy_timer);
-    timer_free(s->replug_timer);
+    if (f->blocker) {
+        migrate_del_blocker(&f->blocker);
+    }
+    timer_free(f->link_timer);
+    timer_free(f->busy_timer);
+    timer_free(f->replug_timer);
+    ncm_function_set_fault_hooks(&s->fn, NULL, NULL);
+    s->faults = NULL;
+    g_free(f);
 }
 
 void usb_ncm_add_debug_props(Object *obj)

@@ -56,11 +56,12 @@
  *    OUT packets are read.  Completing the parked packet then empties the
  *    endpoint's whole queue, before usb_desc_ep_init() forgets it.
  * 3. Park only where the controller lets other transfers go on meanwhile
- *    (usb_ncm_controller_lets_packets_wait()): not OHCI, which runs one
- *    asynchronous packet per controller and reuses its buffer for the next
- *    TD.  There bulk IN NAKs and OUT is read at once.  Behind an EHCI
- *    the answer changes with the port's owner, so it is asked again at
- *    every bus reset.
+ *    (usb_ncm_controller_lets_packets_wait()): at high speed and above.
+ *    Below it the controller may be an OHCI, which runs one asynchronous
+ *    packet per controller and reuses its buffer for the next TD.  There
+ *    bulk IN NAKs and OUT is read at once.  Behind an EHCI the speed
+ *    changes with the port's owner, so it is asked again at every bus
+ *    reset.
  */
 
 static bool usb_ncm_controller_lets_packets_wait(USBNcmState *s);
@@ -219,7 +220,8 @@ static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
     if (usb_ncm_in_send(s, p)) {
         return;
     }
-    if (s->in.parked || (fresh && (s->fn.faults.busy || !s->may_park))) {
+    if (s->in.parked ||
+        (fresh && (usb_ncm_faults_busy(s) || !s->may_park))) {
         if (fresh) {
             s->packet_stats.in_naks++;
             s->in.nakd = true;
@@ -441,7 +443,7 @@ static void usb_ncm_out_bh(void *opaque)
 {
     USBNcmState *s = opaque;
 
-    if (s->dev.attached && !s->fn.faults.busy && runstate_is_running()) {
+    if (s->dev.attached && !usb_ncm_faults_busy(s) && runstate_is_running()) {
         usb_ncm_adopt(s, &s->out);
         usb_ncm_out_drain(s);
     }
@@ -456,7 +458,7 @@ static void usb_ncm_out_bh(void *opaque)
 static void usb_ncm_bulk_out(USBNcmState *s, USBPacket *p)
 {
     bool fresh = p->state == USB_PACKET_SETUP;
-    bool busy = s->fn.faults.busy && !s->handing_back;
+    bool busy = usb_ncm_faults_busy(s) && !s->handing_back;
 
     if (busy) {
         if (fresh) {
@@ -575,6 +577,13 @@ static bool usb_ncm_function_suspend(USBNcmState *s, USBPacket *p,
     } else {
         s->func_remote_wakeup = false;
     }
+    /*
+     * usb_wakeup() knows only DEVICE_REMOTE_WAKEUP, which a super speed
+     * host never sends (USB 3.2 9.4.5): it sees function remote wake as
+     * that.  The one function of the device is the whole device, so
+     * GET_STATUS(device) reporting it too is what it means.
+     */
+    s->dev.remote_wakeup = s->func_remote_wakeup;
     p->actual_length = 0;
     return true;
 }
@@ -686,12 +695,14 @@ static ssize_t usb_ncm_receive(NetClientState *nc, const uint8_t *buf,
     /*
      * The host stopped polling (a suspended device has no transfers
      * waiting): a frame wakes it, if it allowed remote wakeup.  The port
-     * ignores this unless it is suspended.
+     * ignores this unless it is suspended.  usb_wakeup(), as dev-hid.c
+     * uses it, on the interrupt endpoint, which the host reads first
+     * after a resume; it resumes the port only when dev.remote_wakeup is
+     * set, which usb_ncm_function_suspend() keeps in step with USB 3
+     * function remote wake.
      */
-    if (s->remote_wakeup &&
-        (s->dev.remote_wakeup || s->func_remote_wakeup) && !s->in.parked &&
-        s->dev.port && s->dev.port->ops->wakeup) {
-        s->dev.port->ops->wakeup(s->dev.port);
+    if (s->remote_wakeup && s->dev.remote_wakeup && !s->in.parked) {
+        usb_wakeup(s->ep_notify, 0);
     }
     switch (ncm_function_rx(&s->fn, buf, size)) {
     case NCM_RX_QUEUED:
@@ -706,12 +717,19 @@ static ssize_t usb_ncm_receive(NetClientState *nc, const uint8_t *buf,
     }
 }
 
+void usb_ncm_update_link(USBNcmState *s)
+{
+    bool up = !s->nic || !qemu_get_queue(s->nic)->link_down;
+
+    ncm_function_set_link(&s->fn, up && !usb_ncm_faults_link_down(s));
+}
+
 static void usb_ncm_link_status_changed(NetClientState *nc)
 {
     USBNcmState *s = qemu_get_nic_opaque(nc);
 
     trace_usb_ncm_link(s->fn.cfg.name, !nc->link_down);
-    ncm_function_set_link(&s->fn, !nc->link_down);
+    usb_ncm_update_link(s);
     usb_ncm_schedule_wakeup(s, false, true);
 }
 
@@ -751,37 +769,53 @@ static bool usb_ncm_check_properties(USBNcmState *s, Error **errp)
 }
 
 /*
- * Rule 3 of "Who holds which USB packet".  QEMU's OHCI keeps one
- * asynchronous packet for the whole controller: a parked bulk IN would
- * stop every other endpoint, and the next OUT TD overwrites the buffer the
- * parked packet points at.
+ * Rule 3 of "Who holds which USB packet", asked of the port: park only at
+ * high speed and above.  Below it the controller may be QEMU's OHCI,
+ * which keeps one asynchronous packet for the whole controller (a parked
+ * bulk IN would stop every other endpoint, and the next OUT TD overwrites
+ * the buffer the parked packet points at), and the device cannot tell:
+ * an EHCI hands a full-speed device to a companion, a UHCI or an OHCI.
+ * So at full and low speed the device NAKs on every controller, UHCI
+ * included, which costs it only the in-place NTB build.  The speed can
+ * change with the port's owner: this is asked again at every bus reset.
  */
 static bool usb_ncm_controller_lets_packets_wait(USBNcmState *s)
 {
-    BusState *bus = s->dev.qdev.parent_bus;
-    Object *hc = bus && bus->parent ? OBJECT(bus->parent) : NULL;
-
     if (s->park_packets != ON_OFF_AUTO_AUTO) {
         return s->park_packets == ON_OFF_AUTO_ON;
     }
-    if (!hc) {
-        return true;
+    return !s->dev.attached || s->dev.speed >= USB_SPEED_HIGH;
+}
+
+/* zlp: how the firmware finds the end of an OUT transfer */
+static const char *const usb_ncm_zlp_names[] = {
+    [NCM_ZLP_AUTO] = "auto",
+    [NCM_ZLP_REQUIRED] = "required",
+    [USB_NCM_ZLP_PROFILE] = "profile",
+};
+
+/*
+ * profile= and zlp= take a name: string properties checked here, as
+ * hw/usb/ccid-card-emulated.c does with backend=, so that a bad one fails
+ * realize naming the property and the values it takes.
+ */
+static bool usb_ncm_parse_name(const char *prop, const char *value,
+                               const char *const *names, int count,
+                               int *result, Error **errp)
+{
+    g_autoptr(GString) all = g_string_new(NULL);
+    int i;
+
+    for (i = 0; i < count; i++) {
+        if (!strcmp(value, names[i])) {
+            *result = i;
+            return true;
+        }
+        g_string_append_printf(all, "%s%s", i ? ", " : "", names[i]);
     }
-    if (object_dynamic_cast(hc, "pci-ohci") ||
-        object_dynamic_cast(hc, "sysbus-ohci")) {
-        return false;
-    }
-    /*
-     * An EHCI hands a device below high speed to its companion, a UHCI or
-     * an OHCI (which one, the device cannot tell), and the port can move
-     * at run time: at those speeds, behave as for an OHCI.
-     */
-    if ((object_dynamic_cast(hc, "pci-ehci-usb") ||
-         object_dynamic_cast(hc, "sysbus-ehci-usb")) &&
-        s->dev.attached && s->dev.speed < USB_SPEED_HIGH) {
-        return false;
-    }
-    return true;
+    error_setg(errp, "%s: unknown value '%s'; use one of %s", prop, value,
+               all->str);
+    return false;
 }
 
 static void usb_ncm_realize(USBDevice *dev, Error **errp)
@@ -791,8 +825,14 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
     const USBNcmProfile *profile;
     uint8_t *mac;
 
-    if (s->profile < 0 || s->profile >= NCM_PROFILE__MAX) {
-        error_setg(errp, "unknown profile %d", s->profile);
+    if (!usb_ncm_parse_name("profile", s->profile_name ?:
+                            usb_ncm_profile_names[
+                                USB_NCM_BASE_GET_CLASS(s)->default_profile],
+                            usb_ncm_profile_names, NCM_PROFILE__MAX,
+                            &s->profile, errp) ||
+        !usb_ncm_parse_name("zlp", s->zlp_name ?: "profile",
+                            usb_ncm_zlp_names, ARRAY_SIZE(usb_ncm_zlp_names),
+                            &s->zlp, errp)) {
         return;
     }
     profile = &usb_ncm_profiles[s->profile];
@@ -858,7 +898,7 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
                           object_get_typename(OBJECT(s)), DEVICE(dev)->id,
                           &DEVICE(dev)->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), mac);
-    ncm_function_set_link(&s->fn, !qemu_get_queue(s->nic)->link_down);
+    usb_ncm_update_link(s);
 }
 
 static void usb_ncm_unrealize(USBDevice *dev)
@@ -1004,7 +1044,7 @@ static int usb_ncm_post_load(void *opaque, int version_id)
         error_report("usb-ncm: refusing the migrated state: %s", why);
         return -EINVAL;
     }
-    ncm_function_set_link(&s->fn, !qemu_get_queue(s->nic)->link_down);
+    usb_ncm_update_link(s);
     s->may_park = usb_ncm_controller_lets_packets_wait(s);
     usb_ncm_post_load_detached(s);
     usb_ncm_faults_post_load(s);
@@ -1066,58 +1106,6 @@ static const VMStateDescription vmstate_usb_ncm = {
 
 /* Properties */
 
-static bool usb_ncm_enum_settable(Object *obj, const char *name,
-                                  Error **errp)
-{
-    if (DEVICE(obj)->realized) {
-        qdev_prop_set_after_realize(DEVICE(obj), name, errp);
-        return false;
-    }
-    return true;
-}
-
-/* zlp: how the firmware finds the end of an OUT transfer */
-static const char *const usb_ncm_zlp_names[] = {
-    [NCM_ZLP_AUTO] = "auto",
-    [NCM_ZLP_REQUIRED] = "required",
-    [USB_NCM_ZLP_PROFILE] = "profile",
-};
-
-static const QEnumLookup usb_ncm_zlp_lookup = {
-    .array = usb_ncm_zlp_names,
-    .size = ARRAY_SIZE(usb_ncm_zlp_names),
-};
-
-static int usb_ncm_get_zlp(Object *obj, Error **errp)
-{
-    return USB_NCM_BASE(obj)->zlp;
-}
-
-static void usb_ncm_set_zlp(Object *obj, int value, Error **errp)
-{
-    if (usb_ncm_enum_settable(obj, "zlp", errp)) {
-        USB_NCM_BASE(obj)->zlp = value;
-    }
-}
-
-/* profile: which real function the descriptors and capabilities follow */
-static const QEnumLookup usb_ncm_profile_lookup = {
-    .array = usb_ncm_profile_names,
-    .size = NCM_PROFILE__MAX,
-};
-
-static int usb_ncm_get_profile(Object *obj, Error **errp)
-{
-    return USB_NCM_BASE(obj)->profile;
-}
-
-static void usb_ncm_set_profile(Object *obj, int value, Error **errp)
-{
-    if (usb_ncm_enum_settable(obj, "profile", errp)) {
-        USB_NCM_BASE(obj)->profile = value;
-    }
-}
-
 static const Property usb_ncm_properties[] = {
     DEFINE_NIC_PROPERTIES(USBNcmState, conf),
     DEFINE_PROP_UINT16("ntb-in-divisor", USBNcmState, fn.cfg.in_divisor, 4),
@@ -1154,8 +1142,9 @@ static const char *const usb_ncm_property_help[][2] = {
                         "up to this long, 0 (off)..100000" },
     { "remote-wakeup", "advertise remote wakeup: a frame wakes a "
                        "suspended device" },
-    { "x-park-packets", "hold bulk packets until there is data (auto: "
-                        "not on OHCI, which allows one per controller)" },
+    { "x-park-packets", "hold bulk packets until there is data (auto: at "
+                        "high speed and above; below, the controller may "
+                        "be an OHCI, which allows one per controller)" },
     { "vendorid", "idVendor (0: the model's own)" },
     { "productid", "idProduct (0: the model's own)" },
     { "manufacturer", "manufacturer string" },
@@ -1166,19 +1155,31 @@ static const char *const usb_ncm_property_help[][2] = {
  * What a profile supplies.  Each variant has its own copy of these, so
  * that -device ...,help can say what its default profile gives.
  */
-/* DEFINE_PROP_UINT8/16/32, braced so that an X-macro can expand it */
-#define USB_NCM_DEFINE_PROFILE_PROP(_n, _i, _t, _p, _f, _u, _h) {           \
-    .name = (_n),                                                           \
-    .info = &(_i),                                                          \
-    .offset = offsetof(USBNcmState, _f) +                                   \
-              type_check(_t, typeof_field(USBNcmState, _f)),                \
-    .set_default = true,                                                    \
-    .defval.u = (_t)(_u),                                                   \
-},
-
 static const Property usb_ncm_profile_properties[] = {
-    USB_NCM_PROFILE_PROPS(USB_NCM_DEFINE_PROFILE_PROP)
+    /* the defaults of USB_NCM_PROFILE_PROPS: "the profile's" */
+    DEFINE_PROP_UINT32("ntb-in-max-size", USBNcmState,
+                       fn.cfg.ntb_in_max_size, 0),
+    DEFINE_PROP_UINT32("ntb-out-max-size", USBNcmState,
+                       fn.cfg.ntb_out_max_size, 0),
+    DEFINE_PROP_UINT16("ntb-out-max-datagrams", USBNcmState,
+                       fn.cfg.out_max_datagrams, UINT16_MAX),
+    DEFINE_PROP_UINT16("in-datagrams-per-ntb", USBNcmState,
+                       fn.cfg.in_max_datagrams, UINT16_MAX),
+    DEFINE_PROP_UINT16("max-segment-size", USBNcmState,
+                       fn.cfg.max_segment_size, 0),
+    DEFINE_PROP_UINT16("power-on-filter", USBNcmState,
+                       fn.cfg.power_on_filter, UINT16_MAX),
+    DEFINE_PROP_UINT8("network-capabilities", USBNcmState,
+                      fn.cfg.network_caps, UINT8_MAX),
+    DEFINE_PROP_UINT16("multicast-filters", USBNcmState, fn.cfg.mc_filters,
+                       UINT16_MAX),
+    DEFINE_PROP_UINT32("ethernet-statistics", USBNcmState, fn.cfg.eth_stats,
+                       UINT32_MAX),
+    DEFINE_PROP_UINT16("bcd-cdc", USBNcmState, bcd_cdc, 0),
     DEFINE_PROP_ON_OFF_AUTO("ntb32", USBNcmState, ntb32, ON_OFF_AUTO_AUTO),
+    /* names, checked at realize (usb_ncm_parse_name()) */
+    DEFINE_PROP_STRING("zlp", USBNcmState, zlp_name),
+    DEFINE_PROP_STRING("profile", USBNcmState, profile_name),
 };
 
 static void usb_ncm_describe(ObjectClass *klass, const char *name,
@@ -1210,35 +1211,27 @@ static void usb_ncm_add_profile_props(ObjectClass *klass,
 {
     const USBNcmProfile *p = &usb_ncm_profiles[profile];
     const char *pname = usb_ncm_profile_names[profile];
-    ObjectProperty *op;
+    g_autofree char *profile_help = NULL;
 
     device_class_set_props(DEVICE_CLASS(klass), usb_ncm_profile_properties);
-#define USB_NCM_DESCRIBE_PROFILE_PROP(name, info, ctype, pfield, sfield,   \
-                                      unset, help)                        \
+#define USB_NCM_DESCRIBE_PROFILE_PROP(name, pfield, sfield, unset, help)  \
     usb_ncm_describe_num(klass, name, help, unset, p->pfield, pname);
     USB_NCM_PROFILE_PROPS(USB_NCM_DESCRIBE_PROFILE_PROP)
 #undef USB_NCM_DESCRIBE_PROFILE_PROP
     usb_ncm_describe(klass, "ntb32", "advertise NTB32 as well as NTB16",
                      "auto", p->ntb32 ? "on" : "off", pname);
 
-    op = object_class_property_add_enum(klass, "zlp", "UsbNcmZlp",
-                                        &usb_ncm_zlp_lookup, usb_ncm_get_zlp,
-                                        usb_ncm_set_zlp);
-    object_property_set_default_str(op, "profile");
+    USB_NCM_BASE_CLASS(klass)->default_profile = profile;
     usb_ncm_describe(klass, "zlp", "end of an OUT transfer: auto (NCM "
                      "1.0) or required (short packet or ZLP only, "
                      "DisplayLink firmware)", "profile",
                      usb_ncm_zlp_names[p->zlp], pname);
-
-    op = object_class_property_add_enum(klass, "profile", "UsbNcmProfile",
-                                        &usb_ncm_profile_lookup,
-                                        usb_ncm_get_profile,
-                                        usb_ncm_set_profile);
-    object_property_set_default_str(op, pname);
-    object_class_property_set_description(klass, "profile",
-        "descriptor and capability values of a real NCM function: "
-        "displaylink, generic, rtl8156, f_ncm, minimal; a property given "
-        "as well wins");
+    profile_help = g_strdup_printf("descriptor and capability values of a "
+                                   "real NCM function: displaylink, "
+                                   "generic, rtl8156, f_ncm, minimal "
+                                   "(default %s); a property given as "
+                                   "well wins", pname);
+    object_class_property_set_description(klass, "profile", profile_help);
 }
 
 static void usb_ncm_base_class_init(ObjectClass *klass,

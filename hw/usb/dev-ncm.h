@@ -25,6 +25,8 @@
 
 OBJECT_DECLARE_TYPE(USBNcmState, USBNcmClass, USB_NCM_BASE)
 
+typedef struct USBNcmFaults USBNcmFaults;
+
 enum {
     NCM_IF_CONTROL = 0,
     NCM_IF_DATA = 1,
@@ -65,6 +67,7 @@ typedef struct USBNcmVariant {
 struct USBNcmClass {
     USBDeviceClass parent_class;
     const USBNcmVariant *variant;
+    int default_profile;            /* USBNcmProfileId, without profile= */
 };
 
 /*
@@ -83,46 +86,46 @@ typedef enum USBNcmProfileId {
 } USBNcmProfileId;
 
 /*
- * The numeric properties a profile supplies, each written once: name,
- * qdev type and C type, field of USBNcmProfile, field of USBNcmState,
- * the default,
- * which means "the profile's" (it is no valid value of the property:
- * realize replaces it with the profile's), and what the property is.
- * ntb32 (OnOffAuto, auto) and zlp ("profile") do the same.
+ * The numeric properties a profile supplies: name, field of
+ * USBNcmProfile, field of USBNcmState, the default, which means "the
+ * profile's" (it is no valid value of the property: realize replaces it
+ * with the profile's), and what the property is.  Their DEFINE_PROP_*
+ * (usb_ncm_profile_properties[] in dev-ncm.c) have the same defaults.
+ * ntb32 (OnOffAuto, auto) and zlp (unset or "profile") do the same.
  */
 #define USB_NCM_PROFILE_PROPS(X) \
-    X("ntb-in-max-size", qdev_prop_uint32, uint32_t, ntb_in_max_size, \
+    X("ntb-in-max-size", ntb_in_max_size, \
       fn.cfg.ntb_in_max_size, 0, "dwNtbInMaxSize, 2048..65536") \
-    X("ntb-out-max-size", qdev_prop_uint32, uint32_t, ntb_out_max_size, \
+    X("ntb-out-max-size", ntb_out_max_size, \
       fn.cfg.ntb_out_max_size, 0, "dwNtbOutMaxSize, 2048..65536") \
-    X("ntb-out-max-datagrams", qdev_prop_uint16, uint16_t, \
+    X("ntb-out-max-datagrams", \
       out_max_datagrams, fn.cfg.out_max_datagrams, UINT16_MAX, \
       "wNtbOutMaxDatagrams, 0 (no limit)..1024") \
-    X("in-datagrams-per-ntb", qdev_prop_uint16, uint16_t, in_datagrams, \
+    X("in-datagrams-per-ntb", in_datagrams, \
       fn.cfg.in_max_datagrams, UINT16_MAX, \
       "the firmware's own limit of datagrams per IN NTB, 0 (none)..1024") \
-    X("max-segment-size", qdev_prop_uint16, uint16_t, max_segment_size, \
+    X("max-segment-size", max_segment_size, \
       fn.cfg.max_segment_size, 0, \
       "wMaxSegmentSize (largest frame), from 1514") \
-    X("power-on-filter", qdev_prop_uint16, uint16_t, power_on_filter, \
+    X("power-on-filter", power_on_filter, \
       fn.cfg.power_on_filter, UINT16_MAX, \
       "packet filter until the host sets one: CDC bits, 0x01 " \
       "promiscuous, 0x02 all multicast, 0x04 directed, 0x08 broadcast, " \
       "0x10 multicast") \
-    X("network-capabilities", qdev_prop_uint8, uint8_t, caps, \
+    X("network-capabilities", caps, \
       fn.cfg.network_caps, UINT8_MAX, \
       "bmNetworkCapabilities: 0x01 packet filter, 0x02 net address, " \
       "0x08 max datagram size, 0x10 CRC mode, 0x20 8-byte NTB input " \
       "size") \
-    X("multicast-filters", qdev_prop_uint16, uint16_t, mc_filters, \
+    X("multicast-filters", mc_filters, \
       fn.cfg.mc_filters, UINT16_MAX, \
       "wNumberMCFilters: filters 0..256, +0x8000 for imperfect (hash) " \
       "filtering") \
-    X("ethernet-statistics", qdev_prop_uint32, uint32_t, eth_stats, \
+    X("ethernet-statistics", eth_stats, \
       fn.cfg.eth_stats, UINT32_MAX, \
       "bmEthernetStatistics: bit N-1 for GET_ETHERNET_STATISTIC " \
       "selector N, 1..17") \
-    X("bcd-cdc", qdev_prop_uint16, uint16_t, bcd_cdc, bcd_cdc, 0, \
+    X("bcd-cdc", bcd_cdc, bcd_cdc, 0, \
       "bcdCDC of the header descriptor, 0x0110 or 0x0120")
 
 /* zlp=profile: the profile's NcmZlpPolicy */
@@ -229,7 +232,10 @@ struct USBNcmState {
     /* properties; the NTB ones land in fn.cfg, the function's own */
     NICConf conf;
     OnOffAuto ntb32;                /* auto: the profile's */
-    int zlp;                        /* NcmZlpPolicy or USB_NCM_ZLP_PROFILE */
+    char *zlp_name;                 /* property zlp; NULL: "profile" */
+    int zlp;                        /* parsed at realize: NcmZlpPolicy, */
+                                    /* or USB_NCM_ZLP_PROFILE until the */
+                                    /* profile is applied */
     bool deferred_out;
     bool remote_wakeup;
     /*
@@ -239,7 +245,8 @@ struct USBNcmState {
      */
     bool func_remote_wakeup;
     OnOffAuto park_packets;
-    int profile;                    /* USBNcmProfileId */
+    char *profile_name;             /* property profile; NULL: the class's */
+    int profile;                    /* USBNcmProfileId, parsed at realize */
     uint16_t bcd_cdc;
     uint16_t vendor_id;
     uint16_t product_id;
@@ -259,15 +266,8 @@ struct USBNcmState {
     bool out_draining;              /* completing OUT packets */
     QEMUBH *wakeup_bh;
     QEMUBH *out_bh;
-    QEMUTimer *fault_link_timer;
-    QEMUTimer *fault_busy_timer;
-    /* re-enumeration fault: off the bus, back after replug_ms */
-    QEMUTimer *replug_timer;
-    uint32_t replug_ms;
-    uint32_t replug_every_ms;
-    uint32_t replug_seed;
-    bool replug_down;
-    Error *fault_blocker;           /* installed while a fault is active */
+    /* x-fault-*: dev-ncm-faults.c's, opaque here; NULL until realize */
+    USBNcmFaults *faults;
     VMChangeStateEntry *vmstate_change;
     /* what migration carries in another form than the USB core keeps */
     struct {
@@ -299,11 +299,22 @@ void usb_ncm_schedule_wakeup(USBNcmState *s, bool bulk_in, bool notify);
 void usb_ncm_flush_rx(USBNcmState *s);
 /* a NAK'd endpoint's controller waits for a wakeup: give it one */
 void usb_ncm_wakeup_nakd(USBNcmBulk *b);
+/* the link the host sees: the netdev's, unless a fault holds it down */
+void usb_ncm_update_link(USBNcmState *s);
 
-/* dev-ncm-faults.c: x-stats and x-fault-*, and their timers */
+/*
+ * dev-ncm-faults.c: x-stats and x-fault-*.  It alone touches
+ * USBNcmFaults (every fault value, its timers, the replug state and the
+ * migration blocker); the rest of the device asks through these, and
+ * the function through the NcmFaultHooks installed at realize.
+ */
 void usb_ncm_add_debug_props(Object *obj);
 void usb_ncm_faults_realize(USBNcmState *s);
 void usb_ncm_faults_unrealize(USBNcmState *s);
+/* x-fault-busy-ms is running: the bulk endpoints NAK */
+bool usb_ncm_faults_busy(USBNcmState *s);
+/* x-fault-link-down-ms is running */
+bool usb_ncm_faults_link_down(USBNcmState *s);
 /*
  * Migration is blocked while a fault is active; a corruption count runs
  * out on its own, so the IN paths call this to lift the block then.

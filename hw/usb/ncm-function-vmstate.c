@@ -13,87 +13,39 @@
 
 #include "qemu/osdep.h"
 #include "qemu/error-report.h"
-#include "migration/qemu-file-types.h"
 #include "migration/vmstate.h"
 #include "hw/usb/ncm-function.h"
 
 /*
- * The two byte buffers go as a length and the bytes; the length is
- * checked against the buffer before anything is written into it, since a
- * migration stream is untrusted input.
+ * The two byte buffers go as a length and the bytes
+ * (VMSTATE_VBUFFER_UINT32); the length is validated against the buffer
+ * before anything is written into it, since a migration stream is
+ * untrusted input.
  */
-static int ncm_put_out_buf(QEMUFile *f, void *pv, size_t size,
-                           const VMStateField *field, JSONWriter *vmdesc)
+static bool ncm_out_len_valid(void *opaque, int version_id)
 {
-    NcmFunction *fn = pv;
+    NcmFunction *fn = opaque;
 
-    qemu_put_be32(f, fn->out_len);
-    qemu_put_buffer(f, fn->out_buf, fn->out_len);
-    return 0;
-}
-
-static int ncm_get_out_buf(QEMUFile *f, void *pv, size_t size,
-                           const VMStateField *field)
-{
-    NcmFunction *fn = pv;
-    uint32_t len = qemu_get_be32(f);
-
-    if (len > fn->out_buf_size) {
+    if (fn->out_len > fn->out_buf_size) {
         error_report("usb-ncm: migrated OUT transfer of %u bytes does not "
-                     "fit this device's %u-byte buffer", len,
+                     "fit this device's %u-byte buffer", fn->out_len,
                      fn->out_buf_size);
-        return -EINVAL;
+        return false;
     }
-    qemu_get_buffer(f, fn->out_buf, len);
-    fn->out_len = len;
-    return 0;
+    return true;
 }
 
-static int ncm_put_in_buf(QEMUFile *f, void *pv, size_t size,
-                          const VMStateField *field, JSONWriter *vmdesc)
+static bool ncm_in_buf_len_valid(void *opaque, int version_id)
 {
-    NcmFunction *fn = pv;
-    uint32_t len = ncm_function_in_bytes(fn);
+    NcmFunction *fn = opaque;
 
-    qemu_put_be32(f, len);
-    qemu_put_buffer(f, fn->in_buf, len);
-    return 0;
-}
-
-static int ncm_get_in_buf(QEMUFile *f, void *pv, size_t size,
-                          const VMStateField *field)
-{
-    NcmFunction *fn = pv;
-    uint32_t len = qemu_get_be32(f);
-
-    if (len > fn->cfg.ntb_in_max_size) {
+    if (fn->mig.in_buf_len > fn->cfg.ntb_in_max_size) {
         error_report("usb-ncm: migrated IN NTB of %u bytes does not fit "
-                     "this device's %u-byte buffer (ntb-in-max-size)", len,
-                     fn->cfg.ntb_in_max_size);
-        return -EINVAL;
+                     "this device's %u-byte buffer (ntb-in-max-size)",
+                     fn->mig.in_buf_len, fn->cfg.ntb_in_max_size);
+        return false;
     }
-    qemu_get_buffer(f, fn->in_buf, len);
-    fn->mig.in_bytes = len;
-    return 0;
-}
-
-static const VMStateInfo vmstate_info_ncm_out_buf = {
-    .name = "ncm-out-buffer",
-    .get = ncm_get_out_buf,
-    .put = ncm_put_out_buf,
-};
-
-static const VMStateInfo vmstate_info_ncm_in_buf = {
-    .name = "ncm-in-buffer",
-    .get = ncm_get_in_buf,
-    .put = ncm_put_in_buf,
-};
-
-#define VMSTATE_NCM_BUFFER(_name, _info) {                                \
-    .name = (_name),                                                      \
-    .info = &(_info),                                                     \
-    .flags = VMS_SINGLE,                                                  \
-    .offset = 0,                                                          \
+    return true;
 }
 
 static int ncm_function_vmstate_pre_save(void *opaque)
@@ -103,6 +55,7 @@ static int ncm_function_vmstate_pre_save(void *opaque)
     /* the host re-sends its parked transfers to the destination */
     ncm_function_pre_save(f);
     f->mig.ntb32 = f->format == &ncm_ntb32_format;
+    f->mig.in_buf_len = ncm_function_in_bytes(f);
     return 0;
 }
 
@@ -125,7 +78,7 @@ static int ncm_function_vmstate_post_load(void *opaque, int version_id)
     NcmFunction *f = opaque;
     const char *why;
 
-    why = ncm_function_post_load(f, f->mig.ntb32, f->mig.in_bytes);
+    why = ncm_function_post_load(f, f->mig.ntb32, f->mig.in_buf_len);
     if (why) {
         error_report("usb-ncm: refusing the migrated state: %s", why);
         return -EINVAL;
@@ -248,9 +201,14 @@ const VMStateDescription vmstate_ncm_function = {
                             CDC_NOTIFY_SPEED_CHANGE_LEN),
         VMSTATE_UINT8(notify_len, NcmFunction),
         VMSTATE_UINT8(notify_off, NcmFunction),
-        /* the bytes, last: their lengths are checked as they come */
-        VMSTATE_NCM_BUFFER("out_buf", vmstate_info_ncm_out_buf),
-        VMSTATE_NCM_BUFFER("in_buf", vmstate_info_ncm_in_buf),
+        /* the bytes, last, each after its length and that length's check */
+        VMSTATE_UINT32(out_len, NcmFunction),
+        VMSTATE_VALIDATE("out_len fits the OUT buffer", ncm_out_len_valid),
+        VMSTATE_VBUFFER_UINT32(out_buf, NcmFunction, 0, NULL, out_len),
+        VMSTATE_UINT32(mig.in_buf_len, NcmFunction),
+        VMSTATE_VALIDATE("in_buf_len fits ntb-in-max-size",
+                         ncm_in_buf_len_valid),
+        VMSTATE_VBUFFER_UINT32(in_buf, NcmFunction, 0, NULL, mig.in_buf_len),
         VMSTATE_END_OF_LIST()
     },
     .subsections = (const VMStateDescription * const []) {

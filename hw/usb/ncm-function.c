@@ -214,7 +214,6 @@ void ncm_function_init(NcmFunction *f, const NcmConfig *cfg)
     f->out_buf = g_malloc(f->out_buf_size);
     f->in_buf = g_malloc(cfg->ntb_in_max_size);
     f->link_up = true;
-    f->netdev_link_up = true;
     f->format = &ncm_ntb16_format;
     f->ntb_in_size = cfg->ntb_in_max_size;
     ncm_function_reset(f);
@@ -260,10 +259,8 @@ const char *const ncm_in_corruption_names[NCM_CORRUPT__MAX] = {
     [NCM_CORRUPT_SHORT_NOTIFY] = "short-notification",
 };
 
-static void ncm_update_link(NcmFunction *f)
+void ncm_function_set_link(NcmFunction *f, bool up)
 {
-    bool up = f->netdev_link_up && !f->faults.link_down;
-
     if (up == f->link_up) {
         return;
     }
@@ -276,34 +273,16 @@ static void ncm_update_link(NcmFunction *f)
     }
 }
 
-void ncm_function_set_link(NcmFunction *f, bool up)
+void ncm_function_set_fault_hooks(NcmFunction *f, const NcmFaultHooks *hooks,
+                                  void *opaque)
 {
-    f->netdev_link_up = up;
-    ncm_update_link(f);
+    f->fault_hooks = hooks;
+    f->fault_opaque = opaque;
 }
 
-void ncm_function_set_fault_busy(NcmFunction *f, bool busy)
+bool ncm_function_busy(const NcmFunction *f)
 {
-    f->faults.busy = busy;
-}
-
-void ncm_function_set_fault_drop_in_every(NcmFunction *f, uint32_t n)
-{
-    f->faults.drop_in_every = n;
-    f->faults.in_ntb_counter = 0;
-}
-
-void ncm_function_set_fault_corrupt(NcmFunction *f, NcmInCorruption how,
-                                    uint32_t count)
-{
-    f->faults.corrupt = how < NCM_CORRUPT__MAX ? how : NCM_CORRUPT_NONE;
-    f->faults.corrupt_remaining = count;
-}
-
-void ncm_function_set_fault_link_down(NcmFunction *f, bool down)
-{
-    f->faults.link_down = down;
-    ncm_update_link(f);
+    return f->fault_hooks && f->fault_hooks->busy(f->fault_opaque);
 }
 
 /* Notifications */
@@ -343,9 +322,8 @@ uint32_t ncm_function_notify_next(NcmFunction *f, uint8_t *buf,
         f->stats.notifications++;
         trace_usb_ncm_notify(f->cfg.name, f->notify_buf[1],
                              lduw_le_p(f->notify_buf + 2));
-        if (f->faults.corrupt == NCM_CORRUPT_SHORT_NOTIFY &&
-            f->faults.corrupt_remaining) {
-            f->faults.corrupt_remaining--;
+        if (f->fault_hooks &&
+            f->fault_hooks->short_notify(f->fault_opaque)) {
             f->notify_len = 4;
         }
     }
@@ -1172,14 +1150,12 @@ static void ncm_in_corrupt(NcmFunction *f, NcmInCorruption how)
  */
 static bool ncm_in_finish(NcmFunction *f)
 {
-    NcmFaults *faults = &f->faults;
     NcmNtbBuilder *b = &f->in_builder;
+    NcmInCorruption how = NCM_CORRUPT_NONE;
 
     f->in_ntb_len = ncm_ntb_builder_finish(b, f->in_sequence++);
     f->in_send_off = 0;
-    faults->in_ntb_counter++;
-    if (faults->drop_in_every &&
-        faults->in_ntb_counter % faults->drop_in_every == 0) {
+    if (f->fault_hooks && f->fault_hooks->in_ntb(f->fault_opaque, &how)) {
         f->stats.fault_dropped_in_ntbs++;
         f->stats.in_flushed_datagrams += b->n_datagrams;
         trace_usb_ncm_fault_drop(f->cfg.name, f->in_ntb_len, b->n_datagrams);
@@ -1192,11 +1168,8 @@ static bool ncm_in_finish(NcmFunction *f)
     f->stats.in_bytes += f->in_ntb_len;
     f->stats.in_crc_ntbs += b->layout.crc;
     trace_usb_ncm_in_ntb(f->cfg.name, f->in_ntb_len, b->n_datagrams);
-    if (faults->corrupt != NCM_CORRUPT_NONE &&
-        faults->corrupt != NCM_CORRUPT_SHORT_NOTIFY &&
-        faults->corrupt_remaining) {
-        faults->corrupt_remaining--;
-        ncm_in_corrupt(f, faults->corrupt);
+    if (how != NCM_CORRUPT_NONE && how != NCM_CORRUPT_SHORT_NOTIFY) {
+        ncm_in_corrupt(f, how);
     }
     return true;
 }
@@ -1221,7 +1194,7 @@ bool ncm_function_in_attach(NcmFunction *f, uint8_t *buf, uint32_t size)
 {
     NcmNtbLayout layout = f->in_builder.layout;
 
-    if (!f->data_active || f->faults.busy || f->in_attached ||
+    if (!f->data_active || ncm_function_busy(f) || f->in_attached ||
         f->in_zlp_owed || f->in_ntb_len || f->in_builder.n_datagrams ||
         size < NCM_NTB_MIN_SIZE) {
         return false;
@@ -1244,7 +1217,7 @@ uint32_t ncm_function_in_attached_finish(NcmFunction *f, uint32_t room,
 {
     uint32_t len;
 
-    if (!f->in_attached || !f->in_builder.n_datagrams || f->faults.busy ||
+    if (!f->in_attached || !f->in_builder.n_datagrams || ncm_function_busy(f) ||
         !ncm_in_finish(f)) {
         return 0;
     }
@@ -1257,7 +1230,8 @@ uint32_t ncm_function_in_attached_finish(NcmFunction *f, uint32_t room,
 
 bool ncm_function_in_attached_has_room(const NcmFunction *f)
 {
-    return f->in_attached && f->in_builder.n_datagrams && !f->faults.busy &&
+    return f->in_attached && f->in_builder.n_datagrams &&
+           !ncm_function_busy(f) &&
            ncm_ntb_builder_fits(&f->in_builder, f->max_datagram_size);
 }
 
@@ -1288,7 +1262,7 @@ bool ncm_function_in_babble(NcmFunction *f, uint32_t room,
 {
     uint32_t remaining;
 
-    if (!max_packet || room % max_packet == 0 || f->faults.busy ||
+    if (!max_packet || room % max_packet == 0 || ncm_function_busy(f) ||
         f->in_attached || f->in_zlp_owed) {
         return false;
     }
@@ -1314,14 +1288,14 @@ bool ncm_function_in_babble(NcmFunction *f, uint32_t room,
 
 bool ncm_function_in_pending(const NcmFunction *f)
 {
-    return !f->faults.busy && !f->in_attached &&
+    return !ncm_function_busy(f) && !f->in_attached &&
            (f->in_zlp_owed || f->in_ntb_len || f->in_builder.n_datagrams);
 }
 
 const uint8_t *ncm_function_in_next(NcmFunction *f, uint32_t room,
                                     uint32_t *len)
 {
-    if (f->faults.busy || f->in_attached) {
+    if (ncm_function_busy(f) || f->in_attached) {
         return NULL;
     }
     if (f->in_zlp_owed) {

@@ -13,6 +13,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include <zlib.h>
 #include "hw/usb/ncm-ntb.h"
 
 const NcmNtbFormat ncm_ntb16_format = {
@@ -259,22 +260,8 @@ NcmParseError ncm_transfer_parse(const NcmNtbFormat *fmt,
 
 uint32_t ncm_crc32(const uint8_t *data, size_t len)
 {
-    /* reflected polynomial 0xedb88320, four bits at a time */
-    static const uint32_t nibble[16] = {
-        0x00000000, 0x1db71064, 0x3b6e20c8, 0x26d930ac,
-        0x76dc4190, 0x6b6b51f4, 0x4db26158, 0x5005713c,
-        0xedb88320, 0xf00f9344, 0xd6d6a3e8, 0xcb61b38c,
-        0x9b64c2b0, 0x86d3d2d4, 0xa00ae278, 0xbdbdf21c,
-    };
-    uint32_t crc = 0xffffffff;
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        crc ^= data[i];
-        crc = (crc >> 4) ^ nibble[crc & 15];
-        crc = (crc >> 4) ^ nibble[crc & 15];
-    }
-    return ~crc;
+    /* zlib's crc32() is this CRC, initial and final inversion included */
+    return crc32(0, data, len);
 }
 
 bool ncm_datagram_crc_ok(const uint8_t *data, uint32_t len)

@@ -430,6 +430,30 @@ static void test_in_attach_jumbo(void)
  * datagrams and room for a largest one more; not an empty one, not a
  * full one, not while the firmware is busy, not without a buffer.
  */
+static bool busy_fault;
+
+static bool busy_fault_busy(void *opaque)
+{
+    return busy_fault;
+}
+
+static bool busy_fault_in_ntb(void *opaque, NcmInCorruption *how)
+{
+    return false;
+}
+
+static bool busy_fault_short_notify(void *opaque)
+{
+    return false;
+}
+
+/* what the device's x-fault-busy-ms does, through the function's hooks */
+static const NcmFaultHooks busy_fault_hooks = {
+    .busy = busy_fault_busy,
+    .in_ntb = busy_fault_in_ntb,
+    .short_notify = busy_fault_short_notify,
+};
+
 static void test_in_attach_has_room(void)
 {
     g_autofree uint8_t *host = g_malloc0(4096);
@@ -442,9 +466,10 @@ static void test_in_attach_has_room(void)
     g_assert(!ncm_function_in_attached_has_room(&fx.f));     /* empty */
     rx(&fx, 10, 100);
     g_assert(ncm_function_in_attached_has_room(&fx.f));
-    fx.f.faults.busy = true;
+    ncm_function_set_fault_hooks(&fx.f, &busy_fault_hooks, NULL);
+    busy_fault = true;
     g_assert(!ncm_function_in_attached_has_room(&fx.f));
-    fx.f.faults.busy = false;
+    busy_fault = false;
     /* 4096 bytes hold 100 + 1514 + 1514, not a fourth of 1514 */
     rx(&fx, 11, 1514);
     g_assert(ncm_function_in_attached_has_room(&fx.f));

@@ -148,14 +148,22 @@ typedef enum NcmInCorruption {
 
 extern const char *const ncm_in_corruption_names[NCM_CORRUPT__MAX];
 
-typedef struct NcmFaults {
-    uint32_t drop_in_every;         /* 0: off; N: drop IN NTB N, 2N, ... */
-    uint32_t in_ntb_counter;
-    NcmInCorruption corrupt;
-    uint32_t corrupt_remaining;
-    bool link_down;                 /* forced down on top of the netdev */
-    bool busy;                      /* bulk endpoints NAK */
-} NcmFaults;
+/*
+ * Fault injection is the device's (hw/usb/dev-ncm-faults.c owns its
+ * state); the function asks it through these hooks where a fault
+ * changes what it does.  Without hooks (the default) there are no faults.
+ */
+typedef struct NcmFaultHooks {
+    /* the firmware is busy: the bulk endpoints NAK, nothing is sent */
+    bool (*busy)(void *opaque);
+    /*
+     * An IN NTB is finished: true to drop it; else *@how (preset to
+     * NCM_CORRUPT_NONE) says how it is corrupted before it goes.
+     */
+    bool (*in_ntb)(void *opaque, NcmInCorruption *how);
+    /* a notification is built: true to cut it to 4 bytes */
+    bool (*short_notify)(void *opaque);
+} NcmFaultHooks;
 
 enum {
     NCM_NOTIFY_SPEED = 1 << 0,
@@ -220,14 +228,14 @@ typedef struct NcmFunction {
     uint8_t notify_off;
     uint8_t control_interface;
 
-    NcmFaults faults;
-    bool netdev_link_up;
+    const NcmFaultHooks *fault_hooks;
+    void *fault_opaque;
     NcmCounters stats;
 
     /* what migration carries in another form than the above */
     struct {
         bool ntb32;
-        uint32_t in_bytes;
+        uint32_t in_buf_len;        /* bytes of in_buf in the stream */
     } mig;
 } NcmFunction;
 
@@ -245,15 +253,13 @@ void ncm_function_cleanup(NcmFunction *f);
 void ncm_function_reset(NcmFunction *f);
 /* SET_INTERFACE on the data interface. */
 void ncm_function_set_data_alt(NcmFunction *f, int alt);
-/* Link of the backend; a fault may hold it down on top of that. */
+/* Link as the host is to see it (the backend's, or a fault's). */
 void ncm_function_set_link(NcmFunction *f, bool up);
-void ncm_function_set_fault_link_down(NcmFunction *f, bool down);
-
-/* Faults, as the x-fault-* properties set them */
-void ncm_function_set_fault_busy(NcmFunction *f, bool busy);
-void ncm_function_set_fault_drop_in_every(NcmFunction *f, uint32_t n);
-void ncm_function_set_fault_corrupt(NcmFunction *f, NcmInCorruption how,
-                                    uint32_t count);
+/* After ncm_function_init(): where the function asks about faults */
+void ncm_function_set_fault_hooks(NcmFunction *f, const NcmFaultHooks *hooks,
+                                  void *opaque);
+/* The firmware is busy (a fault): the bulk endpoints NAK */
+bool ncm_function_busy(const NcmFunction *f);
 
 /*
  * A class request addressed to the control interface.  Returns the number

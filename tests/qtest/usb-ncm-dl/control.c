@@ -586,6 +586,55 @@ static void test_function_remote_wake(NcmEnv *e, const NcmCase *c)
     ncm_check_marker(e, 43100);
 }
 
+/* GET_STATUS of the device: bit 1 is remote wakeup enabled */
+static uint16_t device_status(NcmEnv *e)
+{
+    uint8_t b[2] = { 0xff, 0xff };
+    uint32_t actual = 0;
+
+    g_assert_cmpint(qxhci_control(e->dev, 0x80, NCM_USB_REQ_GET_STATUS, 0,
+                                  0, b, 2, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 2);
+    return lduw_le_p(b);
+}
+
+/*
+ * Remote wakeup at high speed (USB 2.0 9.4.5): the host enables it with
+ * SET_FEATURE(DEVICE_REMOTE_WAKEUP) and suspends the port; a frame from
+ * the netdev resumes it.  Cleared again, the frame waits for the host.
+ * At super speed, function remote wake shows in GET_STATUS(device) too.
+ */
+static void test_device_remote_wake(NcmEnv *e, const NcmCase *c)
+{
+    int pls;
+
+    ncm_set_alt(e, 1);
+    if (c->super) {
+        g_assert_cmpint(func_suspend(e, 0x03), ==, QXHCI_CC_SUCCESS);
+        g_assert_cmphex(device_status(e) & 0x02, ==, 0x02);
+        g_assert_cmpint(func_suspend(e, 0x00), ==, QXHCI_CC_SUCCESS);
+        g_assert_cmphex(device_status(e) & 0x02, ==, 0);
+        return;
+    }
+    g_assert_cmphex(device_status(e) & 0x02, ==, 0);
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_SET_FEATURE, 1,
+                                  0, NULL, 0, NULL),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmphex(device_status(e) & 0x02, ==, 0x02);
+    pls = suspend_and_send(e, 43200);
+    g_assert_cmpint(pls, ==, QXHCI_PLS_RESUME);
+    resume_and_receive(e, 43200, pls);
+
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_CLEAR_FEATURE, 1,
+                                  0, NULL, 0, NULL),
+                    ==, QXHCI_CC_SUCCESS);
+    pls = suspend_and_send(e, 43201);
+    g_assert_cmpint(pls, ==, QXHCI_PLS_U3);
+    resume_and_receive(e, 43201, pls);
+    ncm_check_marker(e, 43300);
+}
+
 /* SET_CONFIGURATION(0) turns the data interface off with the rest. */
 static void test_set_configuration_0(NcmEnv *e, const NcmCase *c)
 {
@@ -611,6 +660,57 @@ static void test_set_configuration_0(NcmEnv *e, const NcmCase *c)
     e->rx_seq = 0;
     ncm_function_reset(e, false);
     ncm_queue_check_traffic(e, 34100);
+}
+
+/*
+ * profile= and zlp= take names, checked at realize: a bad one fails
+ * device_add with a message naming the property and every value it
+ * takes, and the device is not created; neither can be changed on a
+ * realized device.
+ */
+static void test_bad_name(NcmEnv *e, const NcmCase *c)
+{
+    static const struct {
+        const char *prop;
+        const char *value;
+        const char *error;
+    } bad[] = {
+        { "zlp", "bogus", "zlp: unknown value 'bogus'; use one of auto, "
+          "required, profile" },
+        { "zlp", "AUTO", "zlp: unknown value 'AUTO'" },
+        { "profile", "bogus", "profile: unknown value 'bogus'; use one of "
+          "displaylink, generic, rtl8156, f_ncm, minimal" },
+        { "profile", "", "profile: unknown value ''" },
+    };
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(bad); i++) {
+        QDict *rsp = qtest_qmp(e->qts, "{'execute': 'device_add', "
+                               "'arguments': {'driver': %s, 'id': 'ncm9', "
+                               "'bus': 'xhci.0', %s: %s}}", c->model,
+                               bad[i].prop, bad[i].value);
+        QDict *err = qdict_get_qdict(rsp, "error");
+
+        g_assert(err);
+        if (!strstr(qdict_get_str(err, "desc"), bad[i].error)) {
+            g_test_message("%s=%s: '%s'", bad[i].prop, bad[i].value,
+                           qdict_get_str(err, "desc"));
+        }
+        g_assert(strstr(qdict_get_str(err, "desc"), bad[i].error));
+        qobject_unref(rsp);
+    }
+    for (i = 0; i < 2; i++) {
+        const char *prop = i ? "profile" : "zlp";
+        QDict *rsp = qtest_qmp(e->qts, "{'execute': 'qom-set', 'arguments': "
+                               "{'path': %s, 'property': %s, 'value': "
+                               "'auto'}}", NCM_QOM_PATH, prop);
+
+        g_assert(qdict_haskey(rsp, "error"));
+        qobject_unref(rsp);
+    }
+    /* the device in place still works */
+    ncm_set_alt(e, 1);
+    ncm_check_rx_frame(e, 44000, 300);
 }
 
 void ncm_add_control_cases(bool ss)
@@ -643,6 +743,10 @@ void ncm_add_control_cases(bool ss)
     }
     ncm_add_case(ss, NCM_DL, "set-configuration-0-data-off",
                  test_set_configuration_0, NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "properties/bad-name", test_bad_name, NULL,
+                 NULL);
+    ncm_add_case(ss, NCM_DL, "remote-wake/device-remote-wakeup",
+                 test_device_remote_wake, NULL, NULL);
     for (m = 0; m < ARRAY_SIZE(models); m++) {
         ncm_add_case(ss, models[m], "descriptors", test_descriptors, NULL,
                      NULL);
