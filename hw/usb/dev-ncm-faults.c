@@ -22,13 +22,15 @@
 #include "dev-ncm.h"
 #include "trace.h"
 
-#define USB_NCM_FN_STAT(f) { #f, offsetof(USBNcmState, fn.stats.f) },
-#define USB_NCM_PACKET_STAT(f) { #f, offsetof(USBNcmState, packet_stats.f) },
+#define USB_NCM_FN_STAT(f) { #f, true, offsetof(NcmCounters, f) },
+#define USB_NCM_PACKET_STAT(f) \
+    { #f, false, offsetof(USBNcmState, packet_stats.f) },
 
 /* x-stats: the function's counters and the glue's, as one */
 static const struct {
     const char *name;
-    size_t offset;                  /* of a uint64_t in USBNcmState */
+    bool function;                  /* in NcmCounters, else USBNcmState */
+    size_t offset;                  /* of a uint64_t */
 } usb_ncm_stat_fields[] = {
     NCM_FUNCTION_COUNTERS(USB_NCM_FN_STAT)
     USB_NCM_PACKET_COUNTERS(USB_NCM_PACKET_STAT)
@@ -38,7 +40,7 @@ static void usb_ncm_get_stats(Object *obj, Visitor *v, const char *name,
                               void *opaque, Error **errp)
 {
     USBNcmState *s = USB_NCM_BASE(obj);
-    NcmCounters *c = &s->fn.stats;
+    NcmCounters *c = s->fn.stats;
     uint64_t total = 0;
     size_t i;
     bool ok;
@@ -48,8 +50,9 @@ static void usb_ncm_get_stats(Object *obj, Visitor *v, const char *name,
     }
     ok = true;
     for (i = 0; ok && i < ARRAY_SIZE(usb_ncm_stat_fields); i++) {
-        uint64_t *field = (uint64_t *)((uint8_t *)s +
-                                       usb_ncm_stat_fields[i].offset);
+        uint8_t *base = usb_ncm_stat_fields[i].function ? (uint8_t *)c
+                                                        : (uint8_t *)s;
+        uint64_t *field = (uint64_t *)(base + usb_ncm_stat_fields[i].offset);
 
         ok = visit_type_uint64(v, usb_ncm_stat_fields[i].name, field, errp);
     }

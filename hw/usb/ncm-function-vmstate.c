@@ -67,7 +67,7 @@ static int ncm_function_vmstate_pre_load(void *opaque)
      * A subsection that does not come was all zero on the source.  The
      * debug counters do not migrate: they start again from zero here.
      */
-    memset(&f->stats, 0, sizeof(f->stats));
+    memset(f->stats, 0, sizeof(*f->stats));
     f->crc_mode = false;
     f->mc_count = 0;
     return 0;
@@ -127,7 +127,7 @@ static const VMStateDescription vmstate_ncm_ext = {
  */
 static bool ncm_eth_stats_needed(void *opaque)
 {
-    const NcmCounters *c = &((NcmFunction *)opaque)->stats;
+    const NcmCounters *c = ((NcmFunction *)opaque)->stats;
 
     return c->out_datagrams || c->out_crc_errors || c->rx_oversize ||
            c->rx_inactive_drops ||
@@ -139,28 +139,39 @@ static bool ncm_eth_stats_needed(void *opaque)
            c->in_broadcast_frames || c->in_broadcast_bytes;
 }
 
+static const VMStateDescription vmstate_ncm_eth_counters = {
+    .name = "ncm-function/ethernet-statistics/counters",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(out_datagrams, NcmCounters),
+        VMSTATE_UINT64(out_crc_errors, NcmCounters),
+        VMSTATE_UINT64(rx_oversize, NcmCounters),
+        VMSTATE_UINT64(rx_inactive_drops, NcmCounters),
+        VMSTATE_UINT64(out_directed_frames, NcmCounters),
+        VMSTATE_UINT64(out_directed_bytes, NcmCounters),
+        VMSTATE_UINT64(out_multicast_frames, NcmCounters),
+        VMSTATE_UINT64(out_multicast_bytes, NcmCounters),
+        VMSTATE_UINT64(out_broadcast_frames, NcmCounters),
+        VMSTATE_UINT64(out_broadcast_bytes, NcmCounters),
+        VMSTATE_UINT64(in_directed_frames, NcmCounters),
+        VMSTATE_UINT64(in_directed_bytes, NcmCounters),
+        VMSTATE_UINT64(in_multicast_frames, NcmCounters),
+        VMSTATE_UINT64(in_multicast_bytes, NcmCounters),
+        VMSTATE_UINT64(in_broadcast_frames, NcmCounters),
+        VMSTATE_UINT64(in_broadcast_bytes, NcmCounters),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_ncm_eth_stats = {
     .name = "ncm-function/ethernet-statistics",
     .version_id = 1,
     .minimum_version_id = 1,
     .needed = ncm_eth_stats_needed,
     .fields = (const VMStateField[]) {
-        VMSTATE_UINT64(stats.out_datagrams, NcmFunction),
-        VMSTATE_UINT64(stats.out_crc_errors, NcmFunction),
-        VMSTATE_UINT64(stats.rx_oversize, NcmFunction),
-        VMSTATE_UINT64(stats.rx_inactive_drops, NcmFunction),
-        VMSTATE_UINT64(stats.out_directed_frames, NcmFunction),
-        VMSTATE_UINT64(stats.out_directed_bytes, NcmFunction),
-        VMSTATE_UINT64(stats.out_multicast_frames, NcmFunction),
-        VMSTATE_UINT64(stats.out_multicast_bytes, NcmFunction),
-        VMSTATE_UINT64(stats.out_broadcast_frames, NcmFunction),
-        VMSTATE_UINT64(stats.out_broadcast_bytes, NcmFunction),
-        VMSTATE_UINT64(stats.in_directed_frames, NcmFunction),
-        VMSTATE_UINT64(stats.in_directed_bytes, NcmFunction),
-        VMSTATE_UINT64(stats.in_multicast_frames, NcmFunction),
-        VMSTATE_UINT64(stats.in_multicast_bytes, NcmFunction),
-        VMSTATE_UINT64(stats.in_broadcast_frames, NcmFunction),
-        VMSTATE_UINT64(stats.in_broadcast_bytes, NcmFunction),
+        VMSTATE_STRUCT_POINTER(stats, NcmFunction, vmstate_ncm_eth_counters,
+                               NcmCounters),
         VMSTATE_END_OF_LIST()
     },
 };

@@ -81,7 +81,7 @@ static void ncm_in_flush(NcmFunction *f)
     uint32_t lost = f->in_builder.n_datagrams;
 
     if (lost) {
-        f->stats.in_flushed_datagrams += lost;
+        f->stats->in_flushed_datagrams += lost;
         trace_usb_ncm_in_flush(f->cfg.name, lost);
     }
     f->in_zlp_owed = false;
@@ -213,6 +213,7 @@ void ncm_function_init(NcmFunction *f, const NcmConfig *cfg)
     }
     f->out_buf = g_malloc(f->out_buf_size);
     f->in_buf = g_malloc(cfg->ntb_in_max_size);
+    f->stats = g_new0(NcmCounters, 1);
     f->link_up = true;
     f->format = &ncm_ntb16_format;
     f->ntb_in_size = cfg->ntb_in_max_size;
@@ -223,8 +224,10 @@ void ncm_function_cleanup(NcmFunction *f)
 {
     g_free(f->out_buf);
     g_free(f->in_buf);
+    g_free(f->stats);
     f->out_buf = NULL;
     f->in_buf = NULL;
+    f->stats = NULL;
 }
 
 void ncm_function_reset(NcmFunction *f)
@@ -319,7 +322,7 @@ uint32_t ncm_function_notify_next(NcmFunction *f, uint8_t *buf,
         } else {
             return 0;
         }
-        f->stats.notifications++;
+        f->stats->notifications++;
         trace_usb_ncm_notify(f->cfg.name, f->notify_buf[1],
                              lduw_le_p(f->notify_buf + 2));
         if (f->fault_hooks &&
@@ -338,7 +341,7 @@ uint32_t ncm_function_notify_next(NcmFunction *f, uint8_t *buf,
 static int ncm_bad_request(NcmFunction *f, int request, int value,
                            int length, const char *why)
 {
-    f->stats.bad_requests++;
+    f->stats->bad_requests++;
     trace_usb_ncm_bad_request(f->cfg.name, request, value, length);
     qemu_log_mask(LOG_GUEST_ERROR,
                   "usb-ncm: stalling request 0x%04x value 0x%x length %d: "
@@ -398,9 +401,9 @@ static int ncm_set_ntb_input_size(NcmFunction *f, int request, int length,
     }
     trace_usb_ncm_ntb_input_size(f->cfg.name, size, max_datagrams);
     if (length == 8) {
-        f->stats.input_size_requests_8++;
+        f->stats->input_size_requests_8++;
     } else {
-        f->stats.input_size_requests_4++;
+        f->stats->input_size_requests_4++;
     }
     f->ntb_in_size = size;
     f->ntb_in_max_datagrams = max_datagrams;
@@ -419,7 +422,7 @@ static int ncm_set_ntb_input_size(NcmFunction *f, int request, int length,
         /* what was queued would not fit the new size: count it lost */
         NcmNtbLayout layout = f->in_builder.layout;
 
-        f->stats.in_flushed_datagrams += f->in_builder.n_datagrams;
+        f->stats->in_flushed_datagrams += f->in_builder.n_datagrams;
         layout.max_len = ncm_in_max_len(f, size);
         layout.max_datagrams = max_datagrams;
         ncm_ntb_builder_init(&f->in_builder, f->format, &layout,
@@ -464,7 +467,7 @@ static int ncm_set_mc_filters(NcmFunction *f, int request, int value,
         why = "multicast filter list length is not 6 x wValue";
     }
     if (why) {
-        f->stats.mc_filter_rejects++;
+        f->stats->mc_filter_rejects++;
         return ncm_bad_request(f, request, value, length, why);
     }
     f->mc_count = value;
@@ -472,7 +475,7 @@ static int ncm_set_mc_filters(NcmFunction *f, int request, int value,
         memcpy(f->mc_addrs, d, length);
     }
     ncm_mc_rehash(f);
-    f->stats.mc_filter_requests++;
+    f->stats->mc_filter_requests++;
     trace_usb_ncm_mc_filters(f->cfg.name, value,
                              !!(f->cfg.mc_filters & CDC_MC_FILTERS_IMPERFECT));
     return 0;
@@ -481,7 +484,7 @@ static int ncm_set_mc_filters(NcmFunction *f, int request, int value,
 /* CDC ECM 1.2 6.2.5: a 32-bit count, wrapping */
 static bool ncm_statistic(const NcmFunction *f, int selector, uint64_t *v)
 {
-    const NcmCounters *c = &f->stats;
+    const NcmCounters *c = f->stats;
 
     switch (selector) {
     case CDC_STAT_XMIT_OK:
@@ -658,7 +661,7 @@ int ncm_function_control(NcmFunction *f, int request, int value, int index,
         }
         trace_usb_ncm_crc_mode(f->cfg.name, value);
         f->crc_mode = value == NCM_CRC_APPENDED;
-        f->stats.crc_mode_requests++;
+        f->stats->crc_mode_requests++;
         ncm_in_restart(f);
         return 0;
 
@@ -673,7 +676,7 @@ int ncm_function_control(NcmFunction *f, int request, int value, int index,
             !ncm_statistic(f, value, &v)) {
             break;
         }
-        f->stats.statistic_requests++;
+        f->stats->statistic_requests++;
         trace_usb_ncm_statistic(f->cfg.name, value, v);
         stl_le_p(data, (uint32_t)v);
         return 4;
@@ -737,7 +740,7 @@ static void ncm_out_emit_one(void *opaque, const uint8_t *data, size_t len)
     if (f->crc_mode) {
         /* the parser has checked that the CRC lies inside the NTB */
         if (!ncm_datagram_crc_ok(data, len)) {
-            f->stats.out_crc_errors++;
+            f->stats->out_crc_errors++;
             trace_usb_ncm_out_crc_error(f->cfg.name, len, ldl_le_p(data + len),
                                         ncm_crc32(data, len));
             qemu_log_mask(LOG_GUEST_ERROR,
@@ -745,15 +748,15 @@ static void ncm_out_emit_one(void *opaque, const uint8_t *data, size_t len)
                           "with a bad CRC-32\n", len);
             return;
         }
-        f->stats.out_crc_datagrams++;
+        f->stats->out_crc_datagrams++;
     }
     if (!f->link_up) {
-        f->stats.link_down_drops++;
+        f->stats->link_down_drops++;
         return;
     }
-    f->stats.out_datagrams++;
-    f->stats.out_bytes += len;
-    ncm_count_class(&f->stats, true, data, len);
+    f->stats->out_datagrams++;
+    f->stats->out_bytes += len;
+    ncm_count_class(f->stats, true, data, len);
     ctx->emit(ctx->opaque, data, len);
 }
 
@@ -778,7 +781,7 @@ static NcmParseLimits ncm_out_limits(const NcmFunction *f)
 static void ncm_out_parse_error(NcmFunction *f, NcmParseError err,
                                 uint32_t len)
 {
-    f->stats.out_parse_errors[err]++;
+    f->stats->out_parse_errors[err]++;
     trace_usb_ncm_out_parse_error(f->cfg.name, ncm_parse_error_name(err), len);
     qemu_log_mask(LOG_GUEST_ERROR,
                   "usb-ncm: dropping malformed OUT %s (%u bytes): %s\n",
@@ -800,7 +803,7 @@ static uint32_t ncm_out_take_ntb(NcmFunction *f, const uint8_t *buf,
         ncm_out_parse_error(f, err, len);
         return 0;
     }
-    f->stats.out_ntbs++;
+    f->stats->out_ntbs++;
     trace_usb_ncm_out_ntb(f->cfg.name, view->block_len, view->n_datagrams);
     for (i = 0; i < view->n_datagrams; i++) {
         ncm_out_emit_one(&ctx, buf + view->datagrams[i].offset,
@@ -859,7 +862,7 @@ static void ncm_out_end_auto(NcmFunction *f, const uint8_t *buf,
 
         err = ncm_transfer_parse(f->format, buf, len, &limits, &f->out_view,
                                  ncm_out_emit_one, &ctx, &ntbs);
-        f->stats.out_ntbs += ntbs;
+        f->stats->out_ntbs += ntbs;
         if (err != NCM_PARSE_OK) {
             ncm_out_parse_error(f, err, len);
         }
@@ -910,7 +913,7 @@ static void ncm_out_end_required(NcmFunction *f, const uint8_t *buf,
     if (off < len && !ncm_out_is_windows_pad(buf + off, len - off)) {
         NcmParseLimits limits = ncm_out_limits(f);
 
-        f->stats.out_merged_transfers++;
+        f->stats->out_merged_transfers++;
         for (guard = 0; off < len && guard < 64; guard++) {
             uint32_t extent = ncm_out_firmware_extent(f, buf + off,
                                                       len - off);
@@ -924,7 +927,7 @@ static void ncm_out_end_required(NcmFunction *f, const uint8_t *buf,
             }
             off += extent;
         }
-        f->stats.out_merge_lost_datagrams += lost;
+        f->stats->out_merge_lost_datagrams += lost;
         trace_usb_ncm_out_merged(f->cfg.name, len, first, lost);
     }
 }
@@ -944,18 +947,18 @@ void ncm_function_out_packet(NcmFunction *f, uint32_t packet_len,
 
     trace_usb_ncm_out_packet(f->cfg.name, packet_len, f->out_len, terminated);
     if (packet_len == 0) {
-        f->stats.out_zlps++;
+        f->stats->out_zlps++;
     }
     f->out_len += copied;
     if (copied < packet_len) {
-        f->stats.out_overflow_bytes += packet_len - copied;
+        f->stats->out_overflow_bytes += packet_len - copied;
         qemu_log_mask(LOG_GUEST_ERROR,
                       "usb-ncm: OUT transfer exceeds %u bytes without "
                       "terminator, discarding %u bytes\n",
                       f->out_buf_size, packet_len - copied);
     }
     if (terminated) {
-        f->stats.out_transfers++;
+        f->stats->out_transfers++;
     }
 
     if (f->cfg.zlp == NCM_ZLP_REQUIRED) {
@@ -970,7 +973,7 @@ void ncm_function_out_packet(NcmFunction *f, uint32_t packet_len,
     /* NCM 1.0: a transfer of dwNtbOutMaxSize needs no terminator */
     if (terminated || f->out_len >= f->cfg.ntb_out_max_size) {
         if (!terminated) {
-            f->stats.out_transfers++;
+            f->stats->out_transfers++;
         }
         if (!f->out_discarding) {
             ncm_out_end_auto(f, f->out_buf, f->out_len, emit, opaque);
@@ -990,8 +993,8 @@ bool ncm_function_out_direct(NcmFunction *f, const uint8_t *buf,
         return false;
     }
     trace_usb_ncm_out_packet(f->cfg.name, len, 0, true);
-    f->stats.out_transfers++;
-    f->stats.out_direct_transfers++;
+    f->stats->out_transfers++;
+    f->stats->out_direct_transfers++;
     if (f->cfg.zlp == NCM_ZLP_REQUIRED) {
         ncm_out_end_required(f, buf, len, emit, opaque);
     } else {
@@ -1066,24 +1069,24 @@ NcmRxResult ncm_function_rx(NcmFunction *f, const uint8_t *frame, size_t len)
     uint8_t *dst;
 
     if (!f->data_active) {
-        f->stats.rx_inactive_drops++;
+        f->stats->rx_inactive_drops++;
         return NCM_RX_DROPPED;
     }
     if (!f->link_up) {
-        f->stats.link_down_drops++;
+        f->stats->link_down_drops++;
         return NCM_RX_DROPPED;
     }
     if (len < NCM_ETH_HEADER_LEN || len > f->max_datagram_size) {
-        f->stats.rx_oversize++;
+        f->stats->rx_oversize++;
         trace_usb_ncm_rx_drop(f->cfg.name, len, "length");
         return NCM_RX_DROPPED;
     }
     if (!ncm_rx_filter_accepts(f, frame)) {
-        f->stats.rx_filtered++;
+        f->stats->rx_filtered++;
         return NCM_RX_DROPPED;
     }
     if (f->in_ntb_len) {
-        f->stats.rx_backpressure++;
+        f->stats->rx_backpressure++;
         return NCM_RX_BUSY;
     }
     dst = ncm_ntb_builder_reserve(&f->in_builder, len);
@@ -1094,15 +1097,15 @@ NcmRxResult ncm_function_rx(NcmFunction *f, const uint8_t *frame, size_t len)
     }
     if (!dst) {
         if (f->in_builder.n_datagrams) {
-            f->stats.rx_backpressure++;
+            f->stats->rx_backpressure++;
             return NCM_RX_BUSY;
         }
-        f->stats.rx_oversize++;
+        f->stats->rx_oversize++;
         trace_usb_ncm_rx_drop(f->cfg.name, len, "ntb-input-size");
         return NCM_RX_DROPPED;
     }
     memcpy(dst, frame, len);
-    ncm_count_class(&f->stats, false, frame, len);
+    ncm_count_class(f->stats, false, frame, len);
     return NCM_RX_QUEUED;
 }
 
@@ -1140,7 +1143,7 @@ static void ncm_in_corrupt(NcmFunction *f, NcmInCorruption how)
     default:
         return;
     }
-    f->stats.fault_corrupted_in_ntbs++;
+    f->stats->fault_corrupted_in_ntbs++;
     trace_usb_ncm_fault_corrupt(f->cfg.name, ncm_in_corruption_names[how]);
 }
 
@@ -1156,17 +1159,17 @@ static bool ncm_in_finish(NcmFunction *f)
     f->in_ntb_len = ncm_ntb_builder_finish(b, f->in_sequence++);
     f->in_send_off = 0;
     if (f->fault_hooks && f->fault_hooks->in_ntb(f->fault_opaque, &how)) {
-        f->stats.fault_dropped_in_ntbs++;
-        f->stats.in_flushed_datagrams += b->n_datagrams;
+        f->stats->fault_dropped_in_ntbs++;
+        f->stats->in_flushed_datagrams += b->n_datagrams;
         trace_usb_ncm_fault_drop(f->cfg.name, f->in_ntb_len, b->n_datagrams);
         f->in_ntb_len = 0;
         ncm_ntb_builder_init(b, f->format, &b->layout, b->buf);
         return false;
     }
-    f->stats.in_ntbs++;
-    f->stats.in_datagrams += b->n_datagrams;
-    f->stats.in_bytes += f->in_ntb_len;
-    f->stats.in_crc_ntbs += b->layout.crc;
+    f->stats->in_ntbs++;
+    f->stats->in_datagrams += b->n_datagrams;
+    f->stats->in_bytes += f->in_ntb_len;
+    f->stats->in_crc_ntbs += b->layout.crc;
     trace_usb_ncm_in_ntb(f->cfg.name, f->in_ntb_len, b->n_datagrams);
     if (how != NCM_CORRUPT_NONE && how != NCM_CORRUPT_SHORT_NOTIFY) {
         ncm_in_corrupt(f, how);
@@ -1222,7 +1225,7 @@ uint32_t ncm_function_in_attached_finish(NcmFunction *f, uint32_t room,
         return 0;
     }
     len = f->in_ntb_len;
-    f->stats.in_direct_ntbs++;
+    f->stats->in_direct_ntbs++;
     ncm_in_restart(f);
     ncm_in_ended(f, len, len, room, max_packet);
     return len;
@@ -1249,7 +1252,7 @@ void ncm_function_in_detach(NcmFunction *f)
      */
     if (b->n_datagrams) {
         memcpy(f->in_buf, b->buf, b->len);
-        f->stats.in_rescued_datagrams += b->n_datagrams;
+        f->stats->in_rescued_datagrams += b->n_datagrams;
         trace_usb_ncm_in_rescue(f->cfg.name, b->n_datagrams, b->len);
     }
     b->buf = f->in_buf;
@@ -1275,8 +1278,8 @@ bool ncm_function_in_babble(NcmFunction *f, uint32_t room,
     if (remaining <= room) {
         return false;
     }
-    f->stats.in_babbles++;
-    f->stats.in_flushed_datagrams += f->in_builder.n_datagrams;
+    f->stats->in_babbles++;
+    f->stats->in_flushed_datagrams += f->in_builder.n_datagrams;
     trace_usb_ncm_in_babble(f->cfg.name, room, remaining);
     qemu_log_mask(LOG_GUEST_ERROR,
                   "usb-ncm: bulk IN buffer of %u bytes ends inside a "
@@ -1321,7 +1324,7 @@ bool ncm_function_in_sent(NcmFunction *f, uint32_t len, uint32_t room,
 
     if (f->in_zlp_owed) {
         f->in_zlp_owed = false;
-        f->stats.in_zlps++;
+        f->stats->in_zlps++;
         trace_usb_ncm_in_zlp(f->cfg.name);
         return false;
     }

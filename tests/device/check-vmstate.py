@@ -7,7 +7,14 @@
 # USB_NCM_PACKET_COUNTERS) may be in it but the ones GET_ETHERNET_STATISTIC
 # reports.  So adding a debug counter cannot change the stream unseen.
 #
+# And adding a debug counter must not change -dump-vmstate at all: the
+# size of NcmFunction, which the dump shows for usb-ncm's "fn" field, is
+# compared with and without one more counter in NCM_FUNCTION_COUNTERS
+# (ncm-function.h compiled against tests/standalone's stand-in headers).
+#
 #   check-vmstate.py QEMU [--update]     prints PASS:/FAIL: lines
+#   check-vmstate.py --header FILE       the size check alone, on FILE as
+#                                        include/hw/usb/ncm-function.h
 import json
 import os
 import re
@@ -46,7 +53,58 @@ def field_names(desc, out):
     return out
 
 
+PROBE = """#include "qemu/osdep.h"
+#include "hw/usb/ncm-function.h"
+#include <stdio.h>
+int main(void) { printf("%zu\\n", sizeof(NcmFunction)); return 0; }
+"""
+
+
+def function_size(header_text, tmp):
+    """sizeof(NcmFunction) with ncm-function.h's text as given"""
+    inc = os.path.join(tmp, "include", "hw", "usb")
+    os.makedirs(inc, exist_ok=True)
+    with open(os.path.join(inc, "ncm-function.h"), "w") as f:
+        f.write(header_text)
+    with open(os.path.join(tmp, "probe.c"), "w") as f:
+        f.write(PROBE)
+    glib = subprocess.run(["pkg-config", "--cflags", "glib-2.0"],
+                          check=True, capture_output=True,
+                          text=True).stdout.split()
+    exe = os.path.join(tmp, "probe")
+    subprocess.run(["cc", "-o", exe, "-I", os.path.join(tmp, "include"),
+                    "-I", os.path.join(TOP, "tests/standalone"),
+                    "-I", os.path.join(TOP, "include"), *glib,
+                    os.path.join(tmp, "probe.c")], check=True)
+    return int(subprocess.run([exe], check=True, capture_output=True,
+                              text=True).stdout)
+
+
+def check_added_counter(header_path):
+    """PASS when one more debug counter leaves NcmFunction's size alone"""
+    text = open(header_path).read()
+    macro = "#define NCM_FUNCTION_COUNTERS(X) \\\n"
+    if macro not in text:
+        print("FAIL: device/vmstate/debug-counter-added-same-dump "
+              f"(no '{macro.strip()}' line in {header_path})")
+        return 1
+    planted = text.replace(macro, macro + "    X(planted_debug_counter) \\\n")
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        before, after = function_size(text, a), function_size(planted, b)
+    if before == after:
+        print("PASS: device/vmstate/debug-counter-added-same-dump "
+              f"(NcmFunction {before} bytes with and without one more)")
+        return 0
+    print("FAIL: device/vmstate/debug-counter-added-same-dump (one more "
+          f"debug counter makes NcmFunction {before} -> {after} bytes, and "
+          "-dump-vmstate shows that size: keep the counters out of the "
+          "migrated struct)")
+    return 1
+
+
 def main():
+    if sys.argv[1] == "--header":
+        return check_added_counter(sys.argv[2])
     qemu, update = sys.argv[1], "--update" in sys.argv
     with tempfile.NamedTemporaryFile(suffix=".json") as t:
         subprocess.run([qemu, "-nodefaults", "-machine", "none",
@@ -81,6 +139,8 @@ def main():
                   f"({', '.join(sorted(leaked))} in the stream)")
         else:
             print(f"PASS: device/vmstate/{d}-no-debug-counters")
+    fails += check_added_counter(os.path.join(
+        TOP, "include/hw/usb/ncm-function.h"))
     return 1 if fails else 0
 
 

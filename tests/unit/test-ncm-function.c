@@ -170,19 +170,19 @@ static void test_out_merge(const void *opaque)
     fixture_init(&fx, zlp, 1514);
     ncm_function_set_data_alt(&fx.f, 1);
     send_packets(&fx, a);
-    g_assert_cmpuint(fx.f.stats.out_transfers, ==, 0);
+    g_assert_cmpuint(fx.f.stats->out_transfers, ==, 0);
     send_packets(&fx, b);
     send_zlp(&fx);
-    g_assert_cmpuint(fx.f.stats.out_zlps, ==, 1);
+    g_assert_cmpuint(fx.f.stats->out_zlps, ==, 1);
     if (zlp == NCM_ZLP_REQUIRED) {
         g_assert_cmpuint(fx.emitted->len, ==, 3);
-        g_assert_cmpuint(fx.f.stats.out_merged_transfers, ==, 1);
-        g_assert_cmpuint(fx.f.stats.out_merge_lost_datagrams, ==, 2);
-        g_assert_cmpuint(fx.f.stats.out_transfers, ==, 1);
+        g_assert_cmpuint(fx.f.stats->out_merged_transfers, ==, 1);
+        g_assert_cmpuint(fx.f.stats->out_merge_lost_datagrams, ==, 2);
+        g_assert_cmpuint(fx.f.stats->out_transfers, ==, 1);
     } else {
         g_assert_cmpuint(fx.emitted->len, ==, 5);
-        g_assert_cmpuint(fx.f.stats.out_merged_transfers, ==, 0);
-        g_assert_cmpuint(fx.f.stats.out_ntbs, ==, 2);
+        g_assert_cmpuint(fx.f.stats->out_merged_transfers, ==, 0);
+        g_assert_cmpuint(fx.f.stats->out_ntbs, ==, 2);
     }
     fixture_free(&fx);
 }
@@ -201,8 +201,8 @@ static void test_out_zlp_separates(void)
     send_packets(&fx, b);
     send_zlp(&fx);
     g_assert_cmpuint(fx.emitted->len, ==, 5);
-    g_assert_cmpuint(fx.f.stats.out_merged_transfers, ==, 0);
-    g_assert_cmpuint(fx.f.stats.out_transfers, ==, 2);
+    g_assert_cmpuint(fx.f.stats->out_merged_transfers, ==, 0);
+    g_assert_cmpuint(fx.f.stats->out_transfers, ==, 2);
     fixture_free(&fx);
 }
 
@@ -221,7 +221,7 @@ static void test_out_direct(void)
     g_assert_cmpuint(fx.emitted->len, ==, 4);
     g_assert(!ncm_function_out_direct(&fx.f, b->data, b->len, MPS, emit,
                                       &fx));
-    g_assert_cmpuint(fx.f.stats.out_direct_transfers, ==, 1);
+    g_assert_cmpuint(fx.f.stats->out_direct_transfers, ==, 1);
     fixture_free(&fx);
 }
 
@@ -237,7 +237,7 @@ static void test_out_malformed(void)
     g_assert(ncm_function_out_direct(&fx.f, a->data, a->len, MPS, emit,
                                      &fx));
     g_assert_cmpuint(fx.emitted->len, ==, 0);
-    g_assert_cmpuint(fx.f.stats.out_parse_errors[NCM_PARSE_NTH_SIGNATURE],
+    g_assert_cmpuint(fx.f.stats->out_parse_errors[NCM_PARSE_NTH_SIGNATURE],
                      ==, 1);
     g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
     fixture_free(&fx);
@@ -315,7 +315,7 @@ static void test_in_zlp(const void *opaque)
     got = take_in(&fx, z->room, &zlp);
     g_assert_cmpuint(got->len, ==, z->ntb_len);
     g_assert_cmpint(zlp, ==, z->zlp);
-    g_assert_cmpuint(fx.f.stats.in_zlps, ==, z->zlp);
+    g_assert_cmpuint(fx.f.stats->in_zlps, ==, z->zlp);
     g_assert(!ncm_function_in_pending(&fx.f));
     fixture_free(&fx);
 }
@@ -338,7 +338,7 @@ static void test_in_no_zlp_at_input_size(void)
     got = take_in(&fx, MPS, &zlp);
     g_assert_cmpuint(got->len, ==, 2048);
     g_assert(!zlp);
-    g_assert_cmpuint(fx.f.stats.in_zlps, ==, 0);
+    g_assert_cmpuint(fx.f.stats->in_zlps, ==, 0);
     fixture_free(&fx);
 }
 
@@ -387,7 +387,7 @@ static void test_in_attach_rescue(void)
     g_assert(!ncm_function_in_pending(&fx.f));
     ncm_function_in_detach(&fx.f);
     memset(host, 0xee, 4096);   /* the host may reuse it at once */
-    g_assert_cmpuint(fx.f.stats.in_rescued_datagrams, ==, 3);
+    g_assert_cmpuint(fx.f.stats->in_rescued_datagrams, ==, 3);
     g_assert(ncm_function_in_pending(&fx.f));
     got = take_in(&fx, 65536, &zlp);
     check_in_ntb(got, lens, ARRAY_SIZE(lens));
@@ -497,7 +497,7 @@ static void test_in_input_size_flush(void)
     stl_le_p(b, 2048);
     g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 4, b),
                     ==, 0);
-    g_assert_cmpuint(fx.f.stats.in_flushed_datagrams, ==, 10);
+    g_assert_cmpuint(fx.f.stats->in_flushed_datagrams, ==, 10);
     g_assert(ncm_function_rx_can_queue(&fx.f));
     fixture_free(&fx);
 }
@@ -514,8 +514,8 @@ static void test_in_babble(void)
     g_assert(!ncm_function_in_babble(&fx.f, MPS, MPS));
     g_assert(!ncm_function_in_babble(&fx.f, 1000, MPS));
     g_assert(ncm_function_in_babble(&fx.f, 100, MPS));
-    g_assert_cmpuint(fx.f.stats.in_babbles, ==, 1);
-    g_assert_cmpuint(fx.f.stats.in_flushed_datagrams, ==, 1);
+    g_assert_cmpuint(fx.f.stats->in_babbles, ==, 1);
+    g_assert_cmpuint(fx.f.stats->in_flushed_datagrams, ==, 1);
     g_assert_cmpuint(fx.f.in_sequence, ==, 1);
     g_assert(!ncm_function_in_pending(&fx.f));
     g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
@@ -533,7 +533,7 @@ static void test_in_power_on_filter(void)
     ncm_function_set_data_alt(&fx.f, 1);
     g_assert_cmpint(ncm_function_rx(&fx.f, m->data, m->len), ==,
                     NCM_RX_DROPPED);
-    g_assert_cmpuint(fx.f.stats.rx_filtered, ==, 1);
+    g_assert_cmpuint(fx.f.stats->rx_filtered, ==, 1);
     g_assert_cmpint(control(&fx, REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER),
                             CDC_FILTER_DIRECTED | CDC_FILTER_ALL_MULTICAST,
                             0, NULL), ==, 0);
@@ -605,7 +605,7 @@ static void test_control_bad(const void *opaque)
     ncm_function_set_data_alt(&fx.f, r->data_active);
     g_assert_cmpint(control(&fx, r->request, r->value, r->length, d), ==,
                     -1);
-    g_assert_cmpuint(fx.f.stats.bad_requests, ==, 1);
+    g_assert_cmpuint(fx.f.stats->bad_requests, ==, 1);
     g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
     g_assert(fx.f.format == &ncm_ntb16_format);
     g_assert_cmpuint(fx.f.ntb_in_size, ==, 65536);
@@ -628,7 +628,7 @@ static void test_control_input_size_bounds(void)
     g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 4, b),
                     ==, 0);
     g_assert_cmpuint(fx.f.ntb_in_size, ==, 2048);
-    g_assert_cmpuint(fx.f.stats.bad_requests, ==, 2);
+    g_assert_cmpuint(fx.f.stats->bad_requests, ==, 2);
     fixture_free(&fx);
 }
 
@@ -699,8 +699,8 @@ static void test_control_input_size_8_unadvertised(void)
                     ==, 0);
     g_assert_cmpuint(fx.f.ntb_in_size, ==, 16384);
     g_assert_cmpuint(fx.f.ntb_in_max_datagrams, ==, 31);
-    g_assert_cmpuint(fx.f.stats.input_size_requests_8, ==, 1);
-    g_assert_cmpuint(fx.f.stats.bad_requests, ==, 0);
+    g_assert_cmpuint(fx.f.stats->input_size_requests_8, ==, 1);
+    g_assert_cmpuint(fx.f.stats->bad_requests, ==, 0);
     /* the reply keeps the advertised 4-byte form */
     memset(b, 0, sizeof(b));
     g_assert_cmpint(control(&fx, REQ_IN(NCM_GET_NTB_INPUT_SIZE), 0, 8, b),
@@ -736,7 +736,7 @@ static void test_control_input_size_8(void)
     g_assert_cmpuint(ldl_le_p(b), ==, 8192);
     g_assert_cmpuint(lduw_le_p(b + 4), ==, 3);
     g_assert_cmpuint(lduw_le_p(b + 6), ==, 0);
-    g_assert_cmpuint(fx.f.stats.input_size_requests_8, ==, 1);
+    g_assert_cmpuint(fx.f.stats->input_size_requests_8, ==, 1);
 
     ncm_function_set_data_alt(&fx.f, 1);
     for (i = 0; i < 5; i++) {
@@ -764,7 +764,7 @@ static void test_control_input_size_8(void)
     g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 4, b),
                     ==, 0);
     g_assert_cmpuint(fx.f.ntb_in_max_datagrams, ==, 0);
-    g_assert_cmpuint(fx.f.stats.input_size_requests_4, ==, 1);
+    g_assert_cmpuint(fx.f.stats->input_size_requests_4, ==, 1);
     for (i = 0; i < 6; i++) {
         rx(&fx, i, 100);
     }
@@ -778,7 +778,7 @@ static void test_control_input_size_8(void)
         g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0,
                                 bad_lengths[i], b), ==, -1);
     }
-    g_assert_cmpuint(fx.f.stats.bad_requests, ==, ARRAY_SIZE(bad_lengths));
+    g_assert_cmpuint(fx.f.stats->bad_requests, ==, ARRAY_SIZE(bad_lengths));
     g_assert_cmpuint(fx.f.ntb_in_size, ==, 8192);
     g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
     fixture_free(&fx);
@@ -802,7 +802,7 @@ static void test_in_max_datagrams_flush(void)
     stw_le_p(b + 4, 2);
     g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 8, b),
                     ==, 0);
-    g_assert_cmpuint(fx.f.stats.in_flushed_datagrams, ==, 4);
+    g_assert_cmpuint(fx.f.stats->in_flushed_datagrams, ==, 4);
     g_assert_cmpuint(fx.f.in_builder.max_datagrams, ==, 2);
     fixture_free(&fx);
 }
@@ -830,7 +830,7 @@ static void test_in_firmware_one_per_ntb(void)
         got = take_in(&fx, 65536, &zlp);
         g_assert_cmpuint(in_ntb_datagrams(got, false), ==, 1);
     }
-    g_assert_cmpuint(fx.f.stats.in_ntbs, ==, 3);
+    g_assert_cmpuint(fx.f.stats->in_ntbs, ==, 3);
     fixture_free(&fx);
 }
 
@@ -874,7 +874,7 @@ static void test_mc_perfect(void)
     g_assert_cmpint(rx_to(&fx, mc_a), ==, NCM_RX_QUEUED);
     g_assert_cmpint(rx_to(&fx, mc_b), ==, NCM_RX_DROPPED);
     g_assert_cmpint(rx_to(&fx, bcast), ==, NCM_RX_DROPPED);
-    g_assert_cmpuint(fx.f.stats.rx_filtered, ==, 2);
+    g_assert_cmpuint(fx.f.stats->rx_filtered, ==, 2);
     g_assert_cmpint(control(&fx, REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER),
                             CDC_FILTER_DIRECTED | CDC_FILTER_ALL_MULTICAST,
                             0, NULL), ==, 0);
@@ -889,8 +889,8 @@ static void test_mc_perfect(void)
     g_assert_cmpint(set_mc(&fx, 2, 11, list), ==, -1);
     g_assert_cmpint(set_mc(&fx, 2, 18, list), ==, -1);
     g_assert_cmpint(set_mc(&fx, 0, 6, list), ==, -1);
-    g_assert_cmpuint(fx.f.stats.mc_filter_rejects, ==, 4);
-    g_assert_cmpuint(fx.f.stats.bad_requests, ==, 4);
+    g_assert_cmpuint(fx.f.stats->mc_filter_rejects, ==, 4);
+    g_assert_cmpuint(fx.f.stats->bad_requests, ==, 4);
     g_assert_cmpuint(fx.f.mc_count, ==, 2);
     g_assert_cmpmem(fx.f.mc_addrs[0], 6, mc_a, 6);
     g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
@@ -900,7 +900,7 @@ static void test_mc_perfect(void)
                             CDC_FILTER_MULTICAST, 0, NULL), ==, 0);
     g_assert_cmpint(set_mc(&fx, 0, 0, NULL), ==, 0);
     g_assert_cmpint(rx_to(&fx, mc_a), ==, NCM_RX_DROPPED);
-    g_assert_cmpuint(fx.f.stats.mc_filter_requests, ==, 2);
+    g_assert_cmpuint(fx.f.stats->mc_filter_requests, ==, 2);
     /* alt 0 forgets the list */
     g_assert_cmpint(set_mc(&fx, 1, 6, mc_a), ==, 0);
     ncm_function_set_data_alt(&fx.f, 0);
@@ -956,7 +956,7 @@ static void test_mc_none_advertised(void)
 
     fixture_init(&fx, NCM_ZLP_AUTO, 1514);
     g_assert_cmpint(set_mc(&fx, 1, 6, mc_a), ==, -1);
-    g_assert_cmpuint(fx.f.stats.mc_filter_rejects, ==, 1);
+    g_assert_cmpuint(fx.f.stats->mc_filter_rejects, ==, 1);
     g_assert_cmpint(set_mc(&fx, 0, 0, NULL), ==, 0);
     g_assert_cmpint(control(&fx, REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER),
                             CDC_FILTER_MULTICAST, 0, NULL), ==, 0);
@@ -1000,7 +1000,7 @@ static void test_ethernet_statistics(void)
     g_assert_cmpuint(statistic(&fx, CDC_STAT_DIRECTED_BYTES_RCV), ==, 400);
     g_assert_cmpuint(statistic(&fx, CDC_STAT_MULTICAST_FRAMES_RCV), ==, 0);
     g_assert_cmpuint(statistic(&fx, CDC_STAT_XMIT_ERROR), ==, 0);
-    g_assert_cmpuint(fx.f.stats.statistic_requests, ==, 8);
+    g_assert_cmpuint(fx.f.stats->statistic_requests, ==, 8);
     /* not advertised, out of range, too short */
     g_assert_cmpint(control(&fx, REQ_IN(CDC_GET_ETHERNET_STATISTIC),
                             CDC_STAT_RCV_OK, 4, b), ==, -1);
@@ -1012,8 +1012,8 @@ static void test_ethernet_statistics(void)
                             30, 4, b), ==, -1);
     g_assert_cmpint(control(&fx, REQ_IN(CDC_GET_ETHERNET_STATISTIC),
                             CDC_STAT_XMIT_OK, 2, b), ==, -1);
-    g_assert_cmpuint(fx.f.stats.bad_requests, ==, 5);
-    g_assert_cmpuint(fx.f.stats.statistic_requests, ==, 8);
+    g_assert_cmpuint(fx.f.stats->bad_requests, ==, 5);
+    g_assert_cmpuint(fx.f.stats->statistic_requests, ==, 8);
     fixture_free(&fx);
 }
 
@@ -1080,7 +1080,7 @@ static void test_crc_mode(void)
     ncm_function_set_data_alt(&fx.f, 1);
     g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_CRC_MODE), 0, 0, NULL),
                     ==, -1);
-    g_assert_cmpuint(fx.f.stats.bad_requests, ==, 3);
+    g_assert_cmpuint(fx.f.stats->bad_requests, ==, 3);
     g_assert(fx.f.crc_mode);
 
     /* OUT */
@@ -1096,15 +1096,15 @@ static void test_crc_mode(void)
     }
     send_packets(&fx, bad);
     g_assert_cmpuint(fx.emitted->len, ==, 5);
-    g_assert_cmpuint(fx.f.stats.out_crc_errors, ==, 1);
-    g_assert_cmpuint(fx.f.stats.out_crc_datagrams, ==, 5);
-    g_assert_cmpuint(fx.f.stats.out_crc_errors, ==, 1);
+    g_assert_cmpuint(fx.f.stats->out_crc_errors, ==, 1);
+    g_assert_cmpuint(fx.f.stats->out_crc_datagrams, ==, 5);
+    g_assert_cmpuint(fx.f.stats->out_crc_errors, ==, 1);
     g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
     /* an NCM0 NDP in CRC mode */
     g_assert(ncm_function_out_direct(&fx.f, plain->data, plain->len, MPS,
                                      emit, &fx));
     g_assert_cmpuint(fx.emitted->len, ==, 5);
-    g_assert_cmpuint(fx.f.stats.out_parse_errors[NCM_PARSE_NDP_SIGNATURE],
+    g_assert_cmpuint(fx.f.stats->out_parse_errors[NCM_PARSE_NDP_SIGNATURE],
                      ==, 1);
 
     /* IN */
@@ -1119,7 +1119,7 @@ static void test_crc_mode(void)
                                      view->datagrams[i].len));
     }
     g_assert_cmpuint(view->datagrams[1].len, ==, 1514);
-    g_assert_cmpuint(fx.f.stats.in_crc_ntbs, ==, 1);
+    g_assert_cmpuint(fx.f.stats->in_crc_ntbs, ==, 1);
 
     /* alt 0: back to no CRC */
     ncm_function_set_data_alt(&fx.f, 0);
@@ -1142,7 +1142,7 @@ static void test_crc_mode_not_offered(void)
     g_assert_cmpint(control(&fx, REQ_IN(NCM_GET_CRC_MODE), 0, 2, b), ==, -1);
     g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_CRC_MODE), 0, 0, NULL),
                     ==, -1);
-    g_assert_cmpuint(fx.f.stats.bad_requests, ==, 2);
+    g_assert_cmpuint(fx.f.stats->bad_requests, ==, 2);
     g_assert(!fx.f.crc_mode);
     fixture_free(&fx);
 }

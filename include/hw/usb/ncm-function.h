@@ -230,7 +230,13 @@ typedef struct NcmFunction {
 
     const NcmFaultHooks *fault_hooks;
     void *fault_opaque;
-    NcmCounters stats;
+    /*
+     * Allocated apart, so that a debug counter added to NcmCounters does
+     * not change NcmFunction's size, which the migration description
+     * (-dump-vmstate) shows: only the counters listed in
+     * ncm-function-vmstate.c are migration ABI.
+     */
+    NcmCounters *stats;
 
     /* what migration carries in another form than the above */
     struct {
