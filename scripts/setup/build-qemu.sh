@@ -48,7 +48,8 @@ if [ "$(cat "$SRC_COPY/.patches" 2>/dev/null)" != "$patch_hash" ]; then
     # what the previous patch set touched too, in case a patch went away
     for f in $(cat "$SRC_COPY/.patched-files" 2>/dev/null; patch_touched); do
         if [ -f "$pristine/$f" ]; then
-            cp -p "$pristine/$f" "$SRC_COPY/$f"
+            # not -p: a file a patch left must look new to ninja
+            cp "$pristine/$f" "$SRC_COPY/$f"
         else
             rm -f "$SRC_COPY/$f"
         fi

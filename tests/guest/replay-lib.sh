@@ -179,9 +179,14 @@ replay_gdb_hint() {
 }
 
 # replay_console LOG: the guest's console output in LOG (what a replay
-# must reproduce): the harness's own "# " lines left out
+# must reproduce): the harness's own "# " lines left out, and (SANITIZE=1)
+# ASan's warnings about QEMU's coroutine stacks, which name QEMU's pid and
+# come when a stack switch happens to meet them (errors are
+# sanitizer_fail's, scripts/setup/sanitize.sh)
 replay_console() {
-    grep -a -v '^# ' "$1" | grep -a -v '^qemu-system-[a-z0-9_]*: terminating on signal'
+    grep -a -v '^# ' "$1" |
+        grep -a -v '^qemu-system-[a-z0-9_]*: terminating on signal' |
+        grep -a -v -E '^==[0-9]+==WARNING: ASan |^False positive error reports may follow$|^For details see https://github.com/google/sanitizers/issues/189$'
 }
 
 # replay_compare RECORD-LOG REPLAY-LOG: 0 when the replay printed the
