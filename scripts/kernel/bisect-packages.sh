@@ -101,7 +101,9 @@ SCN=${SCENARIO:-}
 # index SPEC: the line number (1-based) in VERS of that version
 index() {
     awk -v s="$1" '$1 == s { print NR; f = 1; exit } END { }' <<<"$VERS" | grep . ||
-        awk -v s="$1" 'index($1, s) == 1 { n = NR } END { if (n) print n }' <<<"$VERS" | grep .
+        awk -v s="$1" '{ c = substr($1, length(s) + 1, 1) }
+            index($1, s) == 1 && (c == "." || c == "-" || c == "~" || c == "+") { n = NR }
+            END { if (n) print n }' <<<"$VERS" | grep .
 }
 io=$(index "$OLD") || die "no served version matches GOOD/OLD=$OLD" "see: scripts/kernel/bisect-packages.sh --list"
 in=$(index "$NEW") || die "no served version matches BAD/NEW=$NEW" "see: scripts/kernel/bisect-packages.sh --list"
@@ -121,7 +123,7 @@ fetch() {
         f=$(ls "$DEBS/${p}_${v//:/%3a}_"*.deb 2>/dev/null | head -n1)
     fi
     [ -n "$f" ] || return 1
-    if ! dpkg-deb -c "$f" | grep -qE '/vmlinuz'; then
+    if ! dpkg-deb -c "$f" 2>/dev/null | grep -qE '/vmlinuz'; then
         for dep in $(dpkg-deb -f "$f" Depends | tr ',' '\n' | grep -oE 'linux-(binary|modules)-[^ ]+ \(= [^)]+\)' | sed 's/ (= /=/; s/)$//'); do
             (cd "$DEBS" && apt-get -q "${opts[@]}" download "$dep" > /dev/null 2>&1) || return 1
         done
