@@ -12,8 +12,11 @@
 
 import os
 import struct
+import sys
 
 TOP = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(TOP, '..', '..', 'scripts', 'lib'))
+import ncm_ntb  # noqa: E402
 OUT = os.path.join(TOP, 'corpus')
 
 # usb-ncm-dl-fuzz operations, in the order of the target's enum
@@ -173,9 +176,9 @@ STRUCTURED = {
         out_raw(1), wait(5),
         ntb_out(6, [datagram(500, 1), datagram(1514, 2)]), wait(5),
         out_raw(1), wait(5),
-        out_raw(4, 0, b'NCMH'), wait(5),
+        out_raw(4, 0, ncm_ntb.NTB16.nth_sig), wait(5),
         out_raw(2, 0, b'N'), wait(5),
-        out_raw(0, 12, b'NCMH\x0c\x00\x00\x00\x0c\x00\x0c\x00'), wait(5),
+        out_raw(0, 12, ncm_ntb.nth(ncm_ntb.NTB16, 0, 12, 12)), wait(5),
         out_raw(3, 63, bytes(16)), wait(5),
         ntb_out(5, [datagram(1514, 7)] * 10), wait(),
     ]),

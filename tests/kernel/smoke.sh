@@ -70,54 +70,64 @@ tree_state() { echo "HEAD $(g symbolic-ref -q HEAD || g rev-parse --short HEAD),
 
 out=$(KERNEL_SRC=$R GOOD=master~15 BAD=$planted~0 SCENARIO=zlp-merge bash "$NCM_TOP/scripts/kernel/bisect.sh" 2>&1)
 rc=$?
+r=1; [ "$rc" = 0 ] && grep -q "^first bad commit: $planted cdc_ncm: drop" <<<"$out" && r=0
 runner_check bisect/regression-names-planted-commit \
-    "$(runner_ok '[ "$rc" = 0 ] && grep -q "^first bad commit: $planted cdc_ncm: drop" <<<"$out"')" \
+    "$r" \
     "status $rc: $(grep -m1 '^first\|^bisect:\|ERROR' <<<"$out")"
+r=1; grep -q "before (.*): verdict=0 .*lost=0" <<<"$out" && grep -q "at .*: verdict=1 .*lost=42" <<<"$out" && r=0
 runner_check bisect/figures-on-both-sides \
-    "$(runner_ok 'grep -q "before (.*): verdict=0 .*lost=0" <<<"$out" && grep -q "at .*: verdict=1 .*lost=42" <<<"$out"')" \
+    "$r" \
     "$(grep -E '^  (before|at)' <<<"$out" | tr '\n' ' ')"
-runner_check bisect/tree-reset-after-regression "$(runner_ok tree_as_found)" "$(tree_state)"
+r=1; tree_as_found && r=0
+runner_check bisect/tree-reset-after-regression "$r" "$(tree_state)"
 
 # over the untestable commit (skip) to the commit that fixed it: a fix search
 out=$(KERNEL_SRC=$R OLD=$planted NEW=work SCENARIO=zlp-merge bash "$NCM_TOP/scripts/kernel/bisect.sh" 2>&1)
 rc=$?
+r=1; [ "$rc" = 0 ] && grep -q "^first fixed commit: $fixed " <<<"$out" && r=0
 runner_check bisect/fix-search-names-fix \
-    "$(runner_ok '[ "$rc" = 0 ] && grep -q "^first fixed commit: $fixed " <<<"$out"')" \
+    "$r" \
     "status $rc: $(grep -m1 '^first\|^bisect:\|ERROR' <<<"$out")"
-runner_check bisect/tree-reset-after-fix "$(runner_ok tree_as_found)" "$(tree_state)"
+r=1; tree_as_found && r=0
+runner_check bisect/tree-reset-after-fix "$r" "$(tree_state)"
 
 # same verdict at both ends: no bisect, status 1
 out=$(KERNEL_SRC=$R GOOD=master~15 BAD=master~12 SCENARIO=zlp-merge bash "$NCM_TOP/scripts/kernel/bisect.sh" 2>&1)
 rc=$?
+r=1; [ "$rc" = 1 ] && grep -q "does not change" <<<"$out" && tree_as_found && r=0
 runner_check bisect/no-change-is-status-1 \
-    "$(runner_ok '[ "$rc" = 1 ] && grep -q "does not change" <<<"$out" && tree_as_found')" "status $rc; $(tree_state)"
+    "$r" "status $rc; $(tree_state)"
 
 # killed in the middle of git bisect run: the trap resets the tree
 FAKE_SLEEP=1 KERNEL_SRC=$R GOOD=master~15 BAD=$planted~0 SCENARIO=zlp-merge \
     timeout -s TERM 4 bash "$NCM_TOP/scripts/kernel/bisect.sh" > "$W/killed.out" 2>&1
 rc=$?
 sleep 1
+r=1; [ "$rc" = 124 ] && tree_as_found && r=0
 runner_check bisect/tree-reset-when-killed \
-    "$(runner_ok '[ "$rc" = 124 ] && tree_as_found')" "timeout status $rc; $(tree_state)"
+    "$r" "timeout status $rc; $(tree_state)"
 
 # a dirty tree is refused, untouched
 echo dirty >> "$R/Documentation/n"
 out=$(KERNEL_SRC=$R GOOD=master~15 BAD=$planted SCENARIO=zlp-merge bash "$NCM_TOP/scripts/kernel/bisect.sh" 2>&1)
 rc=$?
+r=1; [ "$rc" != 0 ] && grep -q "uncommitted changes" <<<"$out" && [ "$(g status --porcelain)" = " M Documentation/n" ] && r=0
 runner_check bisect/dirty-tree-refused \
-    "$(runner_ok '[ "$rc" != 0 ] && grep -q "uncommitted changes" <<<"$out" && [ "$(g status --porcelain)" = " M Documentation/n" ]')" "status $rc: $out"
+    "$r" "status $rc: $out"
 g checkout -q -- Documentation/n
 unset BISECT_SCENARIO_CMD
 
 # scenario.sh
 l=$(bash "$NCM_TOP/scripts/kernel/scenario.sh" --list | paste -sd' ')
+r=1; [ "$l" = "zlp-merge zlp-merge-64 reenum autosuspend s3 multicast resize64" ] && r=0
 runner_check scenario/list \
-    "$(runner_ok '[ "$l" = "zlp-merge zlp-merge-64 reenum autosuspend s3 multicast resize64" ]')" "$l"
+    "$r" "$l"
 # a tree that does not build (not even a Makefile): 125, and one verdict line
 out=$(KERNEL_SRC=$R NCM_BUILD=$W/build bash "$NCM_TOP/scripts/kernel/scenario.sh" zlp-merge 2>/dev/null)
 rc=$?
+r=1; [ "$rc" = 125 ] && [[ "$(tail -n1 <<<"$out")" == "verdict=125 scenario=zlp-merge "*build-failed* ]] && r=0
 runner_check scenario/build-failure-is-125 \
-    "$(runner_ok '[ "$rc" = 125 ] && [[ "$(tail -n1 <<<"$out")" == "verdict=125 scenario=zlp-merge "*build-failed* ]]')" \
+    "$r" \
     "status $rc: $(tail -n1 <<<"$out")"
 
 # the fragments against a real tree
