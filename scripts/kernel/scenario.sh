@@ -12,7 +12,7 @@
 # (KERNEL, KERNEL_IMAGE/KERNEL_MODULES); default: the host release's kernel.
 #
 # Scenarios (each one guest boot of an existing runner):
-#   zlp-merge     tests/guest/dropout-run.sh with the DisplayLink ids
+#   zlp-merge     (or zlp) tests/guest/dropout-run.sh with the DisplayLink ids
 #                 (0x17e9) and dwNtbOutMaxSize 32768, the ZLP-required
 #                 firmware model, guest tx_max = 32768: a kernel without
 #                 cdc_ncm's 0x17e9 SEND ZLP quirk pads NTBs to packet
@@ -45,6 +45,8 @@ case ${1:-} in
 -h|--help|"") sed -n '3,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 esac
 SCN=$1
+# short names: zlp is the ZLP merge scenario
+case $SCN in zlp) SCN=zlp-merge ;; zlp64) SCN=zlp-merge-64 ;; esac
 case " $SCENARIOS " in
 *" $SCN "*) ;;
 *) die "unknown scenario '$SCN'" "use one of: $SCENARIOS" ;;
