@@ -8,6 +8,8 @@
 #
 #   tests/kernel/kernel-loop.sh            every leg, in this order
 #   LEGS="bisect" tests/kernel/kernel-loop.sh      some of them
+#   tests/kernel/kernel-loop.sh --doc       only write figures.txt's
+#                                           figures into the doc again
 #
 # Legs:
 #   run          `make run KERNEL_SRC=<loop tree>` (modules) and again with
@@ -44,6 +46,9 @@
 # build/kernel-loop/figures.txt and, unless KERNEL_LOOP_DOC=0, into the
 # "Measured" block of docs/kernel-developers.md.
 set -uo pipefail
+# (one compound command, read whole before it runs: the script can be
+# edited while a long run of it goes on)
+{
 . "$(dirname "$0")/../../scripts/setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
 runner_begin kernel-loop
@@ -65,7 +70,12 @@ figure() {
     note "figure: $text"
     { grep -v "^$key	" "$FIG" || true; printf '%s\t%s\n' "$key" "$text"; } |
         sort -t '	' -k1,1 > "$FIG.new" && mv "$FIG.new" "$FIG"
-    [ "${KERNEL_LOOP_DOC:-1}" != 0 ] && [ -f "$DOC" ] || return 0
+    [ "${KERNEL_LOOP_DOC:-1}" != 0 ] || return 0
+    write_doc
+}
+# write_doc: the doc's figures block made again from figures.txt
+write_doc() {
+    [ -f "$DOC" ] || return 0
     python3 - "$DOC" "$FIG" <<'PY'
 import sys
 doc, fig = sys.argv[1], sys.argv[2]
@@ -81,6 +91,11 @@ tail = rest.split(end, 1)[1]
 open(doc, "w").write(head + block + tail)
 PY
 }
+
+if [ "${1:-}" = --doc ]; then
+    write_doc
+    exit 0
+fi
 
 # the loop tree
 SRC0=${KERNEL_SRC:-}
@@ -119,26 +134,31 @@ g checkout -q -f loop && g reset -q --hard loop-base ||
 [ -z "$(g status --porcelain --untracked-files=no)" ] || die "$T is not clean"
 TREL=${T/#$HOME/\~}
 
-# bdir MODE: the loop tree's build directory (scripts/kernel/build.sh's name)
+SRELD=${SRC0/#$HOME/\~}
+# bdir TREE MODE: a tree's build directory (scripts/kernel/build.sh's name)
 bdir() {
-    printf '%s/kernel/%s-%s-x86_64-%s' "$NCM_BUILD" "$(basename "$T")" \
-        "$(printf '%s' "$T" | sha256sum | cut -c1-6)" "$1"
+    printf '%s/kernel/%s-%s-x86_64-%s' "$NCM_BUILD" "$(basename "$1")" \
+        "$(printf '%s' "$1" | sha256sum | cut -c1-6)" "$2"
 }
 if [ "${KERNEL_LOOP_COLD:-0}" = 1 ]; then
-    step "KERNEL_LOOP_COLD=1: removing $(bdir mod) and $(bdir builtin)"
-    rm -rf "$(bdir mod)" "$(bdir builtin)"
+    step "KERNEL_LOOP_COLD=1: removing the build directories of $SRC0 and $T"
+    rm -rf "$(bdir "$SRC0" mod)" "$(bdir "$SRC0" builtin)" "$(bdir "$T" mod)" "$(bdir "$T" builtin)"
 fi
+# a stamp older than anything the legs write: the unpacked tree must have
+# nothing newer at the end
+STAMP=$OUT/.start-stamp
+touch "$STAMP"
 # built_s LOG: the build seconds build.sh printed ("built V in Ns")
 built_s() { sed -n 's/.*==> .*built \([^ ]*\) in \([0-9]*\)s.*/\2/p' "$1" | tail -n1; }
 built_v() { sed -n 's/.*==> .*built \([^ ]*\) in \([0-9]*\)s.*/\1/p' "$1" | tail -n1; }
 guest_kernel() { sed -n 's/.*, guest Linux \([^ ,]*\),.*/\1/p' "$1" | tail -n1; }
 
-# run MODE LOGNAME: make run KERNEL_SRC=<loop tree> [KERNEL_BUILTIN=1]
+# run_make TREE MODE LOGNAME: make run KERNEL_SRC=TREE [KERNEL_BUILTIN=1]
 run_make() {
-    local mode=$1 log=$OUT/$2.log b=0 s t
+    local tree=$1 mode=$2 log=$OUT/$3.log b=0 s t
     [ "$mode" = builtin ] && b=1
     s=$(date +%s)
-    KERNEL_SRC=$T KERNEL_BUILTIN=$b KERNEL_JOBS=${KERNEL_JOBS:-2} mk run > "$log" 2>&1
+    KERNEL_SRC=$tree KERNEL_BUILTIN=$b KERNEL_JOBS=${KERNEL_JOBS:-2} mk run > "$log" 2>&1
     RUN_RC=$?
     RUN_S=$(( $(date +%s) - s ))
     RUN_BUILD_S=$(built_s "$log")
@@ -155,36 +175,44 @@ run_why() {
     echo "make run status $RUN_RC, built '${RUN_KVER:-none}', guest '${RUN_GUEST:-none}'; $(grep -m1 -E 'ERROR|Driver|Interface' "$1"); log ${1#"$NCM_TOP"/}"
 }
 
+# the run and scenario legs build the unpacked tree itself (out of tree:
+# it must stay as unpacked), the others its git copy
 if leg run; then
     for mode in mod builtin; do
         cold=warm
-        [ -f "$(bdir $mode)/vmlinux" ] || cold=cold
-        want=$(make -s -C "$T" kernelversion 2>/dev/null)-ncm
+        [ -f "$(bdir "$SRC0" $mode)/vmlinux" ] || cold=cold
+        want=$(make -s -C "$SRC0" kernelversion 2>/dev/null)-ncm
         [ "$mode" = builtin ] && want=$want-builtin
-        run_make "$mode" "run-$mode"
+        run_make "$SRC0" "$mode" "run-$mode"
         r=1; run_ok "$OUT/run-$mode.log" "$want" && r=0
         runner_check "run/$mode" "$r" "$(run_why "$OUT/run-$mode.log")"
         [ "$r" = 0 ] || continue
         b=""; [ "$mode" = builtin ] && b=" KERNEL_BUILTIN=1"
         [ "$cold" = cold ] &&
-            figure "1-cold-$mode" "cold build, $( [ "$mode" = builtin ] && echo "drivers built in" || echo "drivers as modules"), new O= directory: ${RUN_BUILD_S}s of make (whole \`make run\`, boot included: ${RUN_S}s), $(now), \`make run KERNEL_SRC=$TREL$b KERNEL_JOBS=2\` (tests/kernel/kernel-loop.sh, leg run)"
+            figure "1-cold-$mode" "cold build, $( [ "$mode" = builtin ] && echo "drivers built in" || echo "drivers as modules"), new O= directory: ${RUN_BUILD_S}s of make (whole \`make run\`, boot included: ${RUN_S}s), $(now), \`make run KERNEL_SRC=$SRELD$b KERNEL_JOBS=2\` (tests/kernel/kernel-loop.sh, leg run)"
         [ "$cold" = warm ] &&
-            figure "2-nochange-$mode" "rebuild with nothing changed ($mode): ${RUN_BUILD_S}s of make, ${RUN_S}s for the whole \`make run\`, $(now), \`make run KERNEL_SRC=$TREL$b\` (leg run)"
+            figure "2-nochange-$mode" "rebuild with nothing changed ($mode): ${RUN_BUILD_S}s of make, ${RUN_S}s for the whole \`make run\`, $(now), \`make run KERNEL_SRC=$SRELD$b\` (leg run)"
     done
 fi
 
 if leg scenario; then
     s=$(date +%s)
-    out=$(KERNEL_SRC=$T mk scenario SCENARIO=zlp 2>"$OUT/scenario-src.err")
+    out=$(KERNEL_SRC=$SRC0 mk scenario SCENARIO=zlp 2>"$OUT/scenario-src.err")
     rc=$?
     line=$(grep '^verdict=' <<<"$out" | tail -n1)
     r=1; [ "$rc" = 0 ] && [[ $line == "verdict=0 "*'bind="CDC NCM (SEND ZLP)"'*" lost=0 "* ]] && r=0
     runner_check scenario/src-6.1-no-dropout "$r" "status $rc: ${line:-no verdict line}"
-    figure "4-scenario-src" "\`make scenario SCENARIO=zlp KERNEL_SRC=$TREL\`: $(( $(date +%s) - s ))s, $(now); it printed: \`$line\`"
+    figure "4-scenario-src" "\`make scenario SCENARIO=zlp KERNEL_SRC=$SRELD\`: $(( $(date +%s) - s ))s, $(now); it printed: \`$line\`"
 fi
 
 if leg incremental; then
     f=$T/drivers/net/usb/cdc_ncm.c
+    # the unedited build first (cold the first time), so that the figure
+    # is the edit's rebuild alone
+    s=$(date +%s)
+    KERNEL_SRC=$T bash "$NCM_TOP/scripts/kernel/build.sh" > "$OUT/incremental-base.log" 2>&1 ||
+        runner_fail incremental/base-build "see $OUT/incremental-base.log"
+    note "the loop tree's base build: $(( $(date +%s) - s ))s ($(built_s "$OUT/incremental-base.log")s of make)"
     marker="usb-ncm-dl kernel-loop: edited cdc_ncm"
     # after the first statement of cdc_ncm_bind()'s body
     python3 - "$f" "$marker" <<'PY'
@@ -196,7 +224,7 @@ j = s.index("{", i) + 1
 s = s[:j] + '\n\tpr_info("%s\\n", "' + m + '");' + s[j:]
 open(p, "w").write(s)
 PY
-    run_make mod incremental
+    run_make "$T" mod incremental
     # the console log of this run (run-guest.sh names it last)
     lf=$(sed -n 's/^Full console log (with the guest.s dmesg): //p' "$OUT/incremental.log" | tail -n1)
     [ -n "$lf" ] && grep -a -q "$marker" "$NCM_TOP/$lf" || lf=""
@@ -209,23 +237,24 @@ PY
     [ -n "$RUN_BUILD_S" ] &&
         figure "3-incremental" "incremental rebuild after a pr_info in cdc_ncm.c (modules, ccache, O= kept): ${RUN_BUILD_S}s of make, ${RUN_S}s for the whole \`make run\`, $(now), \`make run KERNEL_SRC=$TREL\` after the edit (leg incremental)"
     # and back to the unedited module (the next legs start from it)
-    bash "$NCM_TOP/scripts/kernel/build.sh" > "$OUT/incremental-revert.log" 2>&1 ||
+    KERNEL_SRC=$T bash "$NCM_TOP/scripts/kernel/build.sh" > "$OUT/incremental-revert.log" 2>&1 ||
         runner_fail incremental/rebuild-after-revert "see $OUT/incremental-revert.log"
 fi
 
 if leg config; then
     extra=$OUT/no-such-option.config
     echo "CONFIG_USB_NCM_DL_NO_SUCH_OPTION=y" > "$extra"
-    # the built-in variant: the mode the later legs do not use
+    # on the loop tree's modules build: configured again, built (next to
+    # nothing changes), then configured back
     s=$(date +%s)
-    KERNEL_SRC=$T KERNEL_BUILTIN=1 KERNEL_CONFIG_EXTRA=$extra \
+    KERNEL_SRC=$T KERNEL_CONFIG_EXTRA=$extra \
         bash "$NCM_TOP/scripts/kernel/build.sh" > "$OUT/config.log" 2>&1
     rc=$?
     w=$(grep -m1 'NO_SUCH_OPTION' "$OUT/config.log")
     r=1; [ "$rc" = 0 ] && [[ $w == *"wanted, the tree has no such option"* ]] && r=0
     runner_check config/missing-option-reported-not-fatal "$r" "build.sh status $rc: ${w:-no warning}; log ${OUT#"$NCM_TOP"/}/config.log"
     # the build directory back to the plain configuration
-    KERNEL_SRC=$T KERNEL_BUILTIN=1 bash "$NCM_TOP/scripts/kernel/build.sh" >> "$OUT/config.log" 2>&1 ||
+    KERNEL_SRC=$T bash "$NCM_TOP/scripts/kernel/build.sh" >> "$OUT/config.log" 2>&1 ||
         runner_fail config/rebuild-without-extra "see $OUT/config.log"
     note "config leg: $(( $(date +%s) - s ))s"
 fi
@@ -306,4 +335,11 @@ if leg bisect-packages; then
     [ "$r" = 0 ] &&
         figure "7-bisect-packages" "whole bisect-packages 5.10 .. 6.1: ${secs}s ($(sed -n 's/.*(\([0-9]*\) scenario runs;.*/\1/p' "$OUT/bisect-packages.log") scenario runs), $(now), \`make bisect-packages GOOD=5.10 BAD=6.1 SCENARIO=zlp\` (leg bisect-packages); ${found}"
 fi
+if leg run || leg scenario; then
+    n=$(find "$SRC0" -newer "$STAMP" 2>/dev/null | head -n 5)
+    r=1; [ -z "$n" ] && [ ! -e "$SRC0/.config" ] && [ ! -e "$SRC0/include/config" ] && r=0
+    runner_check run/source-tree-untouched "$r" "written in $SRC0: $(tr '\n' ' ' <<<"$n")"
+fi
 runner_end
+exit
+}
