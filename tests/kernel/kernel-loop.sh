@@ -108,6 +108,12 @@ fi
 SRC0=$(cd "$SRC0" && pwd -P)
 T=$NCM_CACHE/kernel-loop/$(basename "$SRC0")
 g() { git -C "$T" "$@"; }
+TREL=${T/#$HOME/\~}
+# the loop tree only for the legs that use it, one run at a time
+if leg incremental || leg config || leg bisect; then
+mkdir -p "$(dirname "$T")"
+exec 9> "$T.lock"
+flock -n 9 || die "another kernel-loop run is using $T" "wait for it, or run legs that do not use it (run, scenario, packages)"
 export GIT_AUTHOR_NAME="kernel-loop" GIT_AUTHOR_EMAIL=kernel-loop@example.org \
        GIT_COMMITTER_NAME="kernel-loop" GIT_COMMITTER_EMAIL=kernel-loop@example.org \
        GIT_AUTHOR_DATE='2024-01-01T00:00:00Z' GIT_COMMITTER_DATE='2024-01-01T00:00:00Z'
@@ -132,7 +138,7 @@ g bisect reset >/dev/null 2>&1 || true
 g checkout -q -f loop && g reset -q --hard loop-base ||
     die "could not put $T back on loop-base"
 [ -z "$(g status --porcelain --untracked-files=no)" ] || die "$T is not clean"
-TREL=${T/#$HOME/\~}
+fi
 
 SRELD=${SRC0/#$HOME/\~}
 # bdir TREE MODE: a tree's build directory (scripts/kernel/build.sh's name)
