@@ -302,12 +302,12 @@ PY
     runner_check bisect/names-planted-commit "$r" "status $rc: ${found:-$(tail -n2 "$OUT/bisect.log" | tr '\n' ' ')}; log ${OUT#"$NCM_TOP"/}/bisect.log"
     gd=$(g rev-parse --absolute-git-dir)
     r=1
-    ! g bisect log >/dev/null 2>&1 && [ -z "$(ls "$gd" | grep '^BISECT_')" ] &&
+    ! g bisect log >/dev/null 2>&1 && [ -z "$(find "$gd" -maxdepth 1 -name 'BISECT_*')" ] &&
         [ -z "$(g for-each-ref refs/bisect)" ] &&
         [ "$(g symbolic-ref -q HEAD)" = refs/heads/loop-bisect ] &&
         [ -z "$(g status --porcelain --untracked-files=no)" ] && r=0
     runner_check bisect/state-cleaned-up "$r" \
-        "git bisect log $(g bisect log >/dev/null 2>&1 && echo works || echo fails), BISECT_* files: $(ls "$gd" | grep '^BISECT_' | tr '\n' ' '), HEAD $(g symbolic-ref -q HEAD || g rev-parse --short HEAD)"
+        "git bisect log $(g bisect log >/dev/null 2>&1 && echo works || echo fails), BISECT_* files: $(find "$gd" -maxdepth 1 -name 'BISECT_*' -printf '%f '), HEAD $(g symbolic-ref -q HEAD || g rev-parse --short HEAD)"
     if [ "$r" = 0 ] && grep -q '^first bad commit' "$OUT/bisect.log"; then
         figure "5-bisect" "whole bisect, $(g rev-list --count "$first..$last") commits, the planted one found: ${secs}s ($(sed -n 's/.*(\([0-9]*\) scenario runs in all.*/\1/p' "$OUT/bisect.log") scenario runs, each an incremental build and a boot), $(now), \`make bisect KERNEL_SRC=$TREL GOOD=loop-base BAD=loop-bisect SCENARIO=zlp\` (leg bisect)"
     fi
