@@ -15,7 +15,7 @@
 #   run          `make run KERNEL_SRC=<loop tree>` (modules) and again with
 #                KERNEL_BUILTIN=1: each builds and boots, cdc_ncm binds
 #                the device, the guest runs the kernel built
-#   scenario     `make scenario SCENARIO=zlp` on the source-built 6.1:
+#   scenario     scripts/kernel/scenario.sh zlp on the source-built 6.1:
 #                verdict 0, bound as "CDC NCM (SEND ZLP)"
 #   incremental  a pr_info added to cdc_ncm.c's bind, `make run` again: the
 #                rebuild time, and the guest's dmesg carries the line (the
@@ -28,7 +28,7 @@
 #                BAD=<last> SCENARIO=zlp` names the planted commit, and the
 #                tree has no bisect state after (git bisect log fails, no
 #                BISECT_* files, HEAD back on its branch)
-#   packages     `make scenario SCENARIO=zlp` on Debian's 5.10 and 6.1
+#   packages     scripts/kernel/scenario.sh zlp on Debian's 5.10 and 6.1
 #                packages: 5.10 binds as plain "CDC NCM" and loses
 #                datagrams (verdict 1), 6.1 does not (verdict 0)
 #   bisect-packages  `make bisect-packages GOOD=5.10 BAD=6.1 SCENARIO=zlp`
@@ -203,12 +203,12 @@ fi
 
 if leg scenario; then
     s=$(date +%s)
-    out=$(KERNEL_SRC=$SRC0 mk scenario SCENARIO=zlp 2>"$OUT/scenario-src.err")
+    out=$(KERNEL_SRC=$SRC0 bash "$NCM_TOP/scripts/kernel/scenario.sh" zlp 2>"$OUT/scenario-src.err")
     rc=$?
     line=$(grep '^verdict=' <<<"$out" | tail -n1)
     r=1; [ "$rc" = 0 ] && [[ $line == "verdict=0 "*'bind="CDC NCM (SEND ZLP)"'*" lost=0 "* ]] && r=0
     runner_check scenario/src-6.1-no-dropout "$r" "status $rc: ${line:-no verdict line}"
-    figure "4-scenario-src" "\`make scenario SCENARIO=zlp KERNEL_SRC=$SRELD\`: $(( $(date +%s) - s ))s, $(now); it printed: \`$line\`"
+    figure "4-scenario-src" "\`KERNEL_SRC=$SRELD scripts/kernel/scenario.sh zlp\`: $(( $(date +%s) - s ))s, $(now); it printed: \`$line\`"
 fi
 
 if leg incremental; then
@@ -317,7 +317,9 @@ fi
 if leg packages; then
     for v in 5.10 6.1; do
         s=$(date +%s)
-        out=$(KERNEL_PACKAGE=$v mk scenario SCENARIO=zlp 2>"$OUT/scenario-pkg-$v.err")
+        # the script itself: make turns any failing status into its own 2,
+        # the verdict's exit status is scenario.sh's
+        out=$(KERNEL_PACKAGE=$v bash "$NCM_TOP/scripts/kernel/scenario.sh" zlp 2>"$OUT/scenario-pkg-$v.err")
         rc=$?
         line=$(grep '^verdict=' <<<"$out" | tail -n1)
         case $v in
@@ -325,7 +327,7 @@ if leg packages; then
         6.1) r=1; [ "$rc" = 0 ] && [[ $line == "verdict=0 "*'bind="CDC NCM (SEND ZLP)"'* ]] && r=0 ;;
         esac
         runner_check "packages/zlp-$v" "$r" "status $rc: ${line:-no verdict line}"
-        figure "6-scenario-pkg-$v" "\`make scenario SCENARIO=zlp KERNEL_PACKAGE=$v\`: exit $rc in $(( $(date +%s) - s ))s, $(now); it printed: \`$line\`"
+        figure "6-scenario-pkg-$v" "\`KERNEL_PACKAGE=$v scripts/kernel/scenario.sh zlp\`: exit $rc in $(( $(date +%s) - s ))s, $(now); it printed: \`$line\`"
     done
 fi
 
