@@ -219,7 +219,8 @@ if leg incremental; then
     KERNEL_SRC=$T bash "$NCM_TOP/scripts/kernel/build.sh" > "$OUT/incremental-base.log" 2>&1 ||
         runner_fail incremental/base-build "see $OUT/incremental-base.log"
     note "the loop tree's base build: $(( $(date +%s) - s ))s ($(built_s "$OUT/incremental-base.log")s of make)"
-    marker="usb-ncm-dl kernel-loop: edited cdc_ncm"
+    # (a new line each run: the same edit again would be a ccache hit)
+    marker="usb-ncm-dl kernel-loop: edited cdc_ncm at $(date -u +%s)"
     # after the first statement of cdc_ncm_bind()'s body
     python3 - "$f" "$marker" <<'PY'
 import re, sys
