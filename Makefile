@@ -28,7 +28,7 @@ endif
 .PHONY: all qemu install deps guest-image run shell record replay check check-unit check-tools check-fuzz \
         check-qtest check-guest check-dropout soak fuzz bench-codec \
         fuzz-device fuzz-coverage check-fuzz-device bench bench-scaling profile repro-dropout \
-        series series-verify clean kernel scenario bisect bisect-packages \
+        series series-verify clean kernel deps-kernel scenario bisect bisect-packages \
         check-kernel check-kernel-loop
 
 all: qemu
@@ -53,11 +53,15 @@ run: qemu $(GUEST_IMAGE)
 shell: qemu $(GUEST_IMAGE)
 	@$(WITH_KERNEL) bash tests/guest/run-guest.sh --shell
 
-# The kernel developer's loop (scripts/kernel/, README "Kernel developers"):
-# kernel: build KERNEL_SRC alone; scenario: one dropout scenario with a
+# The kernel developer's loop (scripts/kernel/, docs/kernel-developers.md):
+# deps-kernel: what it needs (build tools, git, linux-source-6.1, the
+# arm64 cross compiler); kernel: build KERNEL_SRC alone; scenario: one dropout scenario with a
 # verdict (exit 0 no dropout, 1 dropout, 125 could not test); bisect: git
 # bisect run of it over KERNEL_SRC between GOOD and BAD; bisect-packages:
 # the same over Debian's linux-image packages, no building.
+deps-kernel:
+	@bash scripts/setup/install-deps.sh kernel
+
 kernel:
 	@bash scripts/kernel/build.sh
 

@@ -98,10 +98,17 @@ SCN=${SCENARIO:-}
 [ -n "$OLD" ] && [ -n "$NEW" ] && [ -n "$SCN" ] ||
     die "usage: make bisect-packages GOOD=<version> BAD=<version> SCENARIO=<name>" \
         "versions: scripts/kernel/bisect-packages.sh --list"
+# the scenario's name, checked before anything is downloaded
+bash "$NCM_TOP/scripts/kernel/scenario.sh" --list | grep -x -- "$SCN" > /dev/null ||
+    case $SCN in zlp|zlp64) ;; *)
+        die "unknown scenario '$SCN'" "use one of: $(bash "$NCM_TOP/scripts/kernel/scenario.sh" --list | tr '\n' ' ')" ;;
+    esac
 # index SPEC: the line number (1-based) in VERS of that version
 index() {
     awk -v s="$1" '$1 == s { print NR; f = 1; exit } END { }' <<<"$VERS" | grep . ||
-        awk -v s="$1" 'index($1, s) == 1 { n = NR } END { if (n) print n }' <<<"$VERS" | grep .
+        awk -v s="$1" '{ c = substr($1, length(s) + 1, 1) }
+            index($1, s) == 1 && (c == "." || c == "-" || c == "~" || c == "+") { n = NR }
+            END { if (n) print n }' <<<"$VERS" | grep .
 }
 io=$(index "$OLD") || die "no served version matches GOOD/OLD=$OLD" "see: scripts/kernel/bisect-packages.sh --list"
 in=$(index "$NEW") || die "no served version matches BAD/NEW=$NEW" "see: scripts/kernel/bisect-packages.sh --list"
@@ -111,6 +118,9 @@ step "bisect-packages $SCN over ${#ROWS[@]} versions: ${ROWS[0]%% *} .. ${ROWS[-
 for r in "${ROWS[@]}"; do note "$r"; done
 
 mkdir -p "$DEBS"
+LOGS=$NCM_BUILD/bisect-packages/$SCN
+mkdir -p "$LOGS"
+note "each version's scenario output: ${LOGS#"$NCM_TOP"/}/<version>.log"
 # fetch ROW: the .deb path holding the kernel (a split sid kernel: the
 # linux-binary .deb, its linux-modules .deb beside it)
 fetch() {
@@ -121,7 +131,9 @@ fetch() {
         f=$(ls "$DEBS/${p}_${v//:/%3a}_"*.deb 2>/dev/null | head -n1)
     fi
     [ -n "$f" ] || return 1
-    if ! dpkg-deb -c "$f" | grep -qE '/vmlinuz'; then
+    # (grep reads the whole listing: with -q it would stop at the first
+    # match, dpkg-deb die of SIGPIPE and pipefail call the kernel missing)
+    if ! dpkg-deb -c "$f" 2>/dev/null | grep -E '/boot/vmlinuz' > /dev/null; then
         for dep in $(dpkg-deb -f "$f" Depends | tr ',' '\n' | grep -oE 'linux-(binary|modules)-[^ ]+ \(= [^)]+\)' | sed 's/ (= /=/; s/)$//'); do
             (cd "$DEBS" && apt-get -q "${opts[@]}" download "$dep" > /dev/null 2>&1) || return 1
         done
@@ -132,16 +144,22 @@ fetch() {
 }
 declare -A VERDICT LINE
 measure() {
-    local i=$1 v p deb out rc
+    local i=$1 v p deb out rc log
     read -r v p _ <<<"${ROWS[$i]}"
     if ! deb=$(fetch "$v" "$p"); then
         VERDICT[$i]=125 LINE[$i]="verdict=125 scenario=$SCN why=download-failed package=$p=$v"
+        note "$v: ${LINE[$i]}"
         return
     fi
-    out=$(KERNEL_PACKAGE=$deb bash "$NCM_TOP/scripts/kernel/scenario.sh" "$SCN" 2>/dev/null)
+    # the scenario's whole output is kept: a 125 says why in it
+    log=$LOGS/$v.log
+    KERNEL_PACKAGE=$deb bash "$NCM_TOP/scripts/kernel/scenario.sh" "$SCN" \
+        < /dev/null > "$log" 2>&1
     rc=$?
     VERDICT[$i]=$rc
-    LINE[$i]="$(tail -n1 <<<"$out") package=$p=$v"
+    out=$(grep -a '^verdict=' "$log" | tail -n1)
+    [ -n "$out" ] || out="verdict=$rc scenario=$SCN why=no-verdict-line:$(tail -n1 "$log" | tr ' ' _ | cut -c1-80)"
+    LINE[$i]="$out package=$p=$v"
     note "$v: ${LINE[$i]}"
 }
 t0=$(date +%s)

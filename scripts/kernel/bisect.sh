@@ -38,6 +38,14 @@ SCN=${SCENARIO:-}
 [ -n "$SRC" ] && [ -n "$OLD" ] && [ -n "$NEW" ] && [ -n "$SCN" ] ||
     die "usage: make bisect KERNEL_SRC=<git tree> GOOD=<rev> BAD=<rev> SCENARIO=<name>" \
         "(or OLD=/NEW= for either direction; scenarios: scripts/kernel/scenario.sh --list)"
+# the scenario's name, checked before the tree is touched (scenario.sh
+# would refuse it at each step, which git bisect run takes for a verdict)
+if [ -z "${BISECT_SCENARIO_CMD:-}" ]; then
+    case $SCN in zlp|zlp64) ;; *)
+        bash "$NCM_TOP/scripts/kernel/scenario.sh" --list | grep -x -- "$SCN" > /dev/null ||
+            die "unknown scenario '$SCN'" "use one of: $(bash "$NCM_TOP/scripts/kernel/scenario.sh" --list | tr '\n' ' ')" ;;
+    esac
+fi
 git -C "$SRC" rev-parse --git-dir >/dev/null 2>&1 ||
     die "KERNEL_SRC=$SRC is not a git tree" "git bisect needs one"
 SRC=$(cd "$SRC" && pwd -P)

@@ -66,10 +66,10 @@ arm64) KARCH=arm64 TARGET=Image IMAGE=arch/arm64/boot/Image
 esac
 CROSS=${CROSS:-}
 command -v "${CROSS}gcc" >/dev/null ||
-    die "${CROSS}gcc is missing" "run: make deps (scripts/setup/install-deps.sh guest${CROSS:+ arm64})"
+    die "${CROSS}gcc is missing" "run: scripts/setup/install-deps.sh kernel (or make deps)"
 for t in flex bison bc make; do
     command -v "$t" >/dev/null || die "'$t' is missing (kernel build)" \
-        "apt-get install flex bison bc libelf-dev libssl-dev"
+        "run: scripts/setup/install-deps.sh kernel (or make deps)"
 done
 CC="${CROSS}gcc"
 command -v ccache >/dev/null && CC="ccache ${CROSS}gcc"

@@ -4,7 +4,7 @@
 # Install what building QEMU with usb-ncm-dl and running its tests needs.
 # Idempotent: every step checks first and does nothing when already done.
 #
-#   scripts/setup/install-deps.sh [build|guest|arm64|fuzz|bench|replay|all]...
+#   scripts/setup/install-deps.sh [build|guest|arm64|kernel|fuzz|bench|replay|all]...
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -23,6 +23,12 @@ REPLAY_PKGS="qemu-utils tshark gdb"
 # foreign architecture is added (its kernel and userland come through
 # tests/guest/image.sh's private apt configuration)
 ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross"
+# the kernel developer's loop (scripts/kernel/, docs/kernel-developers.md):
+# what a Linux build needs, git for make bisect, Debian's 6.1 source
+# (/usr/src/linux-source-6.1.tar.xz, unpacked by scripts/kernel/
+# fetch-source.sh) and the arm64 cross compiler for ARCH=arm64 kernels
+KERNEL_PKGS="build-essential flex bison bc libelf-dev libssl-dev ccache git
+ xz-utils cpio kmod linux-source-6.1 gcc-aarch64-linux-gnu"
 
 [ -r /etc/debian_version ] || die "this is not a Debian machine" \
     "install QEMU's build dependencies by hand and run: make QEMU_SRC=/path/to/qemu"
@@ -111,6 +117,7 @@ for w in $want; do
         ;;&
     guest|all) install_pkgs guest $GUEST_PKGS ;;&
     arm64|all) install_pkgs arm64 $ARM64_PKGS ;;&
+    kernel|all) install_pkgs kernel $KERNEL_PKGS ;;&
     fuzz|all) install_pkgs fuzz $FUZZ_PKGS ;;&
     bench|all) install_pkgs bench $BENCH_PKGS ;;&
     guest|replay|all)
@@ -121,8 +128,8 @@ for w in $want; do
         fi
         install_pkgs replay $REPLAY_PKGS
         ;;&
-    build|guest|arm64|fuzz|bench|replay|all) ;;
-    *) die "unknown dependency set '$w'" "use build, guest, arm64, fuzz, bench, replay or all" ;;
+    build|guest|arm64|kernel|fuzz|bench|replay|all) ;;
+    *) die "unknown dependency set '$w'" "use build, guest, arm64, kernel, fuzz, bench, replay or all" ;;
     esac
 done
 step "dependencies ready"

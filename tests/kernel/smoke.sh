@@ -140,6 +140,14 @@ if [ -f "$T/Makefile" ] && [ -d "$T/drivers/net/usb" ]; then
         runner_check "$name" "$rc" \
             "$(grep -E 'warning: config|not taken|ERROR' <<<"$out" | head -n 8 | tr '\n' ';')"
     done
+    # an option the tree does not have: a warning naming it, exit 3 here
+    # (a real build goes on: tests/kernel/kernel-loop.sh, leg config)
+    echo "CONFIG_USB_NCM_DL_NO_SUCH_OPTION=y" > "$W/nosuch.config"
+    out=$(KERNEL_SRC=$T KERNEL_CONFIG_EXTRA=$W/nosuch.config bash "$NCM_TOP/scripts/kernel/build.sh" --config-only 2>&1)
+    rc=$?
+    r=1; [ "$rc" = 3 ] && grep -q 'warning: config: CONFIG_USB_NCM_DL_NO_SUCH_OPTION=y wanted, the tree has no such option' <<<"$out" && r=0
+    runner_check config/missing-option-reported "$r" \
+        "status $rc: $(grep -E 'NO_SUCH|not taken|ERROR' <<<"$out" | tr '\n' ';')"
 else
     runner_skip "config (no Linux tree at $T: scripts/kernel/fetch-source.sh unpacks one)"
 fi
