@@ -3,8 +3,10 @@
 #
 # Usage: scripts/check/fuzz-device.sh [--coverage] [SECONDS [TARGET...]]
 #        scripts/check/fuzz-device.sh --save-seeds [TARGET...]
+#        scripts/check/fuzz-device.sh --bench [SECONDS [TARGET...]]
+#        scripts/check/fuzz-device.sh --list   (build; print the targets)
 #        (make fuzz-device FUZZ_SECONDS=N [FUZZ_TARGET=name],
-#         make fuzz-coverage)
+#         make fuzz-coverage, make bench-fuzz [FUZZ_SECONDS=N])
 #
 # Fuzz usb-ncm-dl inside QEMU, the way QEMU itself is fuzzed
 # (docs/devel/testing/fuzzing.rst): QEMU's libFuzzer binary,
@@ -33,6 +35,15 @@
 # a libFuzzer merge (-merge=1: the fewest inputs with the same coverage) of
 # them and the working corpus; commit the result.
 #
+# --bench (make bench-fuzz): the rate of every structured target (those
+# of tests/qtest/fuzz/usb_ncm_dl_fuzz.c, not generic-fuzz), in inputs/s
+# as libFuzzer counts them (stat::average_exec_per_sec over SECONDS,
+# default 30, of fuzzing from a copy of the committed seeds; the working
+# corpus is left alone), each input in a forked child (the targets'
+# default) and in the process on a reset machine (USB_NCM_FUZZ_FORK=0,
+# how they ran before).  It prints the numbers and passes whatever they
+# are: a benchmark, not a test.
+#
 # --coverage (FUZZ_COVERAGE=1, make fuzz-coverage): build a second fuzzer
 # binary with clang source-based coverage (-fprofile-instr-generate
 # -fcoverage-mapping, no sanitizers) in build/fuzz-cov/, replay every
@@ -56,9 +67,13 @@ source "$NCM_TOP/scripts/setup/qemu-tree.sh"
 
 coverage=${FUZZ_COVERAGE:-0}
 save_seeds=0
+bench=0
+list=0
 case ${1:-} in
 --coverage) coverage=1; shift ;;
 --save-seeds) save_seeds=1; shift; set -- 1 "$@" ;;
+--bench) bench=1; shift; [ "$#" -gt 0 ] || set -- 30 ;;
+--list) list=1; shift; set -- 1 ;;
 esac
 fuzz_secs=${1:-60}
 [ "$#" -gt 0 ] && shift
@@ -173,6 +188,10 @@ else
     done
 fi
 note "targets: ${targets[*]}"
+if [ "$list" = 1 ]; then
+    printf '%s\n' "${targets[@]}"
+    exit 0
+fi
 
 # seed_corpus TARGET DIR: the committed seeds of TARGET into DIR
 seed_corpus() {
@@ -211,6 +230,32 @@ qtest_reproducer() {
     note "  $src/scripts/oss-fuzz/minimize_qtest_trace.py -M1 -M2 $a.qtest $a.min.qtest"
     note "C test case: $src/scripts/oss-fuzz/output_reproducer.py -name test_NAME $a.min.qtest"
 }
+
+if [ "$bench" = 1 ]; then
+    step "inputs/s of the structured targets, ${fuzz_secs}s per target and mode"
+    printf '    %-30s %-11s %10s %8s %12s\n' target mode executions seconds inputs/s
+    for t in "${targets[@]}"; do
+        case $t in generic-fuzz*) continue ;; esac
+        for mode in fork in-process; do
+            work=$FUZZ_DIR/bench-$t
+            rm -rf "$work"
+            seed_corpus "$t" "$work"
+            log=$FUZZ_DIR/bench-$t-$mode.log
+            (cd "$FUZZ_DIR" &&
+             USB_NCM_FUZZ_FORK=$([ "$mode" = fork ] && echo 1 || echo 0) \
+                 "$BIN" --fuzz-target="$t" -max_total_time="$fuzz_secs" \
+                 -timeout="$FUZZ_TIMEOUT" -rss_limit_mb=4096 \
+                 -print_final_stats=1 -artifact_prefix="$work-" "$work") \
+                >"$log" 2>&1 || note "$t ($mode) exited non-zero (log: $log)"
+            runs=$(libfuzzer_stat "$log" number_of_executed_units)
+            rate=$(libfuzzer_stat "$log" average_exec_per_sec)
+            printf '    %-30s %-11s %10s %8s %12s\n' "$t" "$mode" \
+                "${runs:-?}" "$fuzz_secs" "${rate:-?}"
+            rm -rf "$work"
+        done
+    done
+    exit 0
+fi
 
 if [ "$save_seeds" = 1 ]; then
     for t in "${targets[@]}"; do
@@ -315,6 +360,7 @@ if [ "$coverage" = 1 ]; then
         n=$(find "$replay" -type f | wc -l)
         step "replaying $n input(s) of $t for coverage"
         (cd "$COV_DIR" &&
+         USB_NCM_FUZZ_FORK=0 \
          LLVM_PROFILE_FILE=$prof/$t-%p.profraw "$COV_BIN" --fuzz-target="$t" \
              -runs=0 -timeout="$FUZZ_TIMEOUT" "$replay") \
             >"$COV_DIR/replay-$t.log" 2>&1 ||

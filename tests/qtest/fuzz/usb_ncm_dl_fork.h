@@ -1,0 +1,37 @@
+/*
+ * usb-ncm-dl fuzz targets: one input per forked child
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef USB_NCM_DL_FORK_H
+#define USB_NCM_DL_FORK_H
+
+/*
+ * -fsanitize=fuzzer puts one 8-bit counter per edge in this section (the
+ * inline-8bit-counters of SanitizerCoverage); the linker defines its
+ * bounds.  Weak: a binary without the section has no counters to copy.
+ */
+extern uint8_t __start___sancov_cntrs[] __attribute__((weak));
+extern uint8_t __stop___sancov_cntrs[] __attribute__((weak));
+
+/*
+ * Whether inputs run in forked children: yes unless USB_NCM_FUZZ_FORK=0
+ * (coverage replays, which need one process) or the binary has no
+ * counters to hand back.
+ */
+bool ncm_fork_enabled(void);
+
+/*
+ * Run @fn(@opaque) in a child forked from this process and wait for it.
+ * The child copies libFuzzer's counters into shared memory before it
+ * exits; they are copied back here, so that libFuzzer sees the child's
+ * coverage.  A child that crashed (ASan, an assertion, an oracle) had
+ * libFuzzer in the child report it and save the input; this process
+ * then aborts too.
+ */
+void ncm_fork_run(void (*fn)(void *opaque), void *opaque);
+
+#endif /* USB_NCM_DL_FORK_H */
