@@ -11,12 +11,25 @@ PREFIX ?= /usr/local
 # ARCH=arm64: make, run, shell and check-guest for an arm64 guest
 # (qemu-system-aarch64 -M virt in build/qemu-aarch64; scripts/setup/common.sh)
 export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS SANITIZE FUZZ_TARGET ACCEL \
-       PREFIX DESTDIR ARCH
+       PREFIX DESTDIR ARCH KERNEL_SRC KERNEL_BUILTIN KERNEL_PACKAGE \
+       GOOD BAD OLD NEW SCENARIO
+# KERNEL_SRC=/path/to/linux: run, shell, repro-dropout, check-guest,
+# guest-image and scenario on a kernel built from that tree first
+# (scripts/kernel/build.sh: out of tree in build/kernel/, small config,
+# ccache; KERNEL_BUILTIN=1: drivers built in). KERNEL_PACKAGE=<deb|spec>:
+# a Debian kernel package. scripts/kernel/with-kernel.sh does both.
+WITH_KERNEL := bash scripts/kernel/with-kernel.sh
+ifneq ($(KERNEL_SRC),)
+GUEST_IMAGE :=
+else
+GUEST_IMAGE := guest-image
+endif
 
 .PHONY: all qemu install deps guest-image run shell record replay check check-unit check-tools check-fuzz \
         check-qtest check-guest check-dropout soak fuzz bench-codec \
         fuzz-device fuzz-coverage bench-fuzz fuzz-campaign check-fuzz-device bench bench-scaling profile repro-dropout \
-        series series-verify clean
+        series series-verify clean kernel scenario bisect bisect-packages \
+        check-kernel check-kernel-loop
 
 all: qemu
 
@@ -32,13 +45,39 @@ install:
 	@bash scripts/setup/install-qemu.sh
 
 guest-image:
-	@bash tests/guest/image.sh
+	@$(WITH_KERNEL) bash tests/guest/image.sh
 
-run: qemu guest-image
-	@bash tests/guest/run-guest.sh
+run: qemu $(GUEST_IMAGE)
+	@$(WITH_KERNEL) bash tests/guest/run-guest.sh
 
-shell: qemu guest-image
-	@bash tests/guest/run-guest.sh --shell
+shell: qemu $(GUEST_IMAGE)
+	@$(WITH_KERNEL) bash tests/guest/run-guest.sh --shell
+
+# The kernel developer's loop (scripts/kernel/, README "Kernel developers"):
+# kernel: build KERNEL_SRC alone; scenario: one dropout scenario with a
+# verdict (exit 0 no dropout, 1 dropout, 125 could not test); bisect: git
+# bisect run of it over KERNEL_SRC between GOOD and BAD; bisect-packages:
+# the same over Debian's linux-image packages, no building.
+kernel:
+	@bash scripts/kernel/build.sh
+
+scenario: qemu
+	@bash scripts/kernel/scenario.sh $(SCENARIO)
+
+bisect: qemu
+	@bash scripts/kernel/bisect.sh
+
+bisect-packages: qemu
+	@bash scripts/kernel/bisect-packages.sh
+
+# check-kernel: the short kernel-loop checks (part of make check);
+# check-kernel-loop: the long one (a linux-source-6.1 build, its boot, a
+# planted regression bisected, 5.10 vs 6.1 packages; ~1 h under TCG)
+check-kernel:
+	@bash scripts/check/check.sh kernel
+
+check-kernel-loop: qemu
+	@bash tests/kernel/kernel-loop.sh
 
 # make run under record/replay: record into build/replay/run.*, replay it
 # (the same console output; REPLAY_GDB=1: stopped, with a gdbstub).
@@ -66,7 +105,7 @@ check-qtest:
 	@bash scripts/check/check.sh qtest
 
 check-guest:
-	@bash scripts/check/check.sh guest
+	@$(WITH_KERNEL) bash scripts/check/check.sh guest
 
 check-dropout:
 	@bash scripts/check/check.sh dropout
@@ -119,8 +158,8 @@ clean:
 profile: qemu guest-image
 	@bash scripts/bench/profile.sh
 
-repro-dropout: qemu guest-image
-	@bash scripts/bench/repro-dropout.sh
+repro-dropout: qemu $(GUEST_IMAGE)
+	@$(WITH_KERNEL) bash scripts/bench/repro-dropout.sh
 
 bench: qemu guest-image
 	@bash scripts/bench/bench.sh

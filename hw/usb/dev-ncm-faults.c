@@ -17,6 +17,7 @@
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
+#include "migration/blocker.h"
 #include "system/replay.h"
 #include "dev-ncm.h"
 #include "trace.h"
@@ -69,6 +70,38 @@ static void usb_ncm_get_stats(Object *obj, Visitor *v, const char *name,
     visit_end_struct(v, NULL);
 }
 
+/*
+ * Fault injection is no state of a real device and does not migrate:
+ * while a fault is active (any x-fault-* but x-fault-replug-seed reads
+ * other than 0, or a corruption is still to come), migration is blocked.
+ */
+static bool usb_ncm_faults_active(USBNcmState *s)
+{
+    const NcmFaults *f = &s->fn.faults;
+
+    return f->link_down || f->busy || f->drop_in_every ||
+           (f->corrupt != NCM_CORRUPT_NONE && f->corrupt_remaining) ||
+           s->replug_down || s->replug_every_ms;
+}
+
+/* Before a fault is set: block migration, or fail as migration runs */
+static bool usb_ncm_faults_block(USBNcmState *s, Error **errp)
+{
+    if (s->fault_blocker) {
+        return true;
+    }
+    error_setg(&s->fault_blocker, "usb-ncm %s: fault injection (x-fault-*) "
+               "is active; it does not migrate", s->fn.cfg.name);
+    return migrate_add_blocker(&s->fault_blocker, errp) >= 0;
+}
+
+void usb_ncm_faults_update(USBNcmState *s)
+{
+    if (s->fault_blocker && !usb_ncm_faults_active(s)) {
+        migrate_del_blocker(&s->fault_blocker);
+    }
+}
+
 static void usb_ncm_fault_link_restore(void *opaque)
 {
     USBNcmState *s = opaque;
@@ -76,6 +109,7 @@ static void usb_ncm_fault_link_restore(void *opaque)
     ncm_function_set_fault_link_down(&s->fn, false);
     usb_ncm_schedule_wakeup(s, false, true);
     usb_ncm_flush_rx(s);
+    usb_ncm_faults_update(s);
 }
 
 static void usb_ncm_fault_busy_end(void *opaque)
@@ -88,6 +122,7 @@ static void usb_ncm_fault_busy_end(void *opaque)
     }
     replay_bh_schedule_event(s->out_bh);
     usb_ncm_schedule_wakeup(s, true, false);
+    usb_ncm_faults_update(s);
 }
 
 /*
@@ -143,6 +178,7 @@ static void usb_ncm_replug_timer(void *opaque)
         usb_ncm_replug_schedule(s, s->replug_every_ms - jitter / 2 +
                                 (s->replug_seed >> 8) % jitter);
     }
+    usb_ncm_faults_update(s);
 }
 
 /* The x-fault-* properties that take a number, each written once */
@@ -261,8 +297,13 @@ static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
         error_setg(errp, "%s can only be set on a realized device", name);
         return;
     }
+    if (value && GPOINTER_TO_UINT(opaque) != NCM_FAULT_REPLUG_SEED &&
+        !usb_ncm_faults_block(s, errp)) {
+        return;
+    }
     usb_ncm_fault_set(s, GPOINTER_TO_UINT(opaque), value);
     trace_usb_ncm_fault(s->fn.cfg.name, name, value);
+    usb_ncm_faults_update(s);
 }
 
 static void usb_ncm_get_fault_u32(Object *obj, Visitor *v, const char *name,
@@ -290,8 +331,12 @@ static void usb_ncm_set_fault_corrupt(Object *obj, const char *value,
 
     for (i = 0; i < NCM_CORRUPT__MAX; i++) {
         if (!strcmp(value, ncm_in_corruption_names[i])) {
+            if (i != NCM_CORRUPT_NONE && !usb_ncm_faults_block(s, errp)) {
+                return;
+            }
             ncm_function_set_fault_corrupt(
                 &s->fn, i, MAX(s->fn.faults.corrupt_remaining, 1));
+            usb_ncm_faults_update(s);
             return;
         }
         g_string_append_printf(names, "%s%s", i ? ", " : "",
@@ -301,46 +346,17 @@ static void usb_ncm_set_fault_corrupt(Object *obj, const char *value,
                "of %s", value, names->str);
 }
 
-/*
- * An active fault ends when its timer fires: a stream that has one
- * without the other, or a timer beyond the longest x-fault-*-ms, would
- * leave the device NAKing (busy) or unplugged (link down) for good.
- */
-static const char *usb_ncm_check_fault_timer(bool active, QEMUTimer *timer,
-                                             const char *why)
-{
-    int64_t now = qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL);
-
-    if (!active) {
-        return NULL;
-    }
-    if (!timer_pending(timer) ||
-        timer_expire_time_ns(timer) / SCALE_MS > now + UINT32_MAX) {
-        return why;
-    }
-    return NULL;
-}
-
-const char *usb_ncm_faults_check_migrated(USBNcmState *s)
-{
-    return usb_ncm_check_fault_timer(s->fn.faults.busy, s->fault_busy_timer,
-               "fn.faults.busy is set without a valid fault_busy_timer") ?:
-           usb_ncm_check_fault_timer(s->fn.faults.link_down,
-                                     s->fault_link_timer,
-               "fn.faults.link_down is set without a valid "
-               "fault_link_timer");
-}
-
 void usb_ncm_faults_post_load(USBNcmState *s)
 {
     if (!s->dev.attached) {
         /*
-         * The source had the function off the bus (a replug fault, whose
-         * timer does not migrate): come back as it would have, or the
-         * port stays empty for good.
+         * The stream had the function off the bus (a hostile or broken
+         * stream: the source blocks migration during a replug fault):
+         * come back as a replug would, or the port stays empty for good.
          */
         s->replug_down = true;
         usb_ncm_replug_schedule(s, s->replug_ms);
+        usb_ncm_faults_update(s);
     }
 }
 
@@ -358,6 +374,9 @@ void usb_ncm_faults_realize(USBNcmState *s)
 
 void usb_ncm_faults_unrealize(USBNcmState *s)
 {
+    if (s->fault_blocker) {
+        migrate_del_blocker(&s->fault_blocker);
+    }
     timer_free(s->fault_link_timer);
     timer_free(s->fault_busy_timer);
     timer_free(s->replug_timer);

@@ -367,6 +367,7 @@ static void usb_ncm_wakeup_bh(void *opaque)
         s->wake_bulk_in = false;
         usb_ncm_in_kick(s);
     }
+    usb_ncm_faults_update(s);       /* a corruption count may have run out */
 }
 
 void usb_ncm_schedule_wakeup(USBNcmState *s, bool bulk_in, bool notify)
@@ -645,6 +646,7 @@ static void usb_ncm_handle_data(USBDevice *dev, USBPacket *p)
 
     if (p->pid == USB_TOKEN_IN && p->ep->nr == NCM_EP_NOTIFY) {
         usb_ncm_notify_in(s, p);
+        usb_ncm_faults_update(s);   /* a short notification may be the last */
         return;
     }
     if (!s->fn.data_active && !s->handing_back) {
@@ -656,6 +658,7 @@ static void usb_ncm_handle_data(USBDevice *dev, USBPacket *p)
     }
     if (p->pid == USB_TOKEN_IN && p->ep->nr == NCM_EP_BULK_IN) {
         usb_ncm_bulk_in(s, p);
+        usb_ncm_faults_update(s);   /* a corrupted NTB may be the last */
     } else if (p->pid == USB_TOKEN_OUT && p->ep->nr == NCM_EP_BULK_OUT) {
         usb_ncm_bulk_out(s, p);
     } else {
@@ -890,7 +893,9 @@ static void usb_ncm_instance_init(Object *obj)
 /*
  * Migration: the USB side.  The function describes its own state
  * (VMSTATE_NCM_FUNCTION, ncm-function-vmstate.c); what is here is what
- * the USB core does not carry and the glue's own timers and counters.
+ * the USB core does not carry.  Debug counters and fault injection are
+ * no state of a real device and stay out of the stream: while a fault
+ * is active, migration is blocked (dev-ncm-faults.c).
  */
 
 static int usb_ncm_pre_save(void *opaque)
@@ -910,10 +915,8 @@ static int usb_ncm_pre_load(void *opaque)
 {
     USBNcmState *s = opaque;
 
-    /* a subsection that does not come was all zero or idle on the source */
+    /* the debug counters (x-stats) do not migrate: from zero again */
     memset(&s->packet_stats, 0, sizeof(s->packet_stats));
-    timer_del(s->fault_link_timer);
-    timer_del(s->fault_busy_timer);
     return 0;
 }
 
@@ -958,7 +961,28 @@ static const char *usb_ncm_check_migrated_usb(USBNcmState *s)
         /* configured without the reset that makes a device addressable */
         return "USBDevice.state is 'attached' but the device is configured";
     }
-    return usb_ncm_faults_check_migrated(s);
+    return NULL;
+}
+
+/*
+ * USBDevice.state 'notattached' says the device was off the bus (a
+ * replug fault) when the source stopped, and hw/usb/bus.c loads it as
+ * detached.  The controller's port, loaded from the same stream, may
+ * still have it connected: the controller then skips the device and the
+ * guest's transfers never complete, with nothing to tell it why.  Tell
+ * the port it is empty, as usb_detach() did on the source: the guest
+ * sees the disconnect, and the device comes back as after a replug
+ * (usb_ncm_faults_post_load()).  A port that already shows no device
+ * just reports that again.
+ */
+static void usb_ncm_post_load_detached(USBNcmState *s)
+{
+    USBPort *port = s->dev.port;
+
+    if (s->dev.attached || !port || port->dev != &s->dev) {
+        return;
+    }
+    port->ops->detach(port);
 }
 
 /* After the function's own post_load accepted its part of the stream */
@@ -982,6 +1006,7 @@ static int usb_ncm_post_load(void *opaque, int version_id)
     }
     ncm_function_set_link(&s->fn, !qemu_get_queue(s->nic)->link_down);
     s->may_park = usb_ncm_controller_lets_packets_wait(s);
+    usb_ncm_post_load_detached(s);
     usb_ncm_faults_post_load(s);
     /* whatever the controller waits for, wake it once */
     s->in.nakd = s->out.nakd = s->notify_nakd = true;
@@ -1019,49 +1044,6 @@ static const VMStateDescription vmstate_usb_ncm_func_remote_wakeup = {
     },
 };
 
-/* Debug counters (x-stats), once one has counted */
-static bool usb_ncm_packet_counters_needed(void *opaque)
-{
-    USBNcmState *s = opaque;
-
-    return !buffer_is_zero(&s->packet_stats, sizeof(s->packet_stats));
-}
-
-#define USB_NCM_PACKET_COUNTER_VMSTATE(f) \
-    { NCM_VMSTATE_COUNTER(#f, packet_stats.f, USBNcmState) },
-
-static const VMStateDescription vmstate_usb_ncm_packet_counters = {
-    .name = "usb-ncm/packet-counters",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .needed = usb_ncm_packet_counters_needed,
-    .fields = (const VMStateField[]) {
-        USB_NCM_PACKET_COUNTERS(USB_NCM_PACKET_COUNTER_VMSTATE)
-        VMSTATE_END_OF_LIST()
-    },
-};
-
-/* When an x-fault-*-ms fault ends, while one is on */
-static bool usb_ncm_fault_timers_needed(void *opaque)
-{
-    USBNcmState *s = opaque;
-
-    return timer_pending(s->fault_link_timer) ||
-           timer_pending(s->fault_busy_timer);
-}
-
-static const VMStateDescription vmstate_usb_ncm_fault_timers = {
-    .name = "usb-ncm/fault-timers",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .needed = usb_ncm_fault_timers_needed,
-    .fields = (const VMStateField[]) {
-        VMSTATE_TIMER_PTR(fault_link_timer, USBNcmState),
-        VMSTATE_TIMER_PTR(fault_busy_timer, USBNcmState),
-        VMSTATE_END_OF_LIST()
-    },
-};
-
 static const VMStateDescription vmstate_usb_ncm = {
     .name = "usb-ncm",
     .version_id = 1,
@@ -1078,8 +1060,6 @@ static const VMStateDescription vmstate_usb_ncm = {
     },
     .subsections = (const VMStateDescription * const []) {
         &vmstate_usb_ncm_func_remote_wakeup,
-        &vmstate_usb_ncm_packet_counters,
-        &vmstate_usb_ncm_fault_timers,
         NULL
     },
 };

@@ -267,6 +267,7 @@ struct USBNcmState {
     uint32_t replug_every_ms;
     uint32_t replug_seed;
     bool replug_down;
+    Error *fault_blocker;           /* installed while a fault is active */
     VMChangeStateEntry *vmstate_change;
     /* what migration carries in another form than the USB core keeps */
     struct {
@@ -303,8 +304,12 @@ void usb_ncm_wakeup_nakd(USBNcmBulk *b);
 void usb_ncm_add_debug_props(Object *obj);
 void usb_ncm_faults_realize(USBNcmState *s);
 void usb_ncm_faults_unrealize(USBNcmState *s);
-/* Migration: NULL or why the fault state is refused; then resume it */
-const char *usb_ncm_faults_check_migrated(USBNcmState *s);
+/*
+ * Migration is blocked while a fault is active; a corruption count runs
+ * out on its own, so the IN paths call this to lift the block then.
+ */
+void usb_ncm_faults_update(USBNcmState *s);
+/* A device loaded off the bus comes back as after a replug */
 void usb_ncm_faults_post_load(USBNcmState *s);
 
 /* Every property left at its "the profile's" default takes its value */

@@ -12,7 +12,6 @@
  */
 
 #include "qemu/osdep.h"
-#include "qemu/cutils.h"
 #include "qemu/error-report.h"
 #include "migration/qemu-file-types.h"
 #include "migration/vmstate.h"
@@ -104,7 +103,6 @@ static int ncm_function_vmstate_pre_save(void *opaque)
     /* the host re-sends its parked transfers to the destination */
     ncm_function_pre_save(f);
     f->mig.ntb32 = f->format == &ncm_ntb32_format;
-    f->mig.corrupt = f->faults.corrupt;
     return 0;
 }
 
@@ -112,10 +110,11 @@ static int ncm_function_vmstate_pre_load(void *opaque)
 {
     NcmFunction *f = opaque;
 
-    /* a subsection that does not come was all zero on the source */
+    /*
+     * A subsection that does not come was all zero on the source.  The
+     * debug counters do not migrate: they start again from zero here.
+     */
     memset(&f->stats, 0, sizeof(f->stats));
-    memset(&f->faults, 0, sizeof(f->faults));
-    f->mig.corrupt = 0;
     f->crc_mode = false;
     f->mc_count = 0;
     return 0;
@@ -126,7 +125,6 @@ static int ncm_function_vmstate_post_load(void *opaque, int version_id)
     NcmFunction *f = opaque;
     const char *why;
 
-    f->faults.corrupt = MIN(f->mig.corrupt, NCM_CORRUPT__MAX);
     why = ncm_function_post_load(f, f->mig.ntb32, f->mig.in_bytes);
     if (why) {
         error_report("usb-ncm: refusing the migrated state: %s", why);
@@ -169,54 +167,47 @@ static const VMStateDescription vmstate_ncm_ext = {
 };
 
 /*
- * The counters, once one has counted: x-stats and the per-destination
- * statistics GET_ETHERNET_STATISTIC reports go on from where they were.
+ * The counters GET_ETHERNET_STATISTIC reports (ncm_statistic()), listed
+ * here one by one: they are what a real function keeps across a
+ * migration.  The other counters (x-stats) are for debugging and stay
+ * out of the stream, so adding one changes nothing here.
  */
-static bool ncm_counters_needed(void *opaque)
+static bool ncm_eth_stats_needed(void *opaque)
 {
-    NcmFunction *f = opaque;
+    const NcmCounters *c = &((NcmFunction *)opaque)->stats;
 
-    return !buffer_is_zero(&f->stats, sizeof(f->stats));
+    return c->out_datagrams || c->out_crc_errors || c->rx_oversize ||
+           c->rx_inactive_drops ||
+           c->out_directed_frames || c->out_directed_bytes ||
+           c->out_multicast_frames || c->out_multicast_bytes ||
+           c->out_broadcast_frames || c->out_broadcast_bytes ||
+           c->in_directed_frames || c->in_directed_bytes ||
+           c->in_multicast_frames || c->in_multicast_bytes ||
+           c->in_broadcast_frames || c->in_broadcast_bytes;
 }
 
-#define NCM_COUNTER_VMSTATE(f) \
-    { NCM_VMSTATE_COUNTER(#f, stats.f, NcmFunction) },
-
-static const VMStateDescription vmstate_ncm_counters = {
-    .name = "ncm-function/counters",
+static const VMStateDescription vmstate_ncm_eth_stats = {
+    .name = "ncm-function/ethernet-statistics",
     .version_id = 1,
     .minimum_version_id = 1,
-    .needed = ncm_counters_needed,
+    .needed = ncm_eth_stats_needed,
     .fields = (const VMStateField[]) {
-        NCM_FUNCTION_COUNTERS(NCM_COUNTER_VMSTATE)
-        VMSTATE_UINT64_ARRAY(stats.out_parse_errors, NcmFunction,
-                             NCM_PARSE_ERROR__MAX),
-        VMSTATE_END_OF_LIST()
-    },
-};
-
-/* Fault injection (the x-fault-* properties), only while one is set */
-static bool ncm_faults_needed(void *opaque)
-{
-    NcmFaults *faults = &((NcmFunction *)opaque)->faults;
-
-    return faults->drop_in_every || faults->in_ntb_counter ||
-           faults->corrupt || faults->corrupt_remaining ||
-           faults->link_down || faults->busy;
-}
-
-static const VMStateDescription vmstate_ncm_faults = {
-    .name = "ncm-function/faults",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .needed = ncm_faults_needed,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT32(faults.drop_in_every, NcmFunction),
-        VMSTATE_UINT32(faults.in_ntb_counter, NcmFunction),
-        VMSTATE_UINT32(mig.corrupt, NcmFunction),
-        VMSTATE_UINT32(faults.corrupt_remaining, NcmFunction),
-        VMSTATE_BOOL(faults.link_down, NcmFunction),
-        VMSTATE_BOOL(faults.busy, NcmFunction),
+        VMSTATE_UINT64(stats.out_datagrams, NcmFunction),
+        VMSTATE_UINT64(stats.out_crc_errors, NcmFunction),
+        VMSTATE_UINT64(stats.rx_oversize, NcmFunction),
+        VMSTATE_UINT64(stats.rx_inactive_drops, NcmFunction),
+        VMSTATE_UINT64(stats.out_directed_frames, NcmFunction),
+        VMSTATE_UINT64(stats.out_directed_bytes, NcmFunction),
+        VMSTATE_UINT64(stats.out_multicast_frames, NcmFunction),
+        VMSTATE_UINT64(stats.out_multicast_bytes, NcmFunction),
+        VMSTATE_UINT64(stats.out_broadcast_frames, NcmFunction),
+        VMSTATE_UINT64(stats.out_broadcast_bytes, NcmFunction),
+        VMSTATE_UINT64(stats.in_directed_frames, NcmFunction),
+        VMSTATE_UINT64(stats.in_directed_bytes, NcmFunction),
+        VMSTATE_UINT64(stats.in_multicast_frames, NcmFunction),
+        VMSTATE_UINT64(stats.in_multicast_bytes, NcmFunction),
+        VMSTATE_UINT64(stats.in_broadcast_frames, NcmFunction),
+        VMSTATE_UINT64(stats.in_broadcast_bytes, NcmFunction),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -264,8 +255,7 @@ const VMStateDescription vmstate_ncm_function = {
     },
     .subsections = (const VMStateDescription * const []) {
         &vmstate_ncm_ext,
-        &vmstate_ncm_counters,
-        &vmstate_ncm_faults,
+        &vmstate_ncm_eth_stats,
         NULL
     },
 };

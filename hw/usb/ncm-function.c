@@ -1433,8 +1433,5 @@ const char *ncm_function_post_load(NcmFunction *f, bool ntb32,
         (f->notify_pending & ~(NCM_NOTIFY_SPEED | NCM_NOTIFY_CONNECTION))) {
         return "notification state out of range";
     }
-    if (f->faults.corrupt >= NCM_CORRUPT__MAX) {
-        return "unknown IN corruption";
-    }
     return ncm_check_builder(f, in_bytes);
 }

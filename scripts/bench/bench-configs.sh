@@ -57,7 +57,8 @@ config_guest_cmd() {
     CONFIG_QOM=-
     case $dev in *id=ncm*) CONFIG_QOM=ncm ;; esac
     guest_qemu_cmd "$dir" "ncm.mode=bench ncm.driver=$GUEST_DRIVER \
-ncm.port=$(backend_port "$backend") $append $(config_field "$name" 4)"
+ncm.port=$(backend_port "$backend") $append $(config_field "$name" 4)" \
+        "$(backend_netdev "$backend")"
     backend_apply "$backend" "$ns"
 }
 

@@ -63,7 +63,7 @@ scaling_cmd() {
     usb-net) drv=cdc_ether ;;
     esac
     guest_qemu_cmd "$GDIR" "ncm.mode=scale ncm.scale=$nics ncm.driver=$drv \
-ncm.port=$(backend_port tap) ncm.time=$TIME $ntb"
+ncm.port=$(backend_port tap) ncm.time=$TIME $ntb" "$(netns_tap_netdev 0)"
     backend_apply tap "$NS" "$nics"
 }
 

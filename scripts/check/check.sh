@@ -6,7 +6,7 @@
 # The last line is "N passed, N failed, N skipped"; exit status is non-zero
 # when anything failed.
 #
-#   scripts/check/check.sh [all|style|unit|tools|fuzz|fuzz-device|device|qtest|guest|dropout]...
+#   scripts/check/check.sh [all|style|unit|tools|fuzz|fuzz-device|device|qtest|guest|dropout|kernel]...
 #
 # ARCH=arm64 is for the guest suite: it runs the arm64 legs alone
 # (tests/guest/run-all.sh); every other suite is x86_64's whatever ARCH
@@ -25,7 +25,7 @@ LOG_DIR=$NCM_BUILD/check-logs
 mkdir -p "$LOG_DIR"
 
 suites=${*:-all}
-[ "$suites" = all ] && suites="style unit tools fuzz fuzz-device device qtest guest dropout"
+[ "$suites" = all ] && suites="style unit tools fuzz fuzz-device device qtest guest dropout kernel"
 
 needs_qemu=0
 needs_arm64=0
@@ -127,7 +127,10 @@ for s in $suites; do
     qtest) run_suite qtest bash "$NCM_TOP/scripts/check/check-qtest.sh" ;;
     guest) run_suite guest env ARCH="$GUEST_ARCH" bash "$NCM_TOP/tests/guest/run-all.sh" ;;
     dropout) run_suite dropout bash "$NCM_TOP/tests/guest/run-dropout-test.sh" ;;
-    *) die "unknown suite '$s'" "use style, unit, tools, fuzz, fuzz-device, device, qtest, guest, dropout or all" ;;
+    # the kernel loop's smoke: bisect driver on a made-up history, the
+    # config fragments against a Linux tree (tests/kernel/smoke.sh)
+    kernel) run_suite kernel bash "$NCM_TOP/tests/kernel/smoke.sh" ;;
+    *) die "unknown suite '$s'" "use style, unit, tools, fuzz, fuzz-device, device, qtest, guest, dropout, kernel or all" ;;
     esac
 done
 

@@ -25,4 +25,6 @@ done < <(git ls-files 'hw/*.c' 'hw/*.h' 'include/*.h' 'tests/*.c' 'tests/*.h' |
          grep -v '^tests/standalone/')
 # what the device schedules must replay (scripts/check/determinism.py)
 python3 "$NCM_TOP/scripts/check/determinism.py" || rc=1
+# one source of truth per table (scripts/check/check-tables.sh)
+bash "$NCM_TOP/scripts/check/check-tables.sh" || rc=1
 exit $rc

@@ -18,7 +18,7 @@
 # Targets: every fuzz target of that binary whose name contains "ncm"
 # (qemu-fuzz-x86_64 lists them when run without arguments), so a target
 # added under tests/qtest/fuzz/ is picked up without touching this script.
-# Among them the generic-fuzz configurations of patches/0016 (usb-ncm-dl
+# Among them the generic-fuzz configurations of patches/0015 (usb-ncm-dl
 # alone behind qemu-xhci, usb-ehci, piix3-usb-uhci and pci-ohci):
 #   generic-fuzz-usb-ncm-dl-{xhci,ehci,uhci,ohci}
 # TARGET arguments (or FUZZ_TARGET="a b") pick some.
@@ -174,7 +174,7 @@ export UBSAN_OPTIONS=${FUZZ_UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:ab
 mapfile -t all_targets < <(list_targets "$BIN")
 [ "${#all_targets[@]}" -gt 0 ] ||
     fail_all "$BIN lists no fuzz target with 'ncm' in its name" \
-        "run '$BIN' to see its targets; patches/0016 adds generic-fuzz-usb-ncm-dl-*"
+        "run '$BIN' to see its targets; patches/0015 adds generic-fuzz-usb-ncm-dl-*"
 if [ "${#wanted[@]}" = 0 ]; then
     targets=("${all_targets[@]}")
 else

@@ -12,7 +12,10 @@
 # patches/L/, else patches/, else the other lines' directories, newest
 # first: the first of those that applies cleanly (exact context, then with
 # patch's default fuzz) wins.  So 10.0.x and 10.2.x use their own variants
-# and another tree (10.1, upstream git) gets whichever fits.
+# and another tree (10.1, upstream git) gets whichever fits.  A variant
+# without hunks (no "+++ " line; its text says why) applies as nothing:
+# a fix an older line needs and a newer one has already, e.g.
+# patches/10.0/0019 and patches/10.2/0019.
 
 NCM_PATCHES=$NCM_TOP/patches
 
@@ -87,6 +90,10 @@ apply_patch() {
     [ "${#cands[@]}" -gt 0 ] || { echo "no patch named $name" >&2; return 1; }
     for fuzz in 0 2; do
         for p in "${cands[@]}"; do
+            if ! grep -q '^+++ ' "$p"; then
+                echo "${p#"$NCM_TOP"/} (nothing to apply)"
+                return 0
+            fi
             if patch -d "$tree" -p1 --forward --dry-run --fuzz=$fuzz -s \
                     <"$p" >/dev/null 2>&1; then
                 patch -d "$tree" -p1 --forward --no-backup-if-mismatch \

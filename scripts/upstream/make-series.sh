@@ -218,6 +218,11 @@ else
 fi)"
     fi
     git -C "$TREE" add -A .
+    if git -C "$TREE" diff --cached --quiet; then
+        # only variants without hunks: this tree has the change already
+        note "$(basename "$e"): nothing to commit on QEMU $version"
+        continue
+    fi
     git -C "$TREE" commit -q --no-verify -s -F - <<<"$msg"
     n=$((n + 1))
 done

@@ -97,6 +97,10 @@ for c in "${bad_cases[@]}"; do
     fi
 done
 
+# The migration ABI: -dump-vmstate against the golden file, no debug
+# counter in it (tests/device/check-vmstate.py)
+python3 "$NCM_TOP/tests/device/check-vmstate.py" "$QEMU"
+
 # SANITIZE=1: an ASan/UBSan report from any of these QEMUs (the rejected
 # ones exit through realize's error path) is a FAIL naming the log
 sanitizer_fail device/sanitizer "$QLOG" || true

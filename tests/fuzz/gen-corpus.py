@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # Write the seed corpora under tests/fuzz/corpus/ (run from anywhere; the
-# files are committed, so only rerun this after changing it).  NTBs are
-# laid out field by field from NCM 1.0 section 3, not by the codec, and
-# include the malformed shapes the unit test checks.
+# files are committed, so only rerun this after changing it).  NTBs come
+# from scripts/lib/ncm_ntb.py (NCM 1.0 section 3 field by field, not the
+# codec) and include the malformed shapes the unit test checks.
 
 import os
 import struct
@@ -12,6 +12,10 @@ import zlib
 import sys
 
 TOP = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(TOP, '..', '..', 'scripts', 'lib'))
+import ncm_ntb  # noqa: E402
+from ncm_ntb import NTB16, NTB32  # noqa: E402
+
 OUT = os.path.join(TOP, 'corpus')
 
 # fuzz-ncm-parse selector byte: bit 0 NTB32, bits 1-3 max NTB size index
@@ -26,61 +30,28 @@ def frame(n, seed=0):
     return bytes((seed * 131 + i * 7) & 0xff for i in range(n))
 
 
-# What differs between NTB16 and NTB32, as in the codec's format table:
-# NTH struct and signature, NDP header struct and size, datagram pointer
-# entry struct, the smallest NDP, and how the NDP header's fields line up.
-NTB16 = dict(nth='<4sHHHH', nth_sig=b'NCMH', nth_len=12,
-             ndp='<4sHH', ndp_hdr=8, entry='<HH', entry_len=4, ndp_min=16,
-             ndp_fields=lambda sig, ln, nxt: (sig, ln, nxt))
-NTB32 = dict(nth='<4sHHII', nth_sig=b'ncmh', nth_len=16,
-             ndp='<4sHHII', ndp_hdr=16, entry='<II', entry_len=8, ndp_min=32,
-             ndp_fields=lambda sig, ln, nxt: (sig, ln, 0, nxt, 0))
+def ntb(fmt, lens, **kw):
+    return ncm_ntb.build(fmt, [frame(ln, i) for i, ln in enumerate(lens)],
+                         **kw)
 
 
-def ntb(fmt, lens, seq, block_len, ndp_sig, ndp_next, ndp_len, entries):
-    room = max(fmt['ndp_hdr'] + (len(lens) + 1) * fmt['entry_len'],
-               fmt['ndp_min'])
-    ndp_at = fmt['nth_len']
-    pos = ndp_at + room
-    body = bytearray(pos)
-    offs = []
-    for i, ln in enumerate(lens):
-        while pos % 4:
-            body.append(0)
-            pos += 1
-        offs.append(pos)
-        body += frame(ln, i)
-        pos += ln
-    ents = entries if entries is not None else list(zip(offs, lens))
-    struct.pack_into(fmt['nth'], body, 0, fmt['nth_sig'], fmt['nth_len'], seq,
-                     pos if block_len is None else block_len, ndp_at)
-    struct.pack_into(fmt['ndp'], body, ndp_at, *fmt['ndp_fields'](
-        ndp_sig, room if ndp_len is None else ndp_len, ndp_next))
-    for i, (o, ln) in enumerate(ents):
-        struct.pack_into(fmt['entry'], body,
-                         ndp_at + fmt['ndp_hdr'] + fmt['entry_len'] * i, o, ln)
-    return bytes(body)
+def ntb16(lens, seq=1, **kw):
+    return ntb(NTB16, lens, seq=seq, **kw)
 
 
-def ntb16(lens, seq=1, block_len=None, ndp_sig=b'NCM0', ndp_next=0,
-          ndp_len=None, entries=None):
-    return ntb(NTB16, lens, seq, block_len, ndp_sig, ndp_next, ndp_len,
-               entries)
-
-
-def ntb32(lens, seq=1, block_len=None, ndp_sig=b'ncm0', entries=None):
-    return ntb(NTB32, lens, seq, block_len, ndp_sig, 0, None, entries)
+def ntb32(lens, seq=1, **kw):
+    return ntb(NTB32, lens, seq=seq, **kw)
 
 
 def chain16(n, loop_to=0):
     dg = 12 + 16 * n
     b = bytearray(dg) + frame(14)
-    struct.pack_into('<4sHHHH', b, 0, b'NCMH', 12, 0, dg + 14, 12)
+    ncm_ntb.pack_nth(b, 0, NTB16, 0, dg + 14, 12)
     for i in range(n):
         ndp = 12 + 16 * i
         nxt = ndp + 16 if i + 1 < n else (12 + 16 * (loop_to - 1)
                                           if loop_to else 0)
-        struct.pack_into('<4sHHHH', b, ndp, b'NCM0', 16, nxt, dg, 14)
+        ncm_ntb.pack_ndp(b, ndp, NTB16, b'NCM0', 16, nxt, [(dg, 14)])
     return bytes(b)
 
 
@@ -88,16 +59,17 @@ def linux_out(tx_max=2048, count=8):
     # cdc_ncm_fill_tx_frame(): NDP after the NTH sized for 40 + 1 entries,
     # datagrams at ALIGN(len, 4) + 2, zero padding to tx_max
     b = bytearray(tx_max)
-    struct.pack_into('<4sHHHH', b, 0, b'NCMH', 12, 0, tx_max, 12)
+    ncm_ntb.pack_nth(b, 0, NTB16, 0, tx_max, 12)
     pos = 12 + 8 + 41 * 4
+    ents = []
     for i in range(count):
         a = (pos + 3) // 4 * 4 + 2
         pos = a if a != pos else pos
         ln = 60 + 11 * i
-        struct.pack_into('<HH', b, 20 + 4 * i, pos, ln)
+        ents.append((pos, ln))
         b[pos:pos + ln] = frame(ln, i)
         pos += ln
-    struct.pack_into('<4sHH', b, 12, b'NCM0', 12 + 4 * count, 0)
+    ncm_ntb.pack_ndp(b, 12, NTB16, b'NCM0', 12 + 4 * count, 0, ents)
     return bytes(b)
 
 
@@ -116,29 +88,12 @@ def poke32(data, off, val):
 def crc_ntb(fmt, lens, sig=None, bad=-1):
     """NCM1/ncm1 NTB: every datagram followed by its CRC-32; wSequence has
     bit 15 set, which puts the parse harness in CRC mode."""
-    room = max(fmt['ndp_hdr'] + (len(lens) + 1) * fmt['entry_len'],
-               fmt['ndp_min'])
-    pos = fmt['nth_len'] + room
-    body = bytearray(pos)
-    ents = []
+    dgs = []
     for i, ln in enumerate(lens):
-        while pos % 4:
-            body.append(0)
-            pos += 1
         f = frame(ln, i)
         crc = zlib.crc32(f) ^ (1 if i == bad else 0)
-        body += f + struct.pack('<I', crc)
-        ents.append((pos, ln + 4))
-        pos += ln + 4
-    ncm1 = b'NCM1' if fmt is NTB16 else b'ncm1'
-    struct.pack_into(fmt['nth'], body, 0, fmt['nth_sig'], fmt['nth_len'],
-                     0x8001, pos, fmt['nth_len'])
-    struct.pack_into(fmt['ndp'], body, fmt['nth_len'],
-                     *fmt['ndp_fields'](sig or ncm1, room, 0))
-    for i, (o, ln) in enumerate(ents):
-        struct.pack_into(fmt['entry'], body, fmt['nth_len'] + fmt['ndp_hdr'] +
-                         fmt['entry_len'] * i, o, ln)
-    return bytes(body)
+        dgs.append(f + struct.pack('<I', crc))
+    return ncm_ntb.build(fmt, dgs, seq=0x8001, ndp_sig=sig or fmt.ndp_crc_sig)
 
 
 def parse_seeds():
@@ -180,9 +135,9 @@ def parse_seeds():
     }
     # NDP whose header ends the block: its entries run past wBlockLength
     end = bytearray(44)
-    struct.pack_into('<4sHHHH', end, 0, b'NCMH', 12, 0, 36, 28)
+    ncm_ntb.pack_nth(end, 0, NTB16, 0, 36, 28)
     end[12:26] = frame(14)
-    struct.pack_into('<4sHHHH', end, 28, b'NCM0', 16, 0, 12, 14)
+    ncm_ntb.pack_ndp(end, 28, NTB16, b'NCM0', 16, 0, [(12, 14)])
     s['ndp-at-end'] = (SEL16, bytes(end))
     # CRC mode (wSequence bit 15): good, a bad CRC (the parser passes it,
     # the function drops it), NCM0 in CRC mode, datagrams shorter than the

@@ -35,8 +35,11 @@
 
 import os
 import struct
+import sys
 
 TOP = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(TOP, '..', '..', 'scripts', 'lib'))
+import ncm_ntb  # noqa: E402
 OUT = os.path.join(TOP, 'corpus')
 
 SEP = b'FUZZ'
@@ -131,13 +134,7 @@ def ntb16_arp():
     arp = (b'\xff' * 6 + mac + b'\x08\x06' +
            struct.pack('>HHBBH', 1, 0x0800, 6, 4, 1) +
            mac + bytes([10, 0, 2, 15]) + b'\x00' * 6 + bytes([10, 0, 2, 2]))
-    ndp_off = 12
-    dg_off = ndp_off + 16
-    total = dg_off + len(arp)
-    nth = b'NCMH' + struct.pack('<HHHH', 12, 0, total, ndp_off)
-    ndp = b'NCM0' + struct.pack('<HH', 16, 0) + \
-        struct.pack('<HHHH', dg_off, len(arp), 0, 0)
-    return nth + ndp + arp
+    return ncm_ntb.build(ncm_ntb.NTB16, [arp])
 
 
 def uhci_seeds():

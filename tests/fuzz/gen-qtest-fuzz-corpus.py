@@ -7,10 +7,11 @@
 # are committed; rerun this only after changing it or the targets' input
 # format.  The operation numbers and the request, command and fault tables
 # are read from the target's source; --check fails when the committed
-# seeds differ from what this writes now (drift).  Each seed reaches a state the fuzzer would take long to find
-# from nothing: every class request, full NTBs both ways, OUT transfers of
-# every end-of-transfer shape, faults, resets and replugs, raw xHCI
-# commands, suspend, and every migration state.
+# seeds differ from what this writes now (drift).  Each seed reaches a
+# state the fuzzer would take long to find from nothing: every class
+# request, full NTBs both ways, OUT transfers of every end-of-transfer
+# shape, faults, resets and replugs, raw xHCI commands, suspend, and every
+# migration state.
 
 import filecmp
 import os
@@ -20,6 +21,8 @@ import sys
 import tempfile
 
 TOP = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(TOP, '..', '..', 'scripts', 'lib'))
+import ncm_ntb  # noqa: E402
 OUT = os.path.join(TOP, 'corpus')
 # The target's tables are read from its source, the one list of them
 SRC = os.path.join(TOP, '..', 'qtest', 'fuzz', 'usb_ncm_dl_fuzz.c')
@@ -242,9 +245,9 @@ STRUCTURED = {
         out_raw(1), wait(5),
         ntb_out(6, [datagram(500, 1), datagram(1514, 2)]), wait(5),
         out_raw(1), wait(5),
-        out_raw(4, 0, b'NCMH'), wait(5),
+        out_raw(4, 0, ncm_ntb.NTB16.nth_sig), wait(5),
         out_raw(2, 0, b'N'), wait(5),
-        out_raw(0, 12, b'NCMH\x0c\x00\x00\x00\x0c\x00\x0c\x00'), wait(5),
+        out_raw(0, 12, ncm_ntb.nth(ncm_ntb.NTB16, 0, 12, 12)), wait(5),
         out_raw(3, 63, bytes(16)), wait(5),
         ntb_out(5, [datagram(1514, 7)] * 10), wait(),
     ]),

@@ -415,6 +415,7 @@ key=$( {
     echo "$MODULES / $EXTRA_MODULES"
     sha256sum < "$INIT_SRC"
     sha256sum < "$STRESS_SRC"
+    sha256sum < "$NCM_TOP/include/hw/usb/cdc-ncm.h"
     sha256sum < "$PING_SRC"
     for m in "${MODE_SRCS[@]}"; do
         echo "${m##*/} $(sha256sum < "$m")"
@@ -508,7 +509,7 @@ else
     # (-Wno-format-truncation: its messages are cut to their buffers on
     # purpose; aarch64-linux-gnu-gcc inlines far enough to say so)
     "$GUEST_CC" -static -O2 -Wall -Wextra -Wno-unused-parameter -Wno-format-truncation \
-        -o "$root/usr/bin/ncm-usbfs-stress" "$STRESS_SRC" ||
+        -I "$NCM_TOP/include" -o "$root/usr/bin/ncm-usbfs-stress" "$STRESS_SRC" ||
         die "could not build $STRESS_SRC with $GUEST_CC -static" \
             "install it and its libc: make deps (or scripts/setup/install-deps.sh $deps)"
     "$GUEST_CC" -static -O2 -Wall -Wextra -o "$root/usr/bin/ncm-ping" "$PING_SRC" ||

@@ -189,8 +189,11 @@ guest_accel() {
     note "accelerator: $GUEST_ACCEL ($GUEST_ACCEL_WHY)" >&2
 }
 
-# guest_qemu_cmd GUESTDIR APPEND: sets GUEST_CMD (array) for a boot of the
-# image in GUESTDIR with GUEST_DEV_ARGS and kernel parameters APPEND.
+# guest_qemu_cmd GUESTDIR APPEND [NETDEV]: sets GUEST_CMD (array) for a
+# boot of the image in GUESTDIR with GUEST_DEV_ARGS and kernel parameters
+# APPEND; NETDEV is the -netdev of the device's n0 (default user,id=n0:
+# slirp; netns.sh's netns_tap_netdev and netns_relay_netdev give the others;
+# it must say id=n0).
 # -nodefaults: with q35's default devices SeaBIOS spends ~30 s (TCG) before
 # it starts the kernel; without them it is a second or two. The serial port
 # and the monitor share stdio (Ctrl-A X quits, Ctrl-A C: monitor).
@@ -204,7 +207,12 @@ guest_accel() {
 # authentication it emulates in full) and the PL011 console; the
 # controllers are plain PCI functions on virt's PCIe root bus.
 guest_qemu_cmd() {
-    local dir=$1 append=$2
+    local dir=$1 append=$2 netdev=${3:-user,id=n0}
+    case ,$netdev, in
+    *,id=n0,*) ;;
+    *) die "guest_qemu_cmd: netdev '$netdev' is not id=n0" \
+           "the device is on netdev=n0 (guest_device_args)" ;;
+    esac
     guest_accel "$dir"
     # what differs between the architectures: the machine, its firmware
     # (none: -M virt boots -kernel directly) and the console
@@ -221,7 +229,7 @@ guest_qemu_cmd() {
     GUEST_CMD=("$GUEST_QEMU" "${machine[@]}" -m 512 -smp 1 -accel "$GUEST_ACCEL"
         -kernel "$dir/vmlinuz" -initrd "$dir/initrd.img"
         -append "$console loglevel=3 quiet panic=-1 $append"
-        -netdev user,id=n0 "${GUEST_DEV_ARGS[@]}"
+        -netdev "$netdev" "${GUEST_DEV_ARGS[@]}"
         -nodefaults -nographic -serial mon:stdio -no-reboot)
     # shellcheck disable=SC2206 # word splitting intended
     [ -n "${QEMU_EXTRA:-}" ] && GUEST_CMD+=($QEMU_EXTRA)
@@ -535,9 +543,18 @@ PY
 #   timeout), "; $QEMU_DIED" when the script set QEMU_DIED (how QEMU or
 #   the guest kernel died), then the log.
 # runner_pass CHECK / runner_fail CHECK WHY... / runner_skip WHY
-# runner_check CHECK STATUS WHY: PASS when STATUS is 0, else FAIL with WHY
-# runner_ok EXPR: 0 when EXPR (eval'd) is true, else 1, on stdout: for
-#   runner_check CHECK "$(runner_ok '[ "$x" = 1 ]')" "x=$x"
+# runner_check CHECK STATUS WHY: PASS when STATUS (an exit status) is 0,
+#   else FAIL with WHY.  Conditions run as commands, never eval'd:
+#     r=1; [ "$x" = 1 ] && [ "$y" -gt 0 ] && r=0
+#     runner_check CHECK "$r" "x=$x y=$y"
+#   (r=1 first and "&& r=0" last keep set -e from ending the script.)
+# CHECKS=name1,name2 (environment), as kselftest's TESTS=: only those
+#   checks are reported; a name is CHECK or PREFIX/CHECK, shell patterns
+#   allowed (CHECKS='ping*,guest/ehci/iperf-up').  runner_pass and
+#   runner_check obey it; runner_fail called directly (the run itself
+#   broke: no boot, no QEMU) always prints.
+# runner_selected CHECK: status 0 when CHECKS picks CHECK (or is empty),
+#   for a script that can skip the work of a check nobody asked for.
 # runner_end [EXTRA]: the summary "PREFIX: N checks passed, M failed
 #   [EXTRA]" (a note); returns non-zero when a check failed.
 # RUNNER_NPASS, RUNNER_NFAIL: the counts (a FAIL printed elsewhere, as by
@@ -550,7 +567,19 @@ runner_begin() {
     QEMU_DIED=""
 }
 
+runner_selected() {
+    local pat
+    [ -n "${CHECKS:-}" ] || return 0
+    local IFS=,
+    for pat in $CHECKS; do
+        # shellcheck disable=SC2053 # CHECKS holds patterns
+        [[ $1 == $pat || $RUNNER_PREFIX/$1 == $pat ]] && return 0
+    done
+    return 1
+}
+
 runner_pass() {
+    runner_selected "$1" || return 0
     echo "PASS: $RUNNER_PREFIX/$1"
     RUNNER_NPASS=$((RUNNER_NPASS + 1))
 }
@@ -573,6 +602,7 @@ runner_skip() {
 }
 
 runner_check() {
+    runner_selected "$1" || return 0
     if [ "$2" = 0 ]; then
         runner_pass "$1"
     else
@@ -580,12 +610,10 @@ runner_check() {
     fi
 }
 
-runner_ok() {
-    if eval "$1"; then echo 0; else echo 1; fi
-}
-
 # shellcheck disable=SC2120 # EXTRA is optional
 runner_end() {
+    [ -z "${CHECKS:-}" ] || [ $((RUNNER_NPASS + RUNNER_NFAIL)) != 0 ] ||
+        runner_skip "no check of this run matches CHECKS=$CHECKS"
     note "$RUNNER_PREFIX: $RUNNER_NPASS checks passed, $RUNNER_NFAIL failed${1:+ $1}"
     [ "$RUNNER_NFAIL" = 0 ]
 }

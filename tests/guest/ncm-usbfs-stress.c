@@ -43,6 +43,8 @@
 #include <unistd.h>
 #include <linux/usb/ch9.h>
 #include <linux/usbdevice_fs.h>
+/* class requests, notifications, filter bits: the device's own table */
+#include "hw/usb/cdc-ncm.h"
 
 #define ARRAY_LEN(a)        (sizeof(a) / sizeof((a)[0]))
 #define MAX_XFERS           32
@@ -53,24 +55,11 @@
 #define STEP_ALARM_S        90      /* the whole step, in case of a hang */
 #define CTRL_TIMEOUT_MS     3000
 
-/* NCM class requests and notifications */
-#define NCM_GET_NTB_PARAMETERS      0x80
-#define CDC_NOTIFY_NETWORK_CONNECTION 0x00
-#define CDC_NOTIFY_SPEED_CHANGE     0x2a
-
 static const uint8_t guest_ip[4] = { 10, 0, 2, 15 };
 static const uint8_t gw_ip[4] = { 10, 0, 2, 2 };
 static const uint16_t icmp_ident = 0x4e43;      /* "NC" */
 /* a source address slirp has never seen: its reply needs an ARP request */
 static const uint8_t stranger_ip[4] = { 10, 0, 2, 16 };
-
-/* NCM class requests, CDC packet filter bits */
-#define CDC_SET_ETHERNET_PACKET_FILTER  0x43
-#define CDC_FILTER_PROMISCUOUS      0x01
-#define CDC_FILTER_ALL_MULTICAST    0x02
-#define CDC_FILTER_DIRECTED         0x04
-#define CDC_FILTER_BROADCAST        0x08
-#define CDC_FILTER_MULTICAST        0x10
 
 typedef enum XferKind {
     X_IN,

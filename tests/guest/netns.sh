@@ -82,35 +82,36 @@ backend_port() {
     esac
 }
 
-# backend_apply BACKEND NS [COUNT]: turn GUEST_CMD (made by guest_qemu_cmd,
-# with -netdev user,id=n0) into a boot on BACKEND: for tap, netdevs n0..
-# nCOUNT-1 on tap0.. and QEMU run inside NS; for slirp, n1.. are more
-# -netdev user.
-backend_apply() {
-    local backend=$1 ns=$2 count=${3:-1} i cmd=() arg found=0
-    case $backend in
-    slirp)
-        for i in $(seq 1 $((count - 1))); do
-            GUEST_CMD+=(-netdev "user,id=n$i")
-        done
-        return 0
-        ;;
-    tap) cmd=(ip netns exec "$ns") ;;
-    *) die "unknown backend '$backend'" "use tap or slirp" ;;
+# netns_tap_netdev [I]: the -netdev of netdev nI on tap I of the
+# namespace (QEMU run inside it: ip netns exec)
+netns_tap_netdev() {
+    echo "tap,id=n${1:-0},ifname=tap${1:-0},script=no,downscript=no"
+}
+
+# backend_netdev BACKEND: the NETDEV of guest_qemu_cmd for BACKEND
+backend_netdev() {
+    case $1 in
+    slirp) echo user,id=n0 ;;
+    tap) netns_tap_netdev 0 ;;
+    *) die "unknown backend '$1'" "use tap or slirp" ;;
     esac
-    for arg in "${GUEST_CMD[@]}"; do
-        if [ "$arg" = "user,id=n0" ]; then
-            arg=tap,id=n0,ifname=tap0,script=no,downscript=no
-            found=1
-        fi
-        cmd+=("$arg")
-    done
-    [ "$found" = 1 ] ||
-        die "no '-netdev user,id=n0' in the QEMU command line to replace"             "tests/guest/lib.sh guest_qemu_cmd changed: update backend_apply in ${BASH_SOURCE[0]}"
+}
+
+# backend_apply BACKEND NS [COUNT]: complete GUEST_CMD (made by
+# guest_qemu_cmd with backend_netdev BACKEND) for BACKEND: netdevs n1..
+# nCOUNT-1 (more -netdev user for slirp, tap1.. for tap), and for tap QEMU
+# run inside NS.
+backend_apply() {
+    local backend=$1 ns=$2 count=${3:-1} i
     for i in $(seq 1 $((count - 1))); do
-        cmd+=(-netdev "tap,id=n$i,ifname=tap$i,script=no,downscript=no")
+        case $backend in
+        slirp) GUEST_CMD+=(-netdev "user,id=n$i") ;;
+        tap) GUEST_CMD+=(-netdev "$(netns_tap_netdev "$i")") ;;
+        *) die "unknown backend '$backend'" "use tap or slirp" ;;
+        esac
     done
-    GUEST_CMD=("${cmd[@]}")
+    [ "$backend" = tap ] && GUEST_CMD=(ip netns exec "$ns" "${GUEST_CMD[@]}")
+    return 0
 }
 
 # netns_relay_up NAME LOGDIR SOCK: the private network of the live
@@ -132,17 +133,8 @@ netns_relay_up() {
     [ -S "$sock" ] || die "the relay did not start" "see $logdir/relay.log"
 }
 
-# netns_relay_netdev SOCK: GUEST_CMD's -netdev user,id=n0 becomes a
-# -netdev stream client of SOCK (the relay of netns_relay_up)
+# netns_relay_netdev SOCK: the NETDEV of guest_qemu_cmd for a -netdev
+# stream client of SOCK (the relay of netns_relay_up)
 netns_relay_netdev() {
-    local i found=0
-    for i in "${!GUEST_CMD[@]}"; do
-        if [ "${GUEST_CMD[$i]}" = user,id=n0 ]; then
-            GUEST_CMD[i]=stream,id=n0,server=off,addr.type=unix,addr.path=$1
-            found=1
-        fi
-    done
-    [ "$found" = 1 ] ||
-        die "no '-netdev user,id=n0' in the QEMU command line to replace" \
-            "tests/guest/lib.sh guest_qemu_cmd changed: update netns_relay_netdev in ${BASH_SOURCE[0]}"
+    echo "stream,id=n0,server=off,addr.type=unix,addr.path=$1"
 }

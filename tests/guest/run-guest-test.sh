@@ -49,7 +49,6 @@
 # "FAIL: guest/<controller>/<check> (<what was seen>)" per check; when QEMU
 # died, the FAIL lines say how (its assertion message). The full console
 # log is in build/guest-logs/. Exits 1 when any check failed.
-# shellcheck disable=SC2016 # ok() evaluates conditions given in single quotes
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
@@ -267,7 +266,8 @@ xhci-hub) want_hc=xhci ;;
 ehci-uhci-hub) want_hc=uhci ;;
 esac
 if [ -n "$want_hc" ]; then
-    runner_check behind-hub "$(runner_ok '[ "$(v usb_devpath)" = 1.1 ] && [[ "$(v usb_hc)" == *"$want_hc"* ]]')" \
+    r=1; [ "$(v usb_devpath)" = 1.1 ] && [[ "$(v usb_hc)" == *"$want_hc"* ]] && r=0
+    runner_check behind-hub "$r" \
         "the device at USB path $(v usb_devpath) (expected 1.1) on $(v usb_hc) (expected a $want_hc driver)"
 fi
 
@@ -275,7 +275,8 @@ fi
 if [ -n "$GUEST_COMPANION" ]; then
     chc=$(v companion_hs_hc)
     note "companion: EHCI $(v companion_ehci), port $(v companion_port); on the EHCI: $chc"
-    runner_check companion-write "$(runner_ok '[[ "$(v companion_write)" == ok* ]]')" \
+    r=1; [[ "$(v companion_write)" == ok* ]] && r=0
+    runner_check companion-write "$r" \
         "echo $(v companion_port) > .../$(v companion_ehci)/companion: $(v companion_write)$(v companion_error)"
     for st in fs:12:"on the ${GUEST_COMPANION^^} companion" \
               replug:12:"on the companion again after x-fault-replug-ms" \
@@ -288,9 +289,11 @@ if [ -n "$GUEST_COMPANION" ]; then
         [ "$sp" = 12 ] && want_drv=$GUEST_COMPANION
         # checks companion-fs, companion-replug, companion-back and
         # companion-fs-ping, companion-replug-ping, companion-back-ping
-        runner_check "companion-$tag" "$(runner_ok '[ "$(v "companion_${tag}_s")" != never ] && [ -n "$(v "companion_${tag}_s")" ] && [ "$(v "companion_${tag}_speed")" = "$sp" ] && [[ "${hc#* }" == *"$want_drv"* ]]')" \
+        r=1; [ "$(v "companion_${tag}_s")" != never ] && [ -n "$(v "companion_${tag}_s")" ] && [ "$(v "companion_${tag}_speed")" = "$sp" ] && [[ "${hc#* }" == *"$want_drv"* ]] && r=0
+        runner_check "companion-$tag" "$r" \
             "$where: cdc_ncm back after $(v "companion_${tag}_s") s, at $(v "companion_${tag}_speed") Mbit/s (expected $sp) on ${hc:-?} (expected a $want_drv driver); cdc_ncm bound $(v "companion_${tag}_binds") times"
-        runner_check "companion-$tag-ping" "$(runner_ok '[ "$(v "companion_${tag}_ping_received")" = 20 ]')" \
+        r=1; [ "$(v "companion_${tag}_ping_received")" = 20 ] && r=0
+        runner_check "companion-$tag-ping" "$r" \
             "$where: $(v "companion_${tag}_ping_received") of 20 pings answered"
         note "companion $tag: back after $(v "companion_${tag}_s") s at $(v "companion_${tag}_speed") Mbit/s on $hc, ping $(v "companion_${tag}_ping_rtt_ms") ms"
     done
@@ -298,15 +301,19 @@ if [ -n "$GUEST_COMPANION" ]; then
 fi
 # two NCM functions with traffic at once (init-topology.sh)
 if [ "$GUEST_NICS" -ge 2 ]; then
-    runner_check second-nic "$(runner_ok '[ "$(v dual_iface)" != none ] && [ -n "$(v dual_iface)" ] && [ "$(v dual_carrier)" = 1 ] && [ "$(v dual_speed)" = "$GUEST_USB_SPEED" ]')" \
+    r=1; [ "$(v dual_iface)" != none ] && [ -n "$(v dual_iface)" ] && [ "$(v dual_carrier)" = 1 ] && [ "$(v dual_speed)" = "$GUEST_USB_SPEED" ] && r=0
+    runner_check second-nic "$r" \
         "second cdc_ncm interface: $(v dual_iface) ($(v dual_mac)), carrier $(v dual_carrier), $(v dual_speed) Mbit/s"
-    runner_check second-nic-ping "$(runner_ok '[ "$(v dual_ping_received)" = 10 ]')" \
+    r=1; [ "$(v dual_ping_received)" = 10 ] && r=0
+    runner_check second-nic-ping "$r" \
         "$(v dual_ping_received) of 10 pings to 10.0.3.2 answered"
     # checks dual-iperf-up, dual-ping-up, dual-iperf-down, dual-ping-down
     for d in up down; do
-        runner_check "dual-iperf-$d" "$(runner_ok '[ "$(v "dual_${d}_rc")" = "0 0" ] && awk -v m="$(v "dual_${d}_mbps")" "BEGIN { split(m, a, \" \"); exit !(a[1] > 0 && a[2] > 0) }"')" \
+        r=1; [ "$(v "dual_${d}_rc")" = "0 0" ] && awk -v m="$(v "dual_${d}_mbps")" "BEGIN { split(m, a, \" \"); exit !(a[1] > 0 && a[2] > 0) }" && r=0
+        runner_check "dual-iperf-$d" "$r" \
             "iperf3 on both at once: rc $(v "dual_${d}_rc"), $(v "dual_${d}_mbps") Mbit/s"
-        runner_check "dual-ping-$d" "$(runner_ok '[ "$(v "dual_${d}_ping_loss")" = "0 0" ]')" \
+        r=1; [ "$(v "dual_${d}_ping_loss")" = "0 0" ] && r=0
+        runner_check "dual-ping-$d" "$r" \
             "ping every 100 ms on each during it: loss $(v "dual_${d}_ping_loss") %"
         note "both at once, $d: $(v "dual_${d}_mbps") Mbit/s; ping loss $(v "dual_${d}_ping_loss") %"
     done

@@ -64,17 +64,7 @@ ip netns exec "$NS" ip neigh replace "$GUEST_IP" lladdr "$GUEST_MAC" \
 
 guest_qemu_cmd "$GDIR" "ncm.mode=test ncm.driver=$GUEST_DRIVER \
 ncm.server=10.0.2.2 ncm.port=$NETNS_PORT ncm.time=${IPERF_TIME:-3} \
-ncm.mtu=$MTU ncm.ping_sizes=56,8000 ${NCM_APPEND:-}"
-found=0
-for i in "${!GUEST_CMD[@]}"; do
-    if [ "${GUEST_CMD[$i]}" = user,id=n0 ]; then
-        GUEST_CMD[i]=tap,id=n0,ifname=tap0,script=no,downscript=no
-        found=1
-    fi
-done
-[ "$found" = 1 ] ||
-    die "no '-netdev user,id=n0' in the QEMU command line to replace" \
-        "tests/guest/lib.sh guest_qemu_cmd changed: update ${BASH_SOURCE[0]}"
+ncm.mtu=$MTU ncm.ping_sizes=56,8000 ${NCM_APPEND:-}" "$(netns_tap_netdev 0)"
 GUEST_CMD=(ip netns exec "$NS" "${GUEST_CMD[@]}")
 
 # the host's pings, all the time the guest runs; answered once its
@@ -100,25 +90,33 @@ if ! grep -q 'NCMTEST phase=boot' "$LOG"; then
 fi
 qerr=$(guest_qemu_error "$LOG")
 [ -z "$qerr" ] || runner_fail qemu "QEMU aborted: $qerr"
-runner_check driver "$(runner_ok '[ "$(v driver)" = cdc_ncm ]')" "driver=$(v driver)"
-runner_check mtu "$(runner_ok '[ "$(v mtu)" = 1500 ] && ! grep -q "NCMTEST mtu.set=fail" "$LOG"')" \
+r=1; [ "$(v driver)" = cdc_ncm ] && r=0
+runner_check driver "$r" "driver=$(v driver)"
+r=1; [ "$(v mtu)" = 1500 ] && ! grep -q "NCMTEST mtu.set=fail" "$LOG" && r=0
+runner_check mtu "$r" \
     "interface MTU $(v mtu) before, set to $MTU: $(grep -c 'NCMTEST mtu.set=fail' "$LOG") failures"
-runner_check ping-56 "$(runner_ok '[ "$(v ping_received)" = 20 ]')" "$(v ping_received) of 20"
-runner_check ping-8000-guest-to-host "$(runner_ok '[ "$(v ping8000_received)" = 20 ]')" \
+r=1; [ "$(v ping_received)" = 20 ] && r=0
+runner_check ping-56 "$r" "$(v ping_received) of 20"
+r=1; [ "$(v ping8000_received)" = 20 ] && r=0
+runner_check ping-8000-guest-to-host "$r" \
     "$(v ping8000_received) of 20 replies to 8000-byte pings"
 replies=$(grep -c 'bytes from' "$LOG.hostping" || true)
 big=$(grep -c '^8008 bytes from' "$LOG.hostping" || true)
-runner_check ping-8000-host-to-guest "$(runner_ok '[ "$big" -ge 10 ] && [ "$big" = "$replies" ]')" \
+r=1; [ "$big" -ge 10 ] && [ "$big" = "$replies" ] && r=0
+runner_check ping-8000-host-to-guest "$r" \
     "$big replies of 8008 bytes ($replies in all) to ping -s 8000 -M do over a tap with MTU $MTU"
 # tcp_ok DIR: iperf3 finished with some throughput
 tcp_ok() {
     [ "$(v "iperf_$1_rc")" = 0 ] &&
         awk -v m="$(v "iperf_$1_receiver_mbps")" 'BEGIN { exit !(m > 0) }'
 }
-runner_check tcp-up "$(runner_ok 'tcp_ok up')" \
+r=1; tcp_ok up && r=0
+runner_check tcp-up "$r" \
     "rc=$(v iperf_up_rc), $(v iperf_up_receiver_mbps | grep . || echo no) Mbit/s"
-runner_check tcp-down "$(runner_ok 'tcp_ok down')" \
+r=1; tcp_ok down && r=0
+runner_check tcp-down "$r" \
     "rc=$(v iperf_down_rc), $(v iperf_down_receiver_mbps | grep . || echo no) Mbit/s"
-runner_check poweroff "$(runner_ok '[ "$rc" = 0 ] && grep -q "NCMTEST phase=done" "$LOG"')" "QEMU status $rc"
+r=1; [ "$rc" = 0 ] && grep -q "NCMTEST phase=done" "$LOG" && r=0
+runner_check poweroff "$r" "QEMU status $rc"
 note "$CNAME: up $(v iperf_up_receiver_mbps) down $(v iperf_down_receiver_mbps) Mbit/s at MTU $MTU, 8000-byte ping $(v ping8000_rtt_ms) ms, host pings answered $big; boot ${boot_s}s"
 runner_end

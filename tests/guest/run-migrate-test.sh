@@ -97,8 +97,8 @@ step "network namespace $NS: tap0 $SERVER/24, iperf3 servers :$PORT :$((PORT + 1
 netns_relay_up "$NS" "$LOGDIR" "$RUN/net.sock"
 
 guest_qemu_cmd "$GDIR" "ncm.mode=migrate ncm.driver=$GUEST_DRIVER \
-ncm.server=$SERVER ncm.port=$PORT ncm.time=$MIG_TIME ${NCM_APPEND:-}"
-netns_relay_netdev "$RUN/net.sock"
+ncm.server=$SERVER ncm.port=$PORT ncm.time=$MIG_TIME ${NCM_APPEND:-}" \
+    "$(netns_relay_netdev "$RUN/net.sock")"
 base=("${GUEST_CMD[@]}")
 
 declare -A QPID QRC

@@ -37,7 +37,6 @@
 # Prints PASS:/FAIL: lines "guest/MODE-CONTROLLER/CHECK"; the console log
 # is build/guest-logs/MODE-CONTROLLER.log (cues and device counters in
 # .cues.json and .stats.json next to it).
-# shellcheck disable=SC2016 # ok() evaluates conditions given in single quotes
 set -euo pipefail
 . "$(dirname "$0")/../../scripts/setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
@@ -94,11 +93,8 @@ ncm.replug_ms=$REPLUG_MS ncm.wake_port=$WAKE_PORT"
 pof=$(sed -n 's/.*power-on-filter=\([^,]*\).*/\1/p' <<<"$DEVICE")
 [ -z "$pof" ] && [ "$GUEST_DEV_NAME" = usb-ncm ] && pof=0x0e
 [ -n "$pof" ] && APPEND="$APPEND ncm.power_on_filter=$pof"
-guest_qemu_cmd "$GDIR" "$APPEND ${NCM_APPEND:-}"
-for i in "${!GUEST_CMD[@]}"; do
-    [ "${GUEST_CMD[$i]}" = user,id=n0 ] &&
-        GUEST_CMD[i]="user,id=n0,hostfwd=udp:127.0.0.1:$UDP_FWD-10.0.2.15:$WAKE_PORT"
-done
+guest_qemu_cmd "$GDIR" "$APPEND ${NCM_APPEND:-}" \
+    "user,id=n0,hostfwd=udp:127.0.0.1:$UDP_FWD-10.0.2.15:$WAKE_PORT"
 [ "$GMODE" = suspend ] && GUEST_CMD+=(-global ICH9-LPC.disable_s3=0)
 guest_cues_start "$LOG" "$QOM" --udp-fwd "$UDP_FWD"
 
@@ -144,21 +140,28 @@ if ! grep -q 'NCMTEST phase=boot' "$LOG"; then
     runner_fail boot "no output from /init (QEMU status $rc)"
     exit 1
 fi
-runner_check driver "$(runner_ok '[ "$(v driver)" = cdc_ncm ]')" "driver=$(v driver)"
+r=1; [ "$(v driver)" = cdc_ncm ] && r=0
+runner_check driver "$r" "driver=$(v driver)"
 
 case $MODE in
 replug)
-    runner_check unbind "$(runner_ok '[ "$(v replug_gone_s)" != never ] && [ -n "$(v replug_gone_s)" ]')" \
+    r=1; [ "$(v replug_gone_s)" != never ] && [ -n "$(v replug_gone_s)" ] && r=0
+    runner_check unbind "$r" \
         "the interface did not go within 15 s of qom-set x-fault-replug-ms=$REPLUG_MS ($(cue_result replug))"
-    runner_check rebind "$(runner_ok '[ "$(v replug_back_s)" != never ] && [ -n "$(v replug_back_s)" ] && [ "$(v replug_register)" -ge 2 ]')" \
+    r=1; [ "$(v replug_back_s)" != never ] && [ -n "$(v replug_back_s)" ] && [ "$(v replug_register)" -ge 2 ] && r=0
+    runner_check rebind "$r" \
         "cdc_ncm interface back: $(v replug_back_s); cdc_ncm registered $(v replug_register) times, unregistered $(v replug_unregister)"
-    runner_check address "$(runner_ok '[ "$(v replug_addr)" = 10.0.2.15/24 ]')" \
+    r=1; [ "$(v replug_addr)" = 10.0.2.15/24 ] && r=0
+    runner_check address "$r" \
         "configured again: $(v replug_configured_s), address $(v replug_addr)"
-    runner_check ping-recovers "$(runner_ok '[ -n "$(v replug_ping_recover_s)" ] && [ "$(v ping_after_loss_pct)" = 0 ]')" \
+    r=1; [ -n "$(v replug_ping_recover_s)" ] && [ "$(v ping_after_loss_pct)" = 0 ] && r=0
+    runner_check ping-recovers "$r" \
         "ncm-ping received $(v replug_ping_received) of $(v replug_ping_sent), recover $(v replug_ping_recover_s) s; 10 pings after: loss $(v ping_after_loss_pct)%"
-    runner_check tcp-recovers "$(runner_ok '[ "$(v replug_iperf_rc)" = 0 ] && [ "$(v replug_iperf_last3_live)" -ge 1 ]')" \
+    r=1; [ "$(v replug_iperf_rc)" = 0 ] && [ "$(v replug_iperf_last3_live)" -ge 1 ] && r=0
+    runner_check tcp-recovers "$r" \
         "iperf3 -R rc $(v replug_iperf_rc) $(v replug_iperf_error); per second: $(v replug_iperf_intervals)"
-    runner_check device-counted "$(runner_ok '[ "$(cue_stat final replugs)" = 1 ]')" \
+    r=1; [ "$(cue_stat final replugs)" = 1 ] && r=0
+    runner_check device-counted "$r" \
         "x-stats replugs=$(cue_stat final replugs)"
     note "re-enumeration: interface gone after $(v replug_gone_s) s, back after" \
          "$(v replug_back_s) s, configured after $(v replug_configured_s) s" \
@@ -177,22 +180,29 @@ suspend)
     ;;&
 suspend)
     [ -n "${SKIP_AUTO:-}" ] || {
-    runner_check autosuspend "$(runner_ok '[ "$(v auto_suspended)" = yes ]')" \
+    r=1; [ "$(v auto_suspended)" = yes ] && r=0
+    runner_check autosuspend "$r" \
         "runtime_status $(v auto_status) with the interface up and idle; bmAttributes $(v auto_bmAttributes), power/wakeup $(v auto_wakeup); ${lockup:-}"
-    runner_check wake-on-frame "$(runner_ok '[ "$(v auto_wake_rx)" = yes ] && [ "$(v auto_status_after)" = active ]')" \
+    r=1; [ "$(v auto_wake_rx)" = yes ] && [ "$(v auto_status_after)" = active ] && r=0
+    runner_check wake-on-frame "$r" \
         "datagram received: $(v auto_wake_rx), runtime_status after $(v auto_status_after)"
-    runner_check ping-after-autosuspend "$(runner_ok '[ "$(v auto_wake_ping_loss_pct)" = 0 ]')" \
+    r=1; [ "$(v auto_wake_ping_loss_pct)" = 0 ] && r=0
+    runner_check ping-after-autosuspend "$r" \
         "loss $(v auto_wake_ping_loss_pct)%"
     note "autosuspend: suspended $(v auto_suspend_s) s after power/control=auto" \
          "(delay 500 ms); the frame woke it and arrived $(v auto_wake_s) s after the host was asked"
     }
     [ -n "${SKIP_S3:-}" ] || {
-    runner_check s3-suspended "$(runner_ok '[[ "$(cue_result wakeup)" == suspended* ]] && [ "$(v s3_rc | cut -d" " -f1)" = 0 ]')" \
+    r=1; [[ "$(cue_result wakeup)" == suspended* ]] && [ "$(v s3_rc | cut -d" " -f1)" = 0 ] && r=0
+    runner_check s3-suspended "$r" \
         "host: $(cue_result wakeup); guest: echo mem > /sys/power/state rc $(v s3_rc), mem_sleep $(v s3_mem_sleep_now)"
-    runner_check s3-traffic-before "$(runner_ok '[ "$(v iperf_s3_before_rc)" = 0 ]')" "iperf3 rc $(v iperf_s3_before_rc)"
-    runner_check s3-interface-back "$(runner_ok '[ "$(v s3_back_s)" != never ] && [ -n "$(v s3_back_s)" ]')" \
+    r=1; [ "$(v iperf_s3_before_rc)" = 0 ] && r=0
+    runner_check s3-traffic-before "$r" "iperf3 rc $(v iperf_s3_before_rc)"
+    r=1; [ "$(v s3_back_s)" != never ] && [ -n "$(v s3_back_s)" ] && r=0
+    runner_check s3-interface-back "$r" \
         "after resume the interface was configured again: $(v s3_back_s)"
-    runner_check s3-traffic-after "$(runner_ok '[ "$(v s3_ping_loss_pct)" = 0 ] && [ "$(v iperf_s3_after_rc)" = 0 ]')" \
+    r=1; [ "$(v s3_ping_loss_pct)" = 0 ] && [ "$(v iperf_s3_after_rc)" = 0 ] && r=0
+    runner_check s3-traffic-after "$r" \
         "ping loss $(v s3_ping_loss_pct)%, iperf3 rc $(v iperf_s3_after_rc)"
     note "S3: slept $(v s3_slept_s) s (guest clock), interface configured" \
          "$(v s3_back_s) s after resume; iperf3 -R before $(v iperf_s3_before_receiver_mbps)," \
@@ -201,11 +211,14 @@ suspend)
     }
     ;;
 suspend-nowake)
-    runner_check no-autosuspend-while-up "$(runner_ok '[ "$(v auto_suspended)" = no ]')" \
+    r=1; [ "$(v auto_suspended)" = no ] && r=0
+    runner_check no-autosuspend-while-up "$r" \
         "auto_suspended=$(v auto_suspended): Linux suspended a device that cannot wake it"
-    runner_check suspends-when-down "$(runner_ok '[ "$(v auto_down_suspended)" = yes ]')" \
+    r=1; [ "$(v auto_down_suspended)" = yes ] && r=0
+    runner_check suspends-when-down "$r" \
         "interface down: runtime_status never became suspended"
-    runner_check frame-does-not-wake "$(runner_ok '[ "$(v auto_down_status_after)" = suspended ]')" \
+    r=1; [ "$(v auto_down_status_after)" = suspended ] && r=0
+    runner_check frame-does-not-wake "$r" \
         "after the frame from the host runtime_status is $(v auto_down_status_after)"
     note "remote-wakeup=off: bmAttributes $(v auto_bmAttributes), power/wakeup $(v auto_wakeup);" \
          "with the interface up: $(v auto_blocked)"
@@ -213,14 +226,19 @@ suspend-nowake)
          "delivered once the interface came up again: $(v auto_down_late_rx)"
     ;;
 mcast)
-    runner_check ll-ping "$(runner_ok '[ "$(v mcast_ll_ping)" = "5 of 5" ]')" "ping6 fe80::2%usb0: $(v mcast_ll_ping)"
-    runner_check neighbour "$(runner_ok '[[ "$(v mcast_neigh)" == *lladdr* ]]')" "ip -6 neigh: $(v mcast_neigh)"
-    runner_check router-advert "$(runner_ok '[ "$(v mcast_ra)" = yes ]')" "no default route via fe80::2: no router advertisement (multicast to ff02::1) came in"
+    r=1; [ "$(v mcast_ll_ping)" = "5 of 5" ] && r=0
+    runner_check ll-ping "$r" "ping6 fe80::2%usb0: $(v mcast_ll_ping)"
+    r=1; [[ "$(v mcast_neigh)" == *lladdr* ]] && r=0
+    runner_check neighbour "$r" "ip -6 neigh: $(v mcast_neigh)"
+    r=1; [ "$(v mcast_ra)" = yes ] && r=0
+    runner_check router-advert "$r" "no default route via fe80::2: no router advertisement (multicast to ff02::1) came in"
     line=$(grep -a -m1 '^STRESS filter \(ok\|FAIL\)' "$LOG" || true)
-    runner_check usbfs-power-on-filter "$(runner_ok '[[ "$line" == "STRESS filter ok"* ]]')" "${line:-ncm-usbfs-stress filter did not finish}"
+    r=1; [[ "$line" == "STRESS filter ok"* ]] && r=0
+    runner_check usbfs-power-on-filter "$r" "${line:-ncm-usbfs-stress filter did not finish}"
     f0=$(cue_stat mcast-cdc_ncm rx_filtered)
     f1=$(cue_stat mcast-usbfs rx_filtered)
-    runner_check rx-filtered-counted "$(runner_ok '[ "${f1:-0}" -gt "${f0:-0}" ]')" \
+    r=1; [ "${f1:-0}" -gt "${f0:-0}" ] && r=0
+    runner_check rx-filtered-counted "$r" \
         "x-stats rx_filtered ${f0:-?} after cdc_ncm, ${f1:-?} after the usbfs step"
     note "cdc_ncm: ll ping $(v mcast_ll_ping), neighbour $(v mcast_neigh), RA $(v mcast_ra) $(v mcast_global);" \
          "rx_filtered ${f0:-?} -> ${f1:-?} over the usbfs step"
@@ -229,18 +247,21 @@ ntbsweep)
     # checks iperf-up-16384, iperf-down-16384, ... iperf-down-65536
     for n in 16384 32768 65536; do
         for d in up down; do
-            runner_check "iperf-$d-$n" "$(runner_ok '[ "$(v "iperf_${d}_${n}_rc")" = 0 ]')" \
+            r=1; [ "$(v "iperf_${d}_${n}_rc")" = 0 ] && r=0
+            runner_check "iperf-$d-$n" "$r" \
                 "rc $(v "iperf_${d}_${n}_rc")"
         done
         note "NTB $n (rx_max $(v "ntb_${n}_rx_max"), tx_max $(v "ntb_${n}_tx_max")):" \
              "up $(v "iperf_up_${n}_receiver_mbps"), down $(v "iperf_down_${n}_receiver_mbps") Mbit/s"
     done
-    runner_check nothing-lost "$(runner_ok '[ "$(cue_stat final out_merge_lost_datagrams)" = 0 ]')" \
+    r=1; [ "$(cue_stat final out_merge_lost_datagrams)" = 0 ] && r=0
+    runner_check nothing-lost "$r" \
         "x-stats out_merge_lost_datagrams=$(cue_stat final out_merge_lost_datagrams)"
     ;;
 esac
 p=$(cue_result "(poweroff)")
 [ -n "$p" ] && note "$p"
-runner_check poweroff "$(runner_ok '[ "$rc" = 0 ] && grep -q "NCMTEST phase=done" "$LOG"')" \
+r=1; [ "$rc" = 0 ] && grep -q "NCMTEST phase=done" "$LOG" && r=0
+runner_check poweroff "$r" \
     "QEMU status $rc, guest $(grep -q 'NCMTEST phase=done' "$LOG" && echo finished || echo 'did not finish')"
 runner_end "(boot ${boot_s}s)"

@@ -88,8 +88,8 @@ ntb_every=23 if_every=61
 [ "$SECS" -lt 122 ] && if_every=$((SECS / 2))
 guest_qemu_cmd "$GDIR" "ncm.mode=soak ncm.driver=cdc_ncm ncm.server=$SERVER \
 ncm.port=$PORT ncm.soak_time=$SECS ncm.soak_rate=${SOAK_RATE:-20M} \
-ncm.soak_ntb_every=$ntb_every ncm.soak_ifdown_every=$if_every ${NCM_APPEND:-}"
-netns_relay_netdev "$RUN/net.sock"
+ncm.soak_ntb_every=$ntb_every ncm.soak_ifdown_every=$if_every ${NCM_APPEND:-}" \
+    "$(netns_relay_netdev "$RUN/net.sock")"
 : > "$RUN/cmd"
 for arg in "${GUEST_CMD[@]}"; do
     [ "$arg" = tcg ] && arg=tcg,tb-size=64

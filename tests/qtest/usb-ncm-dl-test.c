@@ -28,6 +28,7 @@ static void add_speed(bool ss)
     ncm_add_spec_cases(ss);
     ncm_add_replay_cases(ss);
     ncm_add_host_cases(ss);
+    ncm_add_stream_cases(ss);
 }
 
 int main(int argc, char **argv)

@@ -1175,11 +1175,6 @@ static void spoil_notify(NcmFunction *f)
     f->notify_len = 200;
 }
 
-static void spoil_corrupt(NcmFunction *f)
-{
-    f->faults.corrupt = NCM_CORRUPT__MAX;
-}
-
 static void spoil_crc_mode(NcmFunction *f)
 {
     f->crc_mode = true;         /* the configuration does not offer it */
@@ -1201,7 +1196,6 @@ static const MigCase mig_cases[] = {
     { "builder-len", spoil_builder_len, false },
     { "send-offset", spoil_send_off, false },
     { "notification", spoil_notify, false },
-    { "corruption", spoil_corrupt, false },
     { "crc-mode-not-offered", spoil_crc_mode, false },
     { "multicast-filters", spoil_mc_count, false },
 };

@@ -66,8 +66,11 @@ typedef struct NcmConfig {
                                          NCM_CAP_NTB_INPUT_SIZE_8)
 
 /*
- * Every counter of the function, written once: NcmCounters, the device's
- * x-stats and the migration stream are generated from this list.
+ * Every counter of the function, written once: NcmCounters and the
+ * device's x-stats are generated from this list.  The migration stream
+ * is not: it carries only the counters GET_ETHERNET_STATISTIC reports,
+ * listed by name in ncm-function-vmstate.c, so a counter added here is
+ * no change of the stream.
  */
 #define NCM_FUNCTION_COUNTERS(X) \
     X(out_transfers) \
@@ -224,7 +227,6 @@ typedef struct NcmFunction {
     /* what migration carries in another form than the above */
     struct {
         bool ntb32;
-        uint32_t corrupt;
         uint32_t in_bytes;
     } mig;
 } NcmFunction;
@@ -351,24 +353,15 @@ uint32_t ncm_function_in_bytes(const NcmFunction *f);
 
 /*
  * The function's part of a device's migration stream, built only inside
- * QEMU (ncm-function-vmstate.c).  The counters and the fault injection
- * state travel in subsections, only when they are not all zero.
+ * QEMU (ncm-function-vmstate.c).  The GET_ETHERNET_STATISTIC counters
+ * travel in a subsection, only when they are not all zero; the other
+ * counters and the fault injection state do not migrate (the device
+ * blocks migration while a fault is active).
  */
 extern const struct VMStateDescription vmstate_ncm_function;
 
 #define VMSTATE_NCM_FUNCTION(_field, _state)                              \
     VMSTATE_STRUCT(_field, _state, 1, vmstate_ncm_function, NcmFunction)
-
-/*
- * The members of VMSTATE_UINT64(_field, _state) named _name, for an
- * X-macro of counters: "{ NCM_VMSTATE_COUNTER(...) }," is one list entry.
- */
-#define NCM_VMSTATE_COUNTER(_name, _field, _state)                        \
-    .name = (_name),                                                      \
-    .info = &vmstate_info_uint64,                                         \
-    .size = sizeof(uint64_t),                                             \
-    .flags = VMS_SINGLE,                                                  \
-    .offset = vmstate_offset_value(_state, _field, uint64_t)
 
 /*
  * The imperfect filter's bin of a multicast address: the top 6 bits of

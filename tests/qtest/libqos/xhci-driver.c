@@ -155,6 +155,9 @@ struct QXhci {
 
     QXhciDevice *slots[256];
     int port_events[256];
+
+    QXhciEventHook *event_hook;
+    void *event_hook_opaque;
 };
 
 /* Time */
@@ -416,6 +419,9 @@ static void handle_port_event(QXhci *x, unsigned port)
 static void handle_event(QXhci *x, uint64_t ptr, uint32_t status,
                          uint32_t control)
 {
+    if (x->event_hook) {
+        x->event_hook(x->event_hook_opaque, ptr, status, control);
+    }
     switch (TRB_GET_TYPE(control)) {
     case TRB_EV_TRANSFER:
         handle_transfer_event(x, ptr, status, control);
@@ -1116,6 +1122,17 @@ void qxhci_hold_doorbells(QXhciDevice *d, bool hold)
 void qxhci_ring_doorbell(QXhciDevice *d, uint8_t ep)
 {
     doorbell(d->xhci, d->slot, ep_dci(ep));
+}
+
+void qxhci_ring_doorbell_stream(QXhciDevice *d, uint8_t ep, uint16_t stream)
+{
+    doorbell(d->xhci, d->slot, ep_dci(ep) | (uint32_t)stream << 16);
+}
+
+void qxhci_set_event_hook(QXhci *x, QXhciEventHook *hook, void *opaque)
+{
+    x->event_hook = hook;
+    x->event_hook_opaque = opaque;
 }
 
 int qxhci_transfer_sync(QXhciDevice *d, uint8_t ep, void *data,

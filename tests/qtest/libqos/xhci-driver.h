@@ -27,6 +27,7 @@
 #define QXHCI_CC_USB_TRANSACTION_ERROR  4
 #define QXHCI_CC_TRB_ERROR              5
 #define QXHCI_CC_STALL                  6
+#define QXHCI_CC_RESOURCE_ERROR         7
 #define QXHCI_CC_SHORT_PACKET           13
 #define QXHCI_CC_CONTEXT_STATE_ERROR    19
 #define QXHCI_CC_STOPPED                26
@@ -209,6 +210,8 @@ QXhciTransfer *qxhci_submit_split(QXhciDevice *d, uint8_t ep,
  */
 void qxhci_hold_doorbells(QXhciDevice *d, bool hold);
 void qxhci_ring_doorbell(QXhciDevice *d, uint8_t ep);
+/* The same with a Stream ID in DB Stream ID (xHCI 1.2, 5.6) */
+void qxhci_ring_doorbell_stream(QXhciDevice *d, uint8_t ep, uint16_t stream);
 /* Wait until @t completes or @timeout_ns of virtual time pass. */
 bool qxhci_wait(QXhciTransfer *t, int64_t timeout_ns);
 /* Copy what an IN transfer received (t->actual bytes) to @buf. */
@@ -273,6 +276,14 @@ QXhciTransfer *qxhci_control_submit(QXhciDevice *d, uint8_t request_type,
  * the TD's buffer.  qxhci_abandon() then frees the driver itself.
  */
 void qxhci_abandon_devices(QXhci *x);
+/*
+ * Called with every event the driver takes from the event ring, before
+ * it handles it: TDs the driver did not queue (on stream rings, say)
+ * complete there.  NULL stops it.
+ */
+typedef void QXhciEventHook(void *opaque, uint64_t ptr, uint32_t status,
+                            uint32_t control);
+void qxhci_set_event_hook(QXhci *x, QXhciEventHook *hook, void *opaque);
 void qxhci_abandon(QXhci *x);
 
 #endif /* LIBQOS_XHCI_DRIVER_H */

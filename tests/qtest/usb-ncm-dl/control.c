@@ -141,7 +141,7 @@ static void test_ntb_parameters_default(NcmEnv *e, const NcmCase *c)
     g_assert_cmpmem(b, sizeof(b), want, sizeof(want));
 
     /* wLength shorter than the structure: the start of it */
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_PARAMETERS, 0, b, 8,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_PARAMETERS, 0, b, 8,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpmem(b, actual, want, 8);
@@ -180,15 +180,15 @@ static void test_ntb_parameters_custom(NcmEnv *e, const NcmCase *c)
     g_assert(eth);
     g_assert_cmpuint(lduw_le_p(eth + 8), ==, 9014);
 
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_INPUT_SIZE, 0, b, 4,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, 16384);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_MAX_DATAGRAM_SIZE, 0, b, 2,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_MAX_DATAGRAM_SIZE, 0, b, 2,
                                  &actual), ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 9014);
     /* NTB32 is not advertised, so it cannot be selected */
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 1, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_FORMAT, 1, NULL, 0),
                     ==, QXHCI_CC_STALL);
 
     /* both directions honour the layout and the jumbo segment size */
@@ -209,26 +209,26 @@ static void test_ntb_input_size(NcmEnv *e, const NcmCase *c)
     uint8_t b[8];
     uint32_t actual = 0;
 
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_INPUT_SIZE, 0, b, 4,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 4);
     g_assert_cmpuint(ldl_le_p(b), ==, e->p.in_max);
 
     stl_le_p(b, 4096);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_INPUT_SIZE, 0, b, 4,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, 4096);
 
     /* below the NCM minimum, above dwNtbInMaxSize, bad lengths */
     stl_le_p(b, 2047);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_STALL);
     stl_le_p(b, e->p.in_max + 1);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_STALL);
     /*
      * The 8-byte form is not advertised (bmNetworkCapabilities bit 5),
@@ -237,11 +237,11 @@ static void test_ntb_input_size(NcmEnv *e, const NcmCase *c)
      */
     stl_le_p(b, 4096);
     stl_le_p(b + 4, 0);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 8),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 8),
                     ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 2),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 2),
                     ==, QXHCI_CC_STALL);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_INPUT_SIZE, 0, b, 4,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, 4096);
@@ -249,9 +249,9 @@ static void test_ntb_input_size(NcmEnv *e, const NcmCase *c)
     /* the minimum itself, and again in alt 1 */
     ncm_set_alt(e, 1);
     stl_le_p(b, 2048);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 8,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_INPUT_SIZE, 0, b, 8,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 4);
@@ -265,24 +265,24 @@ static void test_ntb_format(NcmEnv *e, const NcmCase *c)
     uint8_t b[2];
     uint32_t actual = 0, i;
 
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_FORMAT, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 2);
     g_assert_cmpuint(lduw_le_p(b), ==, 0);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 2, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_FORMAT, 2, NULL, 0),
                     ==, QXHCI_CC_STALL);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 1, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_FORMAT, 1, NULL, 0),
                     ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_FORMAT, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 1);
 
     ncm_set_alt(e, 1);
     e->ntb32 = true;
     /* the format cannot change while the data interface is up */
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 0, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_FORMAT, 0, NULL, 0),
                     ==, QXHCI_CC_STALL);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_FORMAT, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 1);
 
@@ -309,12 +309,12 @@ static void test_unsupported_request(NcmEnv *e, const NcmCase *c)
         uint8_t type, request;
         uint16_t value, index, length;
     } reqs[] = {
-        { 0xa1, NCM_REQ_GET_ETHERNET_STATISTIC, 1, NCM_IF_CONTROL, 4 },
-        { 0x21, NCM_REQ_SET_CRC_MODE, 0, NCM_IF_CONTROL, 0 },
-        { 0x21, NCM_REQ_SET_ETHERNET_MULTICAST_FILTERS, 1, NCM_IF_CONTROL, 6 },
-        { 0x21, NCM_REQ_SET_ETHERNET_PACKET_FILTER, 0x20, NCM_IF_CONTROL, 0 },
-        { 0xa1, NCM_REQ_GET_NTB_PARAMETERS, 1, NCM_IF_CONTROL, 28 },
-        { 0xa1, NCM_REQ_GET_NTB_PARAMETERS, 0, NCM_IF_DATA, 28 },
+        { 0xa1, CDC_GET_ETHERNET_STATISTIC, 1, NCM_IF_CONTROL, 4 },
+        { 0x21, NCM_SET_CRC_MODE, 0, NCM_IF_CONTROL, 0 },
+        { 0x21, CDC_SET_ETHERNET_MULTICAST_FILTERS, 1, NCM_IF_CONTROL, 6 },
+        { 0x21, CDC_SET_ETHERNET_PACKET_FILTER, 0x20, NCM_IF_CONTROL, 0 },
+        { 0xa1, NCM_GET_NTB_PARAMETERS, 1, NCM_IF_CONTROL, 28 },
+        { 0xa1, NCM_GET_NTB_PARAMETERS, 0, NCM_IF_DATA, 28 },
         { 0xa1, 0x7f, 0, NCM_IF_CONTROL, 8 },
         { 0xc0, 0x01, 0, 0, 8 },
         { 0x40, 0x02, 0, 0, 0 },
@@ -360,10 +360,10 @@ static void test_alt_reset(NcmEnv *e, const NcmCase *c)
     uint32_t actual = 0, i;
 
     /* negotiate in alt 0, then use it in alt 1 */
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 1, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_FORMAT, 1, NULL, 0),
                     ==, QXHCI_CC_SUCCESS);
     stl_le_p(b, 4096);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
     ncm_set_alt(e, 1);
     e->ntb32 = true;
@@ -389,10 +389,10 @@ static void test_alt_reset(NcmEnv *e, const NcmCase *c)
 
     /* alt 0 resets everything negotiated and drops what was queued */
     ncm_set_alt(e, 0);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_FORMAT, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 0);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_INPUT_SIZE, 0, b, 4,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, e->p.in_max);
@@ -485,7 +485,7 @@ static void test_power_on_filter(NcmEnv *e, const NcmCase *c)
     ncm_assert_deltas(e, { "rx_filtered", dl ? 1 : 0 });
 
     /* once the host asks for all multicast, it comes */
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_ETHERNET_PACKET_FILTER,
+    g_assert_cmpint(ncm_class_out(e, CDC_SET_ETHERNET_PACKET_FILTER,
                                   0x0e, NULL, 0), ==, QXHCI_CC_SUCCESS);
     g_ptr_array_set_size(rx, 0);
     ncm_frames_add(rx, mcast, 40002, 86);

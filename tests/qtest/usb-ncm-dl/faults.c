@@ -335,7 +335,7 @@ static void test_fault_corrupt(NcmEnv *e, const NcmCase *c)
     uint8_t b[4];
 
     if (n32) {
-        g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 1, NULL, 0),
+        g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_FORMAT, 1, NULL, 0),
                         ==, QXHCI_CC_SUCCESS);
     }
     ncm_set_alt(e, 1);
@@ -345,7 +345,7 @@ static void test_fault_corrupt(NcmEnv *e, const NcmCase *c)
     if (how == CORRUPT_BLOCK_LEN) {
         /* the input size the host set, not dwNtbInMaxSize */
         stl_le_p(b, 4096);
-        g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+        g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4),
                         ==, QXHCI_CC_SUCCESS);
         e->in_size = 4096;
         corrupt_rounds(e, how, 1, 9200);

@@ -18,6 +18,7 @@
 
 #include "qemu/bswap.h"
 #include "qemu/timer.h"
+#include "hw/usb/cdc-ncm.h"
 #include "libqtest.h"
 #include "libqos/libqos-pc.h"
 #include "libqos/xhci-driver.h"
@@ -30,21 +31,6 @@
 #define NCM_MAC_STR             "52:54:00:12:34:56"
 #define NCM_MAC_HEX             "525400123456"
 #define NCM_XHCI_DEVFN          QPCI_DEVFN(4, 0)
-
-/* CDC / NCM class requests */
-#define NCM_REQ_SET_ETHERNET_MULTICAST_FILTERS  0x40
-#define NCM_REQ_SET_ETHERNET_PACKET_FILTER      0x43
-#define NCM_REQ_GET_ETHERNET_STATISTIC          0x44
-#define NCM_REQ_GET_NTB_PARAMETERS              0x80
-#define NCM_REQ_SET_NET_ADDRESS                 0x82
-#define NCM_REQ_GET_NTB_FORMAT                  0x83
-#define NCM_REQ_SET_NTB_FORMAT                  0x84
-#define NCM_REQ_GET_NTB_INPUT_SIZE              0x85
-#define NCM_REQ_SET_NTB_INPUT_SIZE              0x86
-#define NCM_REQ_GET_MAX_DATAGRAM_SIZE           0x87
-#define NCM_REQ_SET_MAX_DATAGRAM_SIZE           0x88
-#define NCM_REQ_GET_CRC_MODE                    0x89
-#define NCM_REQ_SET_CRC_MODE                    0x8a
 
 /* Standard requests */
 #define NCM_USB_REQ_GET_STATUS          0x00
@@ -236,10 +222,21 @@ void ncm_assert_deltas_n(NcmEnv *e, const NcmDelta *want, size_t n);
                         ARRAY_SIZE(((const NcmDelta[]) { __VA_ARGS__ })))
 uint64_t ncm_delta(NcmEnv *e, const char *name);
 void ncm_assert_parse_errors(NcmEnv *e, const char *name, uint64_t n);
-void ncm_assert_counters_kept(NcmEnv *e);
+extern const char *const ncm_eth_stat_names[];
+void ncm_assert_eth_stats_kept(NcmEnv *e, QDict *before);
+int64_t ncm_qom_get_stat(NcmEnv *e, const char *name);
 
 void ncm_fault_set(NcmEnv *e, const char *prop, uint32_t value);
 void ncm_fault_corrupt(NcmEnv *e, const char *how);
+
+/*
+ * Migration (lifecycle.c): save the machine to @file, load it into a new
+ * QEMU with @props for the adapter; NULL when the destination refused
+ * it.  ncm_follow_migration() moves the test to the destination.
+ */
+QTestState *ncm_migrate_via_file(NcmEnv *e, const char *file,
+                                 const char *props, int *sock);
+void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock);
 
 /* Virtual time in ns (clock_step refuses a step of 0, so step by 1 ns) */
 int64_t ncm_clock_ns(NcmEnv *e);
@@ -289,5 +286,7 @@ void ncm_add_replay_cases(bool ss);    /* replay.c: the same script, the */
                                        /* same trace (record/replay) */
 void ncm_add_host_cases(bool ss);      /* hosts.c: Windows, FreeBSD, */
                                        /* iPXE, macOS as their sources */
+void ncm_add_stream_cases(bool ss);    /* streams.c: xHCI streams on */
+                                       /* a device that has none */
 
 #endif

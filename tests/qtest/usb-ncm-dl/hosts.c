@@ -39,11 +39,7 @@
 #define DT_INTERFACE        4
 #define DT_BOS              15
 #define DT_IAD              11
-#define CS_INTERFACE        0x24
-#define CDC_SUB_ETHERNET    0x0f
-#define CDC_SUB_NCM         0x1a
 #define LANG_EN_US          0x0409
-#define NCM_CAP_MAX_DGRAM   0x08
 
 /* A string descriptor as ASCII; returns the completion code. */
 static int host_string(NcmEnv *e, uint8_t index, uint16_t lang,
@@ -106,7 +102,7 @@ static void host_config(NcmEnv *e, uint16_t first)
 /* The MAC address string, parsed as the host does (hex, either case). */
 static void host_check_mac(NcmEnv *e, uint16_t lang, uint16_t wlen)
 {
-    const uint8_t *eth = ncm_find_cs_desc(e, CDC_SUB_ETHERNET);
+    const uint8_t *eth = ncm_find_cs_desc(e, CDC_DESC_ETHERNET);
     char mac[64];
 
     g_assert(eth);
@@ -140,12 +136,12 @@ static void windows_check_descriptors(NcmEnv *e, const uint8_t *dev)
                 g_assert_cmpuint(d[4], ==, 2);
                 data = true;
             }
-        } else if (d[1] == CS_INTERFACE) {
+        } else if (d[1] == CDC_CS_INTERFACE) {
             g_assert_cmpuint(d[0], >=, 3);
-            if (d[2] == CDC_SUB_NCM) {
+            if (d[2] == CDC_DESC_NCM) {
                 g_assert_cmpuint(d[0], ==, 6);
                 ncm = d;
-            } else if (d[2] == CDC_SUB_ETHERNET) {
+            } else if (d[2] == CDC_DESC_ETHERNET) {
                 g_assert_cmpuint(d[0], ==, 13);
                 ecm = d;
             }
@@ -252,13 +248,13 @@ static void test_windows(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_SET_CONFIGURATION,
                                   e->config[5], 0, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
-    eth = ncm_find_cs_desc(e, CDC_SUB_ETHERNET);
+    eth = ncm_find_cs_desc(e, CDC_DESC_ETHERNET);
     mtu = MIN(lduw_le_p(eth + 8), 9014);
     host_check_mac(e, LANG_EN_US, 255);
     ncm_read_ntb_parameters(e, &e->p, NULL);
     g_assert(e->p.formats & 1);
     if (e->p.formats & 2) {
-        g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 1, NULL, 0),
+        g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_FORMAT, 1, NULL, 0),
                         ==, QXHCI_CC_SUCCESS);
     }
     /* no SET_NTB_INPUT_SIZE at or under 64 KiB */
@@ -320,8 +316,8 @@ static void freebsd_refused(NcmEnv *e, bool eight, uint32_t rx_max)
 static void test_freebsd(NcmEnv *e, const NcmCase *c)
 {
     uint8_t dev[18], req[8], lang[255];
-    const uint8_t *ncm = ncm_find_cs_desc(e, CDC_SUB_NCM);
-    const uint8_t *eth = ncm_find_cs_desc(e, CDC_SUB_ETHERNET);
+    const uint8_t *ncm = ncm_find_cs_desc(e, CDC_DESC_NCM);
+    const uint8_t *eth = ncm_find_cs_desc(e, CDC_DESC_ETHERNET);
     uint32_t actual = 0, rx_max, off, ntb_len, i;
     unsigned most;
     bool eight;
@@ -344,15 +340,15 @@ static void test_freebsd(NcmEnv *e, const NcmCase *c)
                     ==, QXHCI_CC_SUCCESS);
     ncm_read_ntb_parameters(e, &e->p, NULL);
     rx_max = e->p.in_max < 32 || e->p.in_max > 16384 ? 16384 : e->p.in_max;
-    eight = ncm[5] & NCM_CAP_MAX_DGRAM;
+    eight = ncm[5] & NCM_CAP_MAX_DATAGRAM_SIZE;
     stl_le_p(req, rx_max);
     stw_le_p(req + 4, 31);
     stw_le_p(req + 6, 0);
     ncm_mark(e);
     /* each of these may fail: FreeBSD goes on regardless */
-    ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, req, eight ? 8 : 4);
-    ncm_class_out(e, NCM_REQ_SET_CRC_MODE, 0, NULL, 0);
-    ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 0, NULL, 0);
+    ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, req, eight ? 8 : 4);
+    ncm_class_out(e, NCM_SET_CRC_MODE, 0, NULL, 0);
+    ncm_class_out(e, NCM_SET_NTB_FORMAT, 0, NULL, 0);
     /* what FreeBSD relies on: the device took its input size */
     taken = ncm_delta(e, eight ? "input_size_requests_8" :
                       "input_size_requests_4");
@@ -457,12 +453,12 @@ static void test_ipxe(NcmEnv *e, const NcmCase *c)
         /* halve */
     }
     stl_le_p(req, in_len);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, req, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, req, 4),
                     ==, QXHCI_CC_SUCCESS);
     e->in_size = in_len;
     memcpy(mac, ncm_mac, 6);
     /* its error is ignored */
-    ncm_class_out(e, NCM_REQ_SET_NET_ADDRESS, 0, mac, 6);
+    ncm_class_out(e, NCM_SET_NET_ADDRESS, 0, mac, 6);
     ncm_set_alt(e, 1);
 
     /* one datagram per NTB, and never a ZLP */
@@ -513,7 +509,7 @@ static void test_ipxe(NcmEnv *e, const NcmCase *c)
 
 static void test_macos(NcmEnv *e, const NcmCase *c)
 {
-    const uint8_t *ncm = ncm_find_cs_desc(e, CDC_SUB_NCM);
+    const uint8_t *ncm = ncm_find_cs_desc(e, CDC_DESC_NCM);
     g_autoptr(GPtrArray) tx = ncm_frames_new();
 
     g_assert(ncm);
@@ -523,7 +519,7 @@ static void test_macos(NcmEnv *e, const NcmCase *c)
     ncm_set_alt(e, 1);
     ncm_set_alt(e, 0);
     ncm_set_alt(e, 1);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_ETHERNET_PACKET_FILTER, 0x000f,
+    g_assert_cmpint(ncm_class_out(e, CDC_SET_ETHERNET_PACKET_FILTER, 0x000f,
                                   NULL, 0), ==, QXHCI_CC_SUCCESS);
     ncm_frames_add(tx, ncm_peer_mac, 0x5f00, 1514);
     ncm_frames_add(tx, ncm_peer_mac, 0x5f01, 60);

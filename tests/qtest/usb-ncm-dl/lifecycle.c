@@ -75,7 +75,7 @@ static void test_port_reset(NcmEnv *e, const NcmCase *c)
     unsigned i;
 
     stl_le_p(b, 4096);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
     ncm_set_alt(e, 1);
     for (i = 0; i < 10; i++) {
@@ -92,7 +92,7 @@ static void test_port_reset(NcmEnv *e, const NcmCase *c)
     ncm_enumerate(e);
 
     /* back to power-on defaults */
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_INPUT_SIZE, 0, b, 4,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, e->p.in_max);
@@ -530,15 +530,15 @@ static QTestState *migrate_load(NcmEnv *e, const char *file,
     return dst;
 }
 
-static QTestState *migrate_via_file(NcmEnv *e, const char *file,
-                                    const char *props, int *sock)
+QTestState *ncm_migrate_via_file(NcmEnv *e, const char *file,
+                                 const char *props, int *sock)
 {
     migrate_save(e, file);
     return migrate_load(e, file, props, sock);
 }
 
 /* The test goes on with the destination: QEMU, netdev socket, driver. */
-static void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock)
+void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock)
 {
     qtest_quit(e->qts);
     close(e->sock);
@@ -563,7 +563,9 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     g_autofree char *file = g_strdup_printf("%s/usb-ncm-mig-%d",
                                             g_get_tmp_dir(), getpid());
     const char *dst_props = NULL;
-    QXhciTransfer *in[2];
+    g_autoptr(GPtrArray) first = ncm_frames_new();
+    g_autoptr(QDict) src_stats = NULL;
+    QXhciTransfer *in[3];
     QTestState *dst;
     NcmOutLayout l;
     uint8_t b[4];
@@ -572,11 +574,11 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     unsigned i;
 
     /* negotiated state that differs from the defaults */
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 1, NULL, 0), ==,
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_FORMAT, 1, NULL, 0), ==,
                     QXHCI_CC_SUCCESS);
     e->ntb32 = true;
     stl_le_p(b, 16384);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
                     QXHCI_CC_SUCCESS);
     e->in_size = 16384;
     ncm_set_alt(e, 1);
@@ -606,68 +608,91 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
 
     /*
      * An IN NTB under construction in the host's waiting TD (built in
-     * place), held there by the busy fault.
+     * place), kept there by IN coalescing (in-coalesce-us=200, the
+     * default): three TDs queued, the first takes a frame at once, and
+     * with two left the host is busy, so the next NTB waits for more.
+     * The virtual clock does not move before the migration.
      */
-    ncm_in_submit_queued(e, in, 2, 16384);
-    for (i = 0; i < 5; i++) {
-        qxhci_step(e->xhci);
-    }
-    ncm_fault_set(e, "x-fault-busy-ms", 300);
+    ncm_in_submit_queued(e, in, 3, 16384);
+    ncm_frames_add(first, ncm_mac, 36150, 300);
+    ncm_sock_send_frames(e, first);
+    g_assert(qxhci_wait(in[0], NCM_RX_TIMEOUT_NS));
+    ncm_in_td_parse(e, in[0], 16384, got);
+    ncm_frames_assert_equal(got, first);
+    qxhci_transfer_free(in[0]);
+    g_ptr_array_set_size(got, 0);
     for (i = 0; i < 3; i++) {
         ncm_frames_add(rx, i % 2 ? ncm_mac : ncm_bcast_mac, 36200 + i,
                        *m == MIG_REFUSE_INPUT_SIZE ? 1514 : 200 + i * 300);
     }
     if (*m == MIG_REFUSE_INPUT_SIZE) {
         dst_props = "ntb-in-max-size=4096";
+    } else if (*m == MIG_MID_TRANSFER) {
+        /* the destination's host differs: no NTB is kept there */
+        dst_props = "in-coalesce-us=0";
     }
     ncm_sock_send_frames(e, rx);
-    ncm_sock_settle(e);
-    g_assert(!in[0]->done);
+    ncm_sock_settle_by(e, 1);               /* 1 ns a step: kept */
+    g_assert(!in[1]->done);
     ncm_mark(e);
 
-    dst = migrate_via_file(e, file, dst_props, &sock);
+    dst = ncm_migrate_via_file(e, file, dst_props, &sock);
     unlink(file);
     if (*m != MIG_MID_TRANSFER) {
         /* refused, and said so; the source is stopped but alive */
         g_assert(!dst);
         ncm_assert_alive(e);
-        qxhci_transfer_free(in[0]);
         qxhci_transfer_free(in[1]);
+        qxhci_transfer_free(in[2]);
         qtest_qmp_assert_success(e->qts, "{'execute': 'cont'}");
         return;
     }
     g_assert(dst);
+    /* saving took the datagrams out of the source's TD */
+    ncm_assert_deltas(e, { "in_rescued_datagrams", rx->len });
+    src_stats = ncm_stats(e);
     ncm_follow_migration(e, dst, sock);
+    /* the counters GET_ETHERNET_STATISTIC reports came along */
+    ncm_assert_eth_stats_kept(e, src_stats);
+    /* the debug counters did not: they start from zero */
+    g_assert_cmpint(ncm_qom_get_stat(e, "in_rescued_datagrams"), ==, 0);
+    ncm_mark(e);
 
     /* the NTB under construction arrives whole, in sequence, as NTB32 */
-    g_assert(qxhci_wait(in[0], NCM_RX_TIMEOUT_NS));
-    ncm_in_td_parse(e, in[0], 16384, got);
+    g_assert(qxhci_wait(in[1], NCM_RX_TIMEOUT_NS));
+    ncm_in_td_parse(e, in[1], 16384, got);
     ncm_frames_assert_equal(got, rx);
-    qxhci_transfer_free(in[0]);
-    /* the second TD waits on */
+    qxhci_transfer_free(in[1]);
+    /* the third TD waits on */
     for (i = 0; i < 5; i++) {
         qxhci_step(e->xhci);
     }
-    g_assert(!in[1]->done);
-    qxhci_transfer_free(in[1]);
+    g_assert(!in[2]->done);
+    /* and takes the next frame */
+    g_ptr_array_set_size(first, 0);
+    g_ptr_array_set_size(got, 0);
+    ncm_frames_add(first, ncm_mac, 36160, 400);
+    ncm_sock_send_frames(e, first);
+    g_assert(qxhci_wait(in[2], NCM_RX_TIMEOUT_NS));
+    ncm_in_td_parse(e, in[2], 16384, got);
+    ncm_frames_assert_equal(got, first);
+    qxhci_transfer_free(in[2]);
 
     /* the OUT transfer goes on where it was */
     ncm_send(e, ntb->data + half, ntb->len - half);
     ncm_sock_expect_frames(e, tx);
 
     /* what was negotiated is still in force */
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_INPUT_SIZE, 0, b, 4,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, 16384);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_FORMAT, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_FORMAT, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 1);
-    /* every counter came along; none starts again from 0 */
-    ncm_assert_counters_kept(e);
-    /* saving took them out of the source's TD; the destination sent them */
-    ncm_assert_deltas(e, { "in_rescued_datagrams", rx->len }, { "in_ntbs", 1 },
-                      { "out_datagrams", tx->len },
+    /* the destination sent them (its counters start at the migration) */
+    g_assert_cmpint(ncm_qom_get_stat(e, "in_ntbs"), ==, 2);
+    ncm_assert_deltas(e, { "out_datagrams", tx->len },
                       { "in_flushed_datagrams", 0 });
     ncm_queue_check_traffic(e, 36300);
 }
@@ -683,9 +708,9 @@ typedef enum MigEdit {
     MIG_EDIT_USB_SETUP_INDEX,   /* setup_index past setup_len */
     MIG_EDIT_USB_SETUP_STATE,   /* no such control stage */
     MIG_EDIT_USB_ATTACHED,      /* configured, yet never reset */
-    MIG_EDIT_BUSY_NO_TIMER,     /* busy fault without its timer */
-    MIG_EDIT_BUSY_FOREVER,      /* busy fault timer at the end of time */
-    MIG_EDIT__MAX,
+    MIG_EDIT__MAX,              /* the edits above are refused */
+    /* off the bus while the port has it: loaded as detached */
+    MIG_EDIT_USB_NOTATTACHED = MIG_EDIT__MAX,
 } MigEdit;
 
 static const char *const mig_edit_names[MIG_EDIT__MAX] = {
@@ -694,8 +719,6 @@ static const char *const mig_edit_names[MIG_EDIT__MAX] = {
     [MIG_EDIT_USB_SETUP_INDEX] = "usb-setup-index",
     [MIG_EDIT_USB_SETUP_STATE] = "usb-setup-state",
     [MIG_EDIT_USB_ATTACHED] = "usb-attached-configured",
-    [MIG_EDIT_BUSY_NO_TIMER] = "fault-busy-without-timer",
-    [MIG_EDIT_BUSY_FOREVER] = "fault-busy-forever",
 };
 
 /* USBDevice fields at the start of the usb-ncm section (hw/usb/bus.c) */
@@ -726,28 +749,6 @@ static size_t mig_find_section(const uint8_t *b, size_t len)
         }
     }
     g_assert_not_reached();
-}
-
-/*
- * The busy timer's deadline: the fault timers travel in the subsection
- * "usb-ncm/fault-timers" (its name, version 1, then the link timer, not
- * pending (-1), then the busy timer).
- */
-static size_t mig_find_busy_timer(const uint8_t *b, size_t len, size_t from)
-{
-    static const uint8_t pat[] = "usb-ncm/fault-timers\0\0\0\1"
-                                 "\xff\xff\xff\xff\xff\xff\xff\xff";
-    const size_t n = sizeof(pat) - 1;
-    size_t i, found = 0;
-
-    for (i = from; i + n + 8 <= len; i++) {
-        if (!memcmp(b + i, pat, n)) {
-            g_assert_cmpuint(found, ==, 0);     /* one match, or unsure */
-            found = i + n;
-        }
-    }
-    g_assert_cmpuint(found, !=, 0);
-    return found;
 }
 
 static void mig_edit(const char *file, MigEdit edit)
@@ -785,13 +786,8 @@ static void mig_edit(const char *file, MigEdit edit)
     case MIG_EDIT_USB_ATTACHED:
         stl_be_p(u + USBDEV_STATE, 1);
         break;
-    case MIG_EDIT_BUSY_NO_TIMER:
-        at = mig_find_busy_timer(b, len, at + USBDEV_LEN);
-        stq_be_p(b + at, -1);
-        break;
-    case MIG_EDIT_BUSY_FOREVER:
-        at = mig_find_busy_timer(b, len, at + USBDEV_LEN);
-        stq_be_p(b + at, INT64_MAX - 1);
+    case MIG_EDIT_USB_NOTATTACHED:
+        stl_be_p(u + USBDEV_STATE, 0);
         break;
     default:
         g_assert_not_reached();
@@ -809,9 +805,6 @@ static void test_migrate_edited(NcmEnv *e, const NcmCase *c)
 
     ncm_set_alt(e, 1);
     ncm_check_rx_frame(e, 36500, 300);
-    if (*edit == MIG_EDIT_BUSY_NO_TIMER || *edit == MIG_EDIT_BUSY_FOREVER) {
-        ncm_fault_set(e, "x-fault-busy-ms", 5000);
-    }
     migrate_save(e, file);
     mig_edit(file, *edit);
     dst = migrate_load(e, file, NULL, &sock);
@@ -820,9 +813,6 @@ static void test_migrate_edited(NcmEnv *e, const NcmCase *c)
     g_assert(!dst);
     ncm_assert_alive(e);
     qtest_qmp_assert_success(e->qts, "{'execute': 'cont'}");
-    if (*edit == MIG_EDIT_BUSY_NO_TIMER || *edit == MIG_EDIT_BUSY_FOREVER) {
-        ncm_fault_set(e, "x-fault-busy-ms", 0);
-    }
     ncm_check_rx_frame(e, 36501, 300);
 }
 
@@ -859,28 +849,46 @@ static void test_migrate_attached(NcmEnv *e, const NcmCase *c)
 }
 
 /*
- * Migrated while a replug fault had the function off the bus: the timer
- * that brings it back does not migrate, so the destination must bring it
- * back itself; the host finds it again and traffic resumes.
+ * A stream whose USBDevice.state says 'notattached' (off the bus) while
+ * the controller's port, from the same stream, still has the device: it
+ * loads as a device off the bus, so the controller must say so too.
+ * Before, the controller kept the port connected and skipped the
+ * detached device: the guest's transfers never completed and it never
+ * saw why.  Now the guest sees the port empty, its transfers end with
+ * it, and the device comes back as after a replug.
  */
-static void test_migrate_unplugged(NcmEnv *e, const NcmCase *c)
+static void test_migrate_notattached(NcmEnv *e, const NcmCase *c)
 {
-    g_autofree char *file = g_strdup_printf("%s/usb-ncm-mig-u-%d",
+    g_autofree char *file = g_strdup_printf("%s/usb-ncm-mig-n-%d",
                                             g_get_tmp_dir(), getpid());
+    QXhciTransfer *t;
     int64_t deadline;
     QTestState *dst;
     int sock = -1;
 
     ncm_set_alt(e, 1);
-    ncm_check_rx_frame(e, 36600, 300);
-    ncm_fault_set(e, "x-fault-replug-ms", 60000);
-    g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
-    g_assert(!(qxhci_portsc(e->xhci, e->port) & 1));
-
-    dst = migrate_via_file(e, file, NULL, &sock);
+    ncm_check_marker(e, 36900);
+    migrate_save(e, file);
+    mig_edit(file, MIG_EDIT_USB_NOTATTACHED);
+    dst = migrate_load(e, file, NULL, &sock);
     unlink(file);
     g_assert(dst);
     ncm_follow_migration(e, dst, sock);
+
+    /* GET_DESCRIPTOR(device): ends within 100 ms, one way or the other */
+    t = qxhci_control_submit(e->dev, 0x80, 6, 0x0100, 0, NULL, 18);
+    g_assert(t);
+    deadline = ncm_clock_ns(e) + 100 * NCM_MS;
+    while (!t->done) {
+        g_assert_cmpint(ncm_clock_ns(e), <, deadline);
+        qxhci_step(e->xhci);
+    }
+    g_test_message("the transfer ended with %d", t->cc);
+    g_assert(e->dev->gone);
+    g_assert_cmpint(t->cc, ==, QXHCI_CC_CANCELLED);
+    g_assert(!(qxhci_portsc(e->xhci, e->port) & 1));
+    g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
+    qxhci_transfer_free(t);
 
     deadline = ncm_clock_ns(e) + 5000 * NCM_MS;
     while (!(qxhci_portsc(e->xhci, e->port) & 1)) {
@@ -889,6 +897,104 @@ static void test_migrate_unplugged(NcmEnv *e, const NcmCase *c)
     }
     ncm_reenumerate(e);
     ncm_set_alt(e, 1);
+    ncm_queue_check_traffic(e, 37000);
+}
+
+/*
+ * Fault injection does not migrate: while a fault is active, migration
+ * is blocked (the migrate command fails, naming it); once it has ended,
+ * by its timer, by being set to 0 or, for a corruption, by the last
+ * corrupted NTB going out, the machine migrates and traffic resumes.
+ */
+typedef enum MigFault {
+    MIG_FAULT_LINK_DOWN,
+    MIG_FAULT_BUSY,
+    MIG_FAULT_DROP_IN,
+    MIG_FAULT_CORRUPT,
+    MIG_FAULT_REPLUG,
+    MIG_FAULT__MAX,
+} MigFault;
+
+static const char *const mig_fault_names[MIG_FAULT__MAX] = {
+    [MIG_FAULT_LINK_DOWN] = "link-down",
+    [MIG_FAULT_BUSY] = "busy",
+    [MIG_FAULT_DROP_IN] = "drop-in",
+    [MIG_FAULT_CORRUPT] = "corrupt",
+    [MIG_FAULT_REPLUG] = "replug",
+};
+
+static void migrate_assert_blocked(NcmEnv *e)
+{
+    QDict *rsp = qtest_qmp(e->qts, "{'execute': 'migrate', 'arguments': "
+                           "{'uri': 'exec:cat > /dev/null'}}");
+    QDict *err = qdict_get_qdict(rsp, "error");
+
+    g_assert(err);
+    g_assert(strstr(qdict_get_str(err, "desc"), "x-fault-"));
+    qobject_unref(rsp);
+}
+
+static void test_migrate_fault_blocks(NcmEnv *e, const NcmCase *c)
+{
+    const MigFault *f = c->data;
+    g_autofree char *file = g_strdup_printf("%s/usb-ncm-mig-f-%d",
+                                            g_get_tmp_dir(), getpid());
+    g_autoptr(GPtrArray) one = ncm_frames_new();
+    QXhciTransfer *t;
+    int64_t deadline;
+    QTestState *dst;
+    int sock = -1;
+
+    ncm_set_alt(e, 1);
+    ncm_check_rx_frame(e, 36600, 300);
+    switch (*f) {
+    case MIG_FAULT_LINK_DOWN:
+        ncm_fault_set(e, "x-fault-link-down-ms", 50);
+        migrate_assert_blocked(e);
+        ncm_step(e, 60 * NCM_MS);           /* its timer ends it */
+        break;
+    case MIG_FAULT_BUSY:
+        ncm_fault_set(e, "x-fault-busy-ms", 50);
+        migrate_assert_blocked(e);
+        ncm_step(e, 60 * NCM_MS);
+        break;
+    case MIG_FAULT_DROP_IN:
+        ncm_fault_set(e, "x-fault-drop-in-every", 3);
+        migrate_assert_blocked(e);
+        ncm_fault_set(e, "x-fault-drop-in-every", 0);
+        break;
+    case MIG_FAULT_CORRUPT:
+        ncm_fault_corrupt(e, "ndp-at-end");     /* one NTB */
+        migrate_assert_blocked(e);
+        t = qxhci_submit(e->dev, e->ep_in.address, NULL, e->in_size);
+        ncm_frames_add(one, ncm_mac, 36601, 300);
+        ncm_sock_send_frames(e, one);
+        g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
+        qxhci_transfer_free(t);
+        e->rx_seq++;                        /* not parsed: corrupted */
+        g_assert_cmpint(ncm_qom_get_int(e, "x-fault-corrupt-count"), ==, 0);
+        break;
+    case MIG_FAULT_REPLUG:
+        ncm_fault_set(e, "x-fault-replug-ms", 60000);
+        g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
+        migrate_assert_blocked(e);
+        ncm_fault_set(e, "x-fault-replug-ms", 0);   /* back at once */
+        deadline = ncm_clock_ns(e) + 5000 * NCM_MS;
+        while (!(qxhci_portsc(e->xhci, e->port) & 1)) {
+            g_assert_cmpint(ncm_clock_ns(e), <, deadline);
+            qxhci_step(e->xhci);
+        }
+        ncm_reenumerate(e);
+        ncm_set_alt(e, 1);
+        break;
+    default:
+        g_assert_not_reached();
+    }
+
+    dst = ncm_migrate_via_file(e, file, NULL, &sock);
+    unlink(file);
+    g_assert(dst);
+    ncm_follow_migration(e, dst, sock);
     ncm_queue_check_traffic(e, 36700);
 }
 
@@ -927,12 +1033,12 @@ static void test_migrate_queued_tds(NcmEnv *e, const NcmCase *c)
         qxhci_step(e->xhci);
     }
     g_assert(!in[1]->done && !in[2]->done);
-    ncm_mark(e);
 
-    dst = migrate_via_file(e, file, NULL, &sock);
+    dst = ncm_migrate_via_file(e, file, NULL, &sock);
     unlink(file);
     g_assert(dst);
     ncm_follow_migration(e, dst, sock);
+    ncm_mark(e);        /* the debug counters start from zero there */
 
     /* the parked TD, then the queued one, take the next NTBs */
     for (i = 1; i < 3; i++) {
@@ -997,6 +1103,7 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
 {
     g_autofree char *img = g_strdup_printf("%s/usb-ncm-snap-%d.qcow2",
                                            g_get_tmp_dir(), getpid());
+    g_autoptr(GPtrArray) late = ncm_frames_new();
     QDict *rsp;
     uint8_t b[4];
     uint32_t actual = 0;
@@ -1030,13 +1137,20 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
                              "'node-name': 'disk0', 'file': 'f0'}}");
 
     stl_le_p(b, 8192);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4), ==,
                     QXHCI_CC_SUCCESS);
     e->in_size = 8192;
     ncm_set_alt(e, 1);
     e->in_size = 8192;
     ncm_check_rx_frame(e, 37000, 500);
+
+    /* a fault does not migrate: it blocks the snapshot */
     ncm_fault_set(e, "x-fault-drop-in-every", 7);
+    qtest_qmp_assert_success(e->qts, "{'execute': 'snapshot-save', "
+                             "'arguments': {'job-id': 's1', 'tag': 'nf', "
+                             "'vmstate': 'disk0', 'devices': ['disk0']}}");
+    g_assert(!qmp_job_wait(e->qts, "s1"));
+    ncm_fault_set(e, "x-fault-drop-in-every", 0);
     ncm_mark(e);
 
     qtest_qmp_assert_success(e->qts, "{'execute': 'snapshot-save', "
@@ -1044,8 +1158,15 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
                              "'vmstate': 'disk0', 'devices': ['disk0']}}");
     g_assert(qmp_job_wait(e->qts, "s0"));
 
-    /* change what the snapshot holds, without touching the rings */
-    ncm_fault_set(e, "x-fault-drop-in-every", 0);
+    /*
+     * change what the snapshot holds, without touching the rings: a
+     * frame into the NTB under construction (no IN TD waits) and the link
+     */
+    g_ptr_array_set_size(late, 0);
+    ncm_frames_add(late, ncm_bcast_mac, 37050, 400);
+    ncm_sock_send_frames(e, late);
+    ncm_sock_settle(e);
+    g_assert_cmpuint(ncm_delta(e, "in_broadcast_frames"), ==, 1);
     ncm_set_link(e, false);
     ncm_set_link(e, true);
 
@@ -1055,13 +1176,13 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
     g_assert(qmp_job_wait(e->qts, "l0"));
     unlink(img);
 
-    g_assert_cmpint(ncm_qom_get_int(e, "x-fault-drop-in-every"), ==, 7);
-    ncm_assert_deltas(e, { "in_ntbs", 0 }, { "notifications", 0 });
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 4,
+    /* the statistics are the snapshot's again; the frame is gone */
+    ncm_assert_deltas(e, { "in_broadcast_frames", 0 },
+                      { "in_broadcast_bytes", 0 });
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_INPUT_SIZE, 0, b, 4,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(ldl_le_p(b), ==, 8192);
-    ncm_fault_set(e, "x-fault-drop-in-every", 0);
     /* and the data path picks up where the snapshot left it */
     ncm_check_rx_frame(e, 37001, 800);
     ncm_check_marker(e, 37100);
@@ -1139,8 +1260,7 @@ void ncm_add_lifecycle_cases(bool ss)
         static const MigEdit edits[MIG_EDIT__MAX] = {
             MIG_EDIT_USB_STATE, MIG_EDIT_USB_SETUP_LEN,
             MIG_EDIT_USB_SETUP_INDEX, MIG_EDIT_USB_SETUP_STATE,
-            MIG_EDIT_USB_ATTACHED, MIG_EDIT_BUSY_NO_TIMER,
-            MIG_EDIT_BUSY_FOREVER,
+            MIG_EDIT_USB_ATTACHED,
         };
         g_autofree char *name = g_strdup_printf("migrate/refused/%s",
                                                 mig_edit_names[i]);
@@ -1150,8 +1270,19 @@ void ncm_add_lifecycle_cases(bool ss)
     }
     ncm_add_case(ss, NCM_DL, "migrate/usb-attached-unconfigured",
                  test_migrate_attached, NULL, NULL);
-    ncm_add_case(ss, NCM_DL, "migrate/unplugged", test_migrate_unplugged,
-                 NULL, NULL);
+    for (i = 0; i < MIG_FAULT__MAX; i++) {
+        static const MigFault faults[MIG_FAULT__MAX] = {
+            MIG_FAULT_LINK_DOWN, MIG_FAULT_BUSY, MIG_FAULT_DROP_IN,
+            MIG_FAULT_CORRUPT, MIG_FAULT_REPLUG,
+        };
+        g_autofree char *name = g_strdup_printf("migrate/blocked-by-fault/%s",
+                                                mig_fault_names[i]);
+
+        ncm_add_case(ss, NCM_DL, name, test_migrate_fault_blocks, &faults[i],
+                     NULL);
+    }
+    ncm_add_case(ss, NCM_DL, "migrate/usb-notattached-connected",
+                 test_migrate_notattached, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "savevm-loadvm", test_savevm, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "migrate/queued-in-tds",
                  test_migrate_queued_tds, NULL, NULL);

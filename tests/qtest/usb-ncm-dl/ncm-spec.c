@@ -12,11 +12,6 @@
 #include "qemu/osdep.h"
 #include "fixture.h"
 
-#define CDC_FILTER_ALL_MULTICAST    0x02
-#define CDC_FILTER_DIRECTED         0x04
-#define CDC_FILTER_BROADCAST        0x08
-#define CDC_FILTER_MULTICAST        0x10
-
 static const uint8_t mc_listed[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
 static const uint8_t mc_listed2[6] = { 0x33, 0x33, 0x00, 0x00, 0x00, 0xfb };
 static const uint8_t mc_unlisted[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x02 };
@@ -158,10 +153,10 @@ static void test_spec_input_size_8(NcmEnv *e, const NcmCase *c)
     stl_le_p(b, 8192);
     stw_le_p(b + 4, 2);
     stw_le_p(b + 6, 0);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 8),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 8),
                     ==, QXHCI_CC_SUCCESS);
     memset(b, 0, sizeof(b));
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 8,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_INPUT_SIZE, 0, b, 8,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 8);
@@ -169,7 +164,7 @@ static void test_spec_input_size_8(NcmEnv *e, const NcmCase *c)
     g_assert_cmpuint(lduw_le_p(b + 4), ==, 2);
     /* malformed lengths stall; the 8-byte setting stays */
     for (i = 5; i <= 7; i++) {
-        g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, i),
+        g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, i),
                         ==, QXHCI_CC_STALL);
     }
     ncm_set_alt(e, 1);
@@ -187,9 +182,9 @@ static void test_spec_input_size_8(NcmEnv *e, const NcmCase *c)
 
     /* the 4-byte form still works and lifts the limit */
     stl_le_p(b, 16384);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_NTB_INPUT_SIZE, 0, b, 8,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_NTB_INPUT_SIZE, 0, b, 8,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 8);
@@ -200,7 +195,7 @@ static void test_spec_input_size_8(NcmEnv *e, const NcmCase *c)
 
 static int set_mc(NcmEnv *e, uint16_t n, const uint8_t *list, uint16_t len)
 {
-    return ncm_class_out(e, NCM_REQ_SET_ETHERNET_MULTICAST_FILTERS, n, list,
+    return ncm_class_out(e, CDC_SET_ETHERNET_MULTICAST_FILTERS, n, list,
                          len);
 }
 
@@ -226,7 +221,7 @@ static void test_spec_mc_perfect(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(set_mc(e, 1, list, 7), ==, QXHCI_CC_STALL);
     g_assert_cmpint(set_mc(e, 2, list, 6), ==, QXHCI_CC_STALL);
     g_assert_cmpint(set_mc(e, 2, list, 12), ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_ETHERNET_PACKET_FILTER,
+    g_assert_cmpint(ncm_class_out(e, CDC_SET_ETHERNET_PACKET_FILTER,
                                   CDC_FILTER_DIRECTED | CDC_FILTER_MULTICAST,
                                   NULL, 0), ==, QXHCI_CC_SUCCESS);
     ncm_set_alt(e, 1);
@@ -248,7 +243,7 @@ static void test_spec_mc_perfect(NcmEnv *e, const NcmCase *c)
     /* ALL_MULTICAST takes every one */
     g_ptr_array_set_size(tx, 0);
     ncm_frames_add(tx, mc_unlisted, 6, 100);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_ETHERNET_PACKET_FILTER,
+    g_assert_cmpint(ncm_class_out(e, CDC_SET_ETHERNET_PACKET_FILTER,
                                   CDC_FILTER_DIRECTED |
                                   CDC_FILTER_ALL_MULTICAST, NULL, 0),
                     ==, QXHCI_CC_SUCCESS);
@@ -287,7 +282,7 @@ static void test_spec_mc_imperfect(NcmEnv *e, const NcmCase *c)
     g_assert(have_same && have_other);
     g_assert_cmphex(lduw_le_p(ncm_find_cs_desc(e, 0x0f) + 10), ==, 0x8004);
     g_assert_cmpint(set_mc(e, 1, mc_listed, 6), ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_ETHERNET_PACKET_FILTER,
+    g_assert_cmpint(ncm_class_out(e, CDC_SET_ETHERNET_PACKET_FILTER,
                                   CDC_FILTER_MULTICAST, NULL, 0),
                     ==, QXHCI_CC_SUCCESS);
     ncm_set_alt(e, 1);
@@ -306,7 +301,7 @@ static uint32_t spec_statistic(NcmEnv *e, uint16_t selector)
     uint8_t b[4];
     uint32_t actual = 0;
 
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_ETHERNET_STATISTIC, selector, b,
+    g_assert_cmpint(ncm_class_in(e, CDC_GET_ETHERNET_STATISTIC, selector, b,
                                  4,
                                  &actual), ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 4);
@@ -343,11 +338,11 @@ static void test_spec_statistics(NcmEnv *e, const NcmCase *c)
     g_assert_cmpuint(spec_statistic(e, 12), ==, 1000);     /* directed RCV */
     g_assert_cmpuint(spec_statistic(e, 17), ==, 1);        /* bcast RCV F */
     /* RCV_OK is not advertised here (0x1fffd); 18 is beyond the model */
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_ETHERNET_STATISTIC, 2, b, 4,
+    g_assert_cmpint(ncm_class_in(e, CDC_GET_ETHERNET_STATISTIC, 2, b, 4,
                                  &actual), ==, QXHCI_CC_STALL);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_ETHERNET_STATISTIC, 18, b, 4,
+    g_assert_cmpint(ncm_class_in(e, CDC_GET_ETHERNET_STATISTIC, 18, b, 4,
                                  &actual), ==, QXHCI_CC_STALL);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_ETHERNET_STATISTIC, 0, b, 4,
+    g_assert_cmpint(ncm_class_in(e, CDC_GET_ETHERNET_STATISTIC, 0, b, 4,
                                  &actual), ==, QXHCI_CC_STALL);
     g_assert_cmpuint(stat_now(e, "statistic_requests"), ==, 7);
 }
@@ -368,19 +363,19 @@ static void test_spec_crc(NcmEnv *e, const NcmCase *c)
     uint32_t actual = 0;
 
     g_assert_cmphex(ncm_find_cs_desc(e, 0x1a)[5], ==, 0x1b);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_CRC_MODE, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_CRC_MODE, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 0);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_CRC_MODE, 2, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_CRC_MODE, 2, NULL, 0),
                     ==, QXHCI_CC_STALL);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_CRC_MODE, 1, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_CRC_MODE, 1, NULL, 0),
                     ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_CRC_MODE, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_CRC_MODE, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 1);
     ncm_set_alt(e, 1);
     /* not while the data interface is up */
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_CRC_MODE, 0, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_CRC_MODE, 0, NULL, 0),
                     ==, QXHCI_CC_STALL);
 
     ncm_mark(e);
@@ -408,7 +403,7 @@ static void test_spec_crc(NcmEnv *e, const NcmCase *c)
 
     /* alt 0 ends CRC mode */
     ncm_set_alt(e, 0);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_CRC_MODE, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_CRC_MODE, 0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 0);
 }
@@ -426,7 +421,7 @@ static void test_spec_crc_malformed(NcmEnv *e, const NcmCase *c)
     unsigned i;
 
     ncm_frames_add(one, ncm_peer_mac, 1, 100);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_CRC_MODE, 1, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_CRC_MODE, 1, NULL, 0),
                     ==, QXHCI_CC_SUCCESS);
     ncm_set_alt(e, 1);
     for (i = 0; i < ARRAY_SIZE(short_lens); i++) {
@@ -467,9 +462,9 @@ static void test_spec_crc_not_offered(NcmEnv *e, const NcmCase *c)
     uint8_t b[2];
     uint32_t actual = 0;
 
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_CRC_MODE, 0, b, 2, &actual),
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_CRC_MODE, 0, b, 2, &actual),
                     ==, QXHCI_CC_STALL);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_CRC_MODE, 1, NULL, 0),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_CRC_MODE, 1, NULL, 0),
                     ==, QXHCI_CC_STALL);
     g_assert_cmpint(set_mc(e, 1, mc_listed, 6), ==, QXHCI_CC_STALL);
     g_assert_cmpuint(stat_now(e, "bad_requests"), ==, 3);
@@ -545,7 +540,7 @@ static void test_spec_profile(NcmEnv *e, const NcmCase *c)
     /* traffic both ways under the profile's limits */
     ncm_set_alt(e, 1);
     if (p->caps & 0x01) {
-        g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_ETHERNET_PACKET_FILTER,
+        g_assert_cmpint(ncm_class_out(e, CDC_SET_ETHERNET_PACKET_FILTER,
                                       CDC_FILTER_DIRECTED |
                                       CDC_FILTER_BROADCAST, NULL, 0),
                         ==, QXHCI_CC_SUCCESS);
@@ -588,15 +583,15 @@ static void test_spec_max_segment(NcmEnv *e, const NcmCase *c)
     uint32_t actual = 0;
 
     g_assert_cmpuint(lduw_le_p(ncm_find_cs_desc(e, 0x0f) + 8), ==, 65472);
-    g_assert_cmpint(ncm_class_in(e, NCM_REQ_GET_MAX_DATAGRAM_SIZE, 0, b, 2,
+    g_assert_cmpint(ncm_class_in(e, NCM_GET_MAX_DATAGRAM_SIZE, 0, b, 2,
                                  &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(lduw_le_p(b), ==, 65472);
     stw_le_p(b, 65473);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_MAX_DATAGRAM_SIZE, 0, b, 2),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_MAX_DATAGRAM_SIZE, 0, b, 2),
                     ==, QXHCI_CC_STALL);
     stw_le_p(b, 60000);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_MAX_DATAGRAM_SIZE, 0, b, 2),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_MAX_DATAGRAM_SIZE, 0, b, 2),
                     ==, QXHCI_CC_SUCCESS);
     ncm_set_alt(e, 1);
     ncm_frames_add(out, ncm_peer_mac, 1, 60000);

@@ -47,7 +47,7 @@ static void test_rx_input_size(NcmEnv *e, const NcmCase *c)
     unsigned i, ntbs;
 
     stl_le_p(b, 4096);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
     ncm_set_alt(e, 1);
     for (i = 0; i < 60; i++) {
@@ -62,7 +62,7 @@ static void test_rx_input_size(NcmEnv *e, const NcmCase *c)
 
     /* a smaller size set in alt 1 applies to the next NTBs */
     stl_le_p(b, 2048);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
     g_ptr_array_set_size(rx, 0);
     for (i = 0; i < 20; i++) {
@@ -361,7 +361,7 @@ static void test_rx_direct_input_size(NcmEnv *e, const NcmCase *c)
     ncm_mark(e);
     t = in_park(e, 65536, 0);
     stl_le_p(b, 4096);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
     e->in_size = 4096;
     for (i = 0; i < 20; i++) {
@@ -671,7 +671,7 @@ static void test_zlp(NcmEnv *e, const NcmCase *c)
         uint8_t b[4];
 
         stl_le_p(b, 4096);
-        g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+        g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4),
                         ==, QXHCI_CC_SUCCESS);
         e->in_size = 4096;
     }
@@ -742,7 +742,7 @@ static void test_rx_input_size_flush(NcmEnv *e, const NcmCase *c)
     ncm_sock_send_frames(e, rx);
     ncm_sock_settle(e);
     stl_le_p(b, 2048);
-    g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_INPUT_SIZE, 0, b, 4),
+    g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_INPUT_SIZE, 0, b, 4),
                     ==, QXHCI_CC_SUCCESS);
     e->in_size = 2048;
     ncm_sock_settle(e);

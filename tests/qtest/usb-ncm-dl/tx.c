@@ -326,7 +326,7 @@ static void test_malformed(NcmEnv *e, const NcmCase *c)
     g_autoptr(GByteArray) ntb = NULL;
 
     if (which == BAD_NTB32_BLOCK_LEN_0) {
-        g_assert_cmpint(ncm_class_out(e, NCM_REQ_SET_NTB_FORMAT, 1, NULL, 0),
+        g_assert_cmpint(ncm_class_out(e, NCM_SET_NTB_FORMAT, 1, NULL, 0),
                         ==, QXHCI_CC_SUCCESS);
     }
     ncm_set_alt(e, 1);

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# The migration ABI of usb-ncm and usb-ncm-dl: what `qemu-system-x86_64
+# -dump-vmstate` says of them must equal tests/device/vmstate.json, and no
+# debug counter (the X-macros NCM_FUNCTION_COUNTERS and
+# USB_NCM_PACKET_COUNTERS) may be in it but the ones GET_ETHERNET_STATISTIC
+# reports.  So adding a debug counter cannot change the stream unseen.
+#
+#   check-vmstate.py QEMU [--update]     prints PASS:/FAIL: lines
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+GOLDEN = os.path.join(TOP, "tests/device/vmstate.json")
+DEVICES = ("usb-ncm", "usb-ncm-dl")
+# ncm_statistic() in hw/usb/ncm-function.c
+ETH_STATS = {
+    "out_datagrams", "out_crc_errors", "rx_oversize", "rx_inactive_drops",
+    "out_directed_frames", "out_directed_bytes", "out_multicast_frames",
+    "out_multicast_bytes", "out_broadcast_frames", "out_broadcast_bytes",
+    "in_directed_frames", "in_directed_bytes", "in_multicast_frames",
+    "in_multicast_bytes", "in_broadcast_frames", "in_broadcast_bytes",
+}
+
+
+def xmacro_names(path, macro):
+    text = open(os.path.join(TOP, path)).read()
+    m = re.search(r"#define %s\(X\)(.*?)\n\n" % macro, text, re.S)
+    assert m, f"{macro} not found in {path}"
+    return set(re.findall(r"\bX\((\w+)\)", m.group(1)))
+
+
+def field_names(desc, out):
+    for f in desc.get("Fields", []):
+        out.add(f["field"].split(".")[-1])
+        if "Description" in f:
+            field_names(f["Description"], out)
+    for sub in desc.get("Subsections", []):
+        field_names(sub, out)
+    return out
+
+
+def main():
+    qemu, update = sys.argv[1], "--update" in sys.argv
+    with tempfile.NamedTemporaryFile(suffix=".json") as t:
+        subprocess.run([qemu, "-nodefaults", "-machine", "none",
+                        "-dump-vmstate", t.name], check=True,
+                       stdout=subprocess.DEVNULL)
+        dump = json.load(open(t.name))
+    got = {d: dump[d] for d in DEVICES}
+    if update:
+        with open(GOLDEN, "w") as f:
+            json.dump(got, f, indent=1, sort_keys=True)
+            f.write("\n")
+    want = json.load(open(GOLDEN))
+    fails = 0
+    for d in DEVICES:
+        if got[d] == want.get(d):
+            print(f"PASS: device/vmstate/{d}-matches-golden")
+        else:
+            fails += 1
+            print(f"FAIL: device/vmstate/{d}-matches-golden (-dump-vmstate "
+                  f"differs from tests/device/vmstate.json: a stream format "
+                  f"change; if meant, rerun with --update and say so)")
+    debug = (xmacro_names("include/hw/usb/ncm-function.h",
+                          "NCM_FUNCTION_COUNTERS") |
+             xmacro_names("hw/usb/dev-ncm.h", "USB_NCM_PACKET_COUNTERS"))
+    assert ETH_STATS <= debug, "a statistic is no counter any more"
+    for d in DEVICES:
+        leaked = (field_names(got[d]["Description"], set()) & debug) - \
+            ETH_STATS
+        if leaked:
+            fails += 1
+            print(f"FAIL: device/vmstate/{d}-no-debug-counters "
+                  f"({', '.join(sorted(leaked))} in the stream)")
+        else:
+            print(f"PASS: device/vmstate/{d}-no-debug-counters")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
