@@ -1275,7 +1275,6 @@ static void migration_run(NcmFuzz *fp, FuzzIn *inp)
     FuzzIn none = { NULL, 0 };
     DeviceState *dev;
     size_t keep = 0, len;
-    NcmFuzz f;
     uint8_t buf[28];
     unsigned i;
 
@@ -1353,15 +1352,6 @@ static void migration_run(NcmFuzz *fp, FuzzIn *inp)
     wait_idle(&f, 8);
 out:
     *fp = f;
-}
-
-static void usb_ncm_dl_migration_fuzz(QTestState *s,
-                                      const unsigned char *data,
-                                      size_t size)
-{
-    FuzzIn in = { data, size };
-
-    ncm_run(s, NULL, true, migration_run, &in);
 }
 
 /* Operations on endpoints the input configures itself: xHCI streams */
@@ -1897,6 +1887,15 @@ static void usb_ncm_dl_fuzz(QTestState *s, const unsigned char *data,
      */
     ncm_run(s, first & 0x40 ? ncm_zlp_auto : NULL, !(first & 0x80), run_ops,
             &in);
+}
+
+static void usb_ncm_dl_migration_fuzz(QTestState *s,
+                                      const unsigned char *data,
+                                      size_t size)
+{
+    FuzzIn in = { data, size };
+
+    ncm_run(s, NULL, true, migration_run, &in);
 }
 
 /* Registration */
