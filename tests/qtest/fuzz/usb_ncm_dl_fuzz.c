@@ -47,6 +47,7 @@
 #include "migration/vmstate.h"
 #include "migration/qemu-file-types.h"
 #include "migration/qemu-file.h"
+#include "migration/savevm.h"
 #include "tests/qtest/libqtest.h"
 #include "tests/qtest/libqos/libqos-malloc.h"
 #include "tests/qtest/libqos/malloc-pc.h"
@@ -1124,15 +1125,24 @@ static GByteArray *vmstate_save(const VMStateDescription *vmsd, void *obj)
     return b;
 }
 
+/*
+ * Load @len bytes of a device's VMState.  In a migration stream a section
+ * footer follows them; it goes here too, as the loader peeks past the
+ * last field for subsections, and a peek at the end of the buffer would
+ * fail the load with -EIO.
+ */
 static int vmstate_load(const VMStateDescription *vmsd, void *obj,
                         const uint8_t *data, size_t len)
 {
-    QIOChannelBuffer *bioc = qio_channel_buffer_new(MAX(len, 1));
+    QIOChannelBuffer *bioc = qio_channel_buffer_new(len + 1);
     QEMUFile *f;
     int ret;
 
-    memcpy(bioc->data, data, len);
-    bioc->usage = len;
+    if (len) {
+        memcpy(bioc->data, data, len);
+    }
+    bioc->data[len] = QEMU_VM_SECTION_FOOTER;
+    bioc->usage = len + 1;
     f = qemu_file_new_input(QIO_CHANNEL(bioc));
     ret = vmstate_load_state(f, vmsd, obj, vmsd->version_id);
     qemu_fclose(f);
