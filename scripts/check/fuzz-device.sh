@@ -44,6 +44,10 @@
 # how they ran before).  It prints the numbers and passes whatever they
 # are: a benchmark, not a test.
 #
+# FUZZ_BIN=path: run that copy of the fuzzer binary instead of building
+# one (fuzz-campaign.sh copies the binary once, so that a campaign runs
+# one binary throughout while the tree is edited and rebuilt).
+#
 # --coverage (FUZZ_COVERAGE=1, make fuzz-coverage): build a second fuzzer
 # binary with clang source-based coverage (-fprofile-instr-generate
 # -fcoverage-mapping, no sanitizers) in build/fuzz-cov/, replay every
@@ -164,6 +168,10 @@ if [ "$fuzz_secs" = 0 ]; then
     # coverage only: the targets are the coverage binary's
     fuzz_build "$COV_DIR" cov
     BIN=$COV_BIN
+elif [ -n "${FUZZ_BIN:-}" ]; then
+    # a copy of the binary, made once (fuzz-campaign.sh): no rebuild
+    [ -x "$FUZZ_BIN" ] || fail_all "FUZZ_BIN=$FUZZ_BIN is not an executable"
+    BIN=$FUZZ_BIN
 else
     fuzz_build "$FUZZ_DIR" asan
 fi
