@@ -41,8 +41,9 @@
 # default 30, of fuzzing from a copy of the committed seeds; the working
 # corpus is left alone), each input in a forked child (the targets'
 # default) and in the process on a reset machine (USB_NCM_FUZZ_FORK=0,
-# how they ran before).  It prints the numbers and passes whatever they
-# are: a benchmark, not a test.
+# how they ran before); FUZZ_BENCH_RUNS (default 3) runs of each, and
+# their median.  It prints the numbers and passes whatever they are: a
+# benchmark, not a test.
 #
 # FUZZ_BIN=path: run that copy of the fuzzer binary instead of building
 # one (fuzz-campaign.sh copies the binary once, so that a campaign runs
@@ -240,26 +241,34 @@ qtest_reproducer() {
 }
 
 if [ "$bench" = 1 ]; then
-    step "inputs/s of the structured targets, ${fuzz_secs}s per target and mode"
-    printf '    %-30s %-11s %10s %8s %12s\n' target mode executions seconds inputs/s
+    runs_n=${FUZZ_BENCH_RUNS:-3}
+    step "inputs/s of the structured targets, ${fuzz_secs}s per target and mode, median of $runs_n runs"
+    note "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine slows every rate)"
+    printf '    %-26s %-10s %10s %-22s %8s\n' target mode executions "inputs/s of each run" median
     for t in "${targets[@]}"; do
         case $t in generic-fuzz*) continue ;; esac
         for mode in fork in-process; do
-            work=$FUZZ_DIR/bench-$t
-            rm -rf "$work"
-            seed_corpus "$t" "$work"
-            log=$FUZZ_DIR/bench-$t-$mode.log
-            (cd "$FUZZ_DIR" &&
-             USB_NCM_FUZZ_FORK=$([ "$mode" = fork ] && echo 1 || echo 0) \
-                 "$BIN" --fuzz-target="$t" -max_total_time="$fuzz_secs" \
-                 -timeout="$FUZZ_TIMEOUT" -rss_limit_mb=4096 \
-                 -print_final_stats=1 -artifact_prefix="$work-" "$work") \
-                >"$log" 2>&1 || note "$t ($mode) exited non-zero (log: $log)"
-            runs=$(libfuzzer_stat "$log" number_of_executed_units)
-            rate=$(libfuzzer_stat "$log" average_exec_per_sec)
-            printf '    %-30s %-11s %10s %8s %12s\n' "$t" "$mode" \
-                "${runs:-?}" "$fuzz_secs" "${rate:-?}"
-            rm -rf "$work"
+            rates=()
+            execs=()
+            for ((r = 1; r <= runs_n; r++)); do
+                work=$FUZZ_DIR/bench-$t
+                rm -rf "$work"
+                seed_corpus "$t" "$work"
+                log=$FUZZ_DIR/bench-$t-$mode-$r.log
+                (cd "$FUZZ_DIR" &&
+                 USB_NCM_FUZZ_FORK=$([ "$mode" = fork ] && echo 1 || echo 0) \
+                     "$BIN" --fuzz-target="$t" -max_total_time="$fuzz_secs" \
+                     -timeout="$FUZZ_TIMEOUT" -rss_limit_mb=4096 \
+                     -print_final_stats=1 -artifact_prefix="$work-" "$work") \
+                    >"$log" 2>&1 || note "$t ($mode) exited non-zero (log: $log)"
+                execs+=("$(libfuzzer_stat "$log" number_of_executed_units)")
+                rates+=("$(libfuzzer_stat "$log" average_exec_per_sec)")
+                rm -rf "$work"
+            done
+            median=$(printf '%s\n' "${rates[@]}" | grep -E '^[0-9]+$' | sort -n |
+                     awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "?" }')
+            printf '    %-26s %-10s %10s %-22s %8s\n' "$t" "$mode" \
+                "$(IFS=/; echo "${execs[*]}")" "$(IFS=/; echo "${rates[*]}")" "$median"
         done
     done
     exit 0
