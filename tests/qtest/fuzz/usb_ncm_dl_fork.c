@@ -22,8 +22,29 @@
 #include "usb_ncm_dl_fork.h"
 
 static int fork_mode = -1;          /* -1: not decided yet */
+static NcmFuzzCounters *counters;
 static uint8_t *counters_shm;
 static size_t counters_len;
+
+static void ncm_fuzz_counters_print(void)
+{
+    fprintf(stderr, "usb-ncm-dl fuzz: OP_MIGRATE reloaded %" PRIu64
+            " streams (%" PRIu64 " bytes compared), skipped %" PRIu64
+            " without a usable device\n", counters->migrate_runs,
+            counters->migrate_bytes, counters->migrate_skipped);
+}
+
+NcmFuzzCounters *ncm_fuzz_counters(void)
+{
+    if (!counters) {
+        counters = mmap(NULL, sizeof(*counters), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        g_assert(counters != MAP_FAILED);
+        /* the children leave with _exit(): only this process prints */
+        atexit(ncm_fuzz_counters_print);
+    }
+    return counters;
+}
 
 bool ncm_fork_enabled(void)
 {
@@ -73,10 +94,20 @@ void ncm_fork_run(void (*fn)(void *opaque), void *opaque)
     while (waitpid(pid, &status, 0) < 0) {
         g_assert(errno == EINTR);
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-        fprintf(stderr, "usb-ncm-dl fuzz: the input's child %s %d\n",
-                WIFEXITED(status) ? "exited with" : "died of signal",
-                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    if (WIFEXITED(status) && WEXITSTATUS(status)) {
+        /*
+         * libFuzzer in the child reported the crash and saved the input
+         * (its exit code, -error_exitcode): leave the same way, without a
+         * second report of the same input.
+         */
+        fprintf(stderr, "usb-ncm-dl fuzz: the input's child exited with %d\n",
+                WEXITSTATUS(status));
+        _exit(WEXITSTATUS(status));
+    }
+    if (!WIFEXITED(status)) {
+        /* killed without a report (SIGKILL): this process reports it */
+        fprintf(stderr, "usb-ncm-dl fuzz: the input's child died of "
+                "signal %d\n", WTERMSIG(status));
         abort();
     }
     memcpy(__start___sancov_cntrs, counters_shm, counters_len);

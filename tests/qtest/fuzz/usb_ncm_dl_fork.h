@@ -30,8 +30,22 @@ bool ncm_fork_enabled(void);
  * exits; they are copied back here, so that libFuzzer sees the child's
  * coverage.  A child that crashed (ASan, an assertion, an oracle) had
  * libFuzzer in the child report it and save the input; this process
- * then aborts too.
+ * then exits with the child's exit code (a child killed without a report:
+ * this process aborts, and its libFuzzer saves the input).
  */
 void ncm_fork_run(void (*fn)(void *opaque), void *opaque);
+
+/*
+ * Counters the inputs keep across the fuzz run, in memory shared with
+ * the children (so that a forked input's count is not lost with it),
+ * printed at exit.
+ */
+typedef struct NcmFuzzCounters {
+    uint64_t migrate_runs;      /* OP_MIGRATE: streams saved and reloaded */
+    uint64_t migrate_skipped;   /* OP_MIGRATE with no usable device */
+    uint64_t migrate_bytes;     /* bytes compared after the reload */
+} NcmFuzzCounters;
+
+NcmFuzzCounters *ncm_fuzz_counters(void);
 
 #endif /* USB_NCM_DL_FORK_H */

@@ -1716,6 +1716,7 @@ static void op_migrate(NcmFuzz *f, FuzzIn *in)
 
     in_u8(in);
     if (!dev || !dev_usable(f)) {
+        ncm_fuzz_counters()->migrate_skipped++;
         return;
     }
     for (i = 0; i < 4; i++) {
@@ -1754,6 +1755,8 @@ static void op_migrate(NcmFuzz *f, FuzzIn *in)
                 "at byte %u)\n", again->len, saved->len, i);
         abort();
     }
+    ncm_fuzz_counters()->migrate_runs++;
+    ncm_fuzz_counters()->migrate_bytes += saved->len;
     settle(f, 1);
 }
 
@@ -1816,6 +1819,8 @@ static void ncm_run(QTestState *s, const char *zlp, bool data, NcmFuzzFn *fn,
     NcmChild c = { zlp, data, fn, in };
     NcmFuzz f;
 
+    /* mapped here, before a child is forked, so that children share it */
+    ncm_fuzz_counters();
     if (!ncm_fork_enabled()) {
         /* the firmware model (the last input's may differ) */
         if (zlp != ncm_zlp) {
