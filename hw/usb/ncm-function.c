@@ -37,11 +37,25 @@ static uint16_t ncm_in_max_datagrams(const NcmFunction *f)
     return MIN(host, own);
 }
 
+/*
+ * The longest IN NTB for @size bytes.  NCM 1.0 3.2.1: an NTB16 with
+ * wBlockLength 0 ends with a short packet, in a transfer shorter than
+ * dwNtbInMaxSize; one of 64 KiB at the 64 KiB input size would end by its
+ * size instead, so IN NTB16s stop at what wBlockLength can say.
+ */
+static uint32_t ncm_in_max_len(const NcmFunction *f, uint32_t size)
+{
+    if (f->format->zero_block_len_is_transfer) {
+        size = MIN(size, UINT16_MAX);
+    }
+    return MIN(size, f->format->max_block_len);
+}
+
 /* The IN NTB layout that the configuration and the host's requests ask */
 static NcmNtbLayout ncm_in_layout(const NcmFunction *f)
 {
     NcmNtbLayout layout = {
-        .max_len = f->ntb_in_size,
+        .max_len = ncm_in_max_len(f, f->ntb_in_size),
         .divisor = f->cfg.in_divisor,
         .remainder = f->cfg.in_remainder,
         .ndp_alignment = f->cfg.in_alignment,
@@ -428,13 +442,13 @@ static int ncm_set_ntb_input_size(NcmFunction *f, int request, int length,
         NcmNtbLayout layout = f->in_builder.layout;
 
         f->stats.in_flushed_datagrams += f->in_builder.n_datagrams;
-        layout.max_len = size;
+        layout.max_len = ncm_in_max_len(f, size);
         layout.max_datagrams = max_datagrams;
         ncm_ntb_builder_init(&f->in_builder, f->format, &layout,
                              f->in_builder.buf);
         return 0;
     }
-    f->in_builder.layout.max_len = MIN(size, f->format->max_block_len);
+    f->in_builder.layout.max_len = ncm_in_max_len(f, size);
     f->in_builder.layout.max_datagrams = max_datagrams;
     f->in_builder.max_datagrams = max_datagrams ? max_datagrams :
                                   NCM_MAX_DATAGRAMS;
@@ -1212,7 +1226,7 @@ bool ncm_function_in_attach(NcmFunction *f, uint8_t *buf, uint32_t size)
         size < NCM_NTB_MIN_SIZE) {
         return false;
     }
-    layout.max_len = MIN(f->ntb_in_size, size);
+    layout.max_len = ncm_in_max_len(f, MIN(f->ntb_in_size, size));
     layout.max_datagrams = ncm_in_max_datagrams(f);
     ncm_ntb_builder_init(&f->in_builder, f->format, &layout, buf);
     if (!ncm_ntb_builder_fits(&f->in_builder, f->max_datagram_size)) {
@@ -1265,7 +1279,7 @@ void ncm_function_in_detach(NcmFunction *f)
         trace_usb_ncm_in_rescue(f->cfg.name, b->n_datagrams, b->len);
     }
     b->buf = f->in_buf;
-    b->layout.max_len = MIN(f->ntb_in_size, f->format->max_block_len);
+    b->layout.max_len = ncm_in_max_len(f, f->ntb_in_size);
     f->in_attached = false;
 }
 

@@ -34,6 +34,7 @@ static void add_speed(bool ss)
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
+    ncm_add_oracle_cases();
 
     if (!qtest_has_device("qemu-xhci") ||
         !qtest_has_device("usb-ncm-dl")) {

@@ -53,8 +53,8 @@ static void test_descriptors(NcmEnv *e, const NcmCase *c)
     uint32_t actual = 0;
     const uint8_t *eth;
 
-    g_assert_cmpint(qxhci_get_descriptor(e->dev, 1, 0, 0, b, sizeof(b),
-                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_get_descriptor(e, 1, 0, 0, b, sizeof(b),
+                                       &actual), ==, QXHCI_CC_SUCCESS);
     g_assert_cmpmem(b, actual, device, sizeof(device));
 
     g_byte_array_append(want, head, sizeof(head));
@@ -76,24 +76,24 @@ static void test_descriptors(NcmEnv *e, const NcmCase *c)
     g_assert_cmpmem(e->config, e->config_len, want->data, want->len);
 
     /* a short read gets the first bytes only */
-    g_assert_cmpint(qxhci_get_descriptor(e->dev, 2, 0, 0, b, 9, &actual),
+    g_assert_cmpint(ncm_get_descriptor(e, 2, 0, 0, b, 9, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpmem(b, actual, want->data, 9);
 
     if (ss) {
-        g_assert_cmpint(qxhci_get_descriptor(e->dev, 0x0f, 0, 0, b,
-                                             sizeof(b), &actual),
+        g_assert_cmpint(ncm_get_descriptor(e, 0x0f, 0, 0, b,
+                                           sizeof(b), &actual),
                         ==, QXHCI_CC_SUCCESS);
         g_assert_cmpmem(b, actual, bos, sizeof(bos));
     } else {
-        g_assert_cmpint(qxhci_get_descriptor(e->dev, 6, 0, 0, b,
-                                             sizeof(b), &actual),
+        g_assert_cmpint(ncm_get_descriptor(e, 6, 0, 0, b,
+                                           sizeof(b), &actual),
                         ==, QXHCI_CC_SUCCESS);
         g_assert_cmpmem(b, actual, qualifier, sizeof(qualifier));
     }
 
-    g_assert_cmpint(qxhci_get_descriptor(e->dev, 3, 0, 0, b, sizeof(b),
-                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_get_descriptor(e, 3, 0, 0, b, sizeof(b),
+                                       &actual), ==, QXHCI_CC_SUCCESS);
     g_assert_cmpmem(b, actual, ((const uint8_t[]) { 4, 3, 0x09, 0x04 }), 4);
 
     /* iMACAddress names the string that carries the MAC */
@@ -609,6 +609,7 @@ static void test_set_configuration_0(NcmEnv *e, const NcmCase *c)
                                   1, NCM_IF_DATA, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
     e->rx_seq = 0;
+    ncm_function_reset(e, false);
     ncm_queue_check_traffic(e, 34100);
 }
 

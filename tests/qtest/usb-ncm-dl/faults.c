@@ -141,6 +141,7 @@ static void test_fault_busy(NcmEnv *e, const NcmCase *c)
     g_assert(qxhci_wait(in, NCM_RX_TIMEOUT_NS));
     g_assert(in->cc == QXHCI_CC_SUCCESS || in->cc == QXHCI_CC_SHORT_PACKET);
     qxhci_transfer_read(in, buf);
+    ncm_oracle_in(e, buf, in->actual, in->length);
     ncm_ntb_parse_in(e, buf, in->actual, e->in_size, got);
     qxhci_transfer_free(in);
     ncm_frames_assert_equal(got, rx);
@@ -176,6 +177,7 @@ static void test_fault_drop_in(NcmEnv *e, const NcmCase *c)
         if (i == 1 || i == 3) {
             ncm_expect_no_rx(e);
             e->rx_seq++;        /* the lost NTB had its wSequence */
+            ncm_oracle_lost_ntb(e);
             dropped += burst->len;
         } else {
             ncm_expect_rx(e, burst);
@@ -221,6 +223,7 @@ static GByteArray *in_read_raw(NcmEnv *e)
     g_assert(t->cc == QXHCI_CC_SUCCESS || t->cc == QXHCI_CC_SHORT_PACKET);
     g_byte_array_set_size(b, t->actual);
     qxhci_transfer_read(t, b->data);
+    ncm_oracle_in(e, b->data, t->actual, t->length);
     qxhci_transfer_free(t);
     return b;
 }
@@ -298,6 +301,8 @@ static void corrupt_rounds(NcmEnv *e, int how, unsigned count, uint32_t tag)
         ncm_fault_set(e, "x-fault-corrupt-count", count);
     }
     ncm_fault_corrupt(e, name);
+    /* corrupted on purpose: the oracle must refuse each (below) */
+    e->oracle_off = true;
     now = ncm_qom_get_str(e, "x-fault-corrupt-in");
     g_assert_cmpstr(now, ==, name);
     g_assert_cmpint(ncm_qom_get_int(e, "x-fault-corrupt-count"), ==, count);
@@ -313,10 +318,13 @@ static void corrupt_rounds(NcmEnv *e, int how, unsigned count, uint32_t tag)
         ncm_sock_send_frames(e, frames);
         ncm_sock_settle(e);
         got = in_read_raw(e);
+        /* the oracle must see what the corruption broke */
+        ncm_oracle_catches(e, got->data, got->len, e->p.in_max);
         want = ncm_in_ntb_expected(e, frames, e->rx_seq++);
         check_corrupted(e, got, want, how);
     }
     g_assert_cmpint(ncm_qom_get_int(e, "x-fault-corrupt-count"), ==, 0);
+    e->oracle_off = false;
 
     /* the next one is clean */
     ncm_frames_add(clean, ncm_mac, tag + 100, 200);

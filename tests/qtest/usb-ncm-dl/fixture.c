@@ -379,8 +379,129 @@ int ncm_class_in(NcmEnv *e, uint8_t req, uint16_t value, void *buf,
 int ncm_class_out(NcmEnv *e, uint8_t req, uint16_t value,
                   const void *buf, uint16_t len)
 {
-    return qxhci_control(e->dev, 0x21, req, value, NCM_IF_CONTROL, (void *)buf,
-                         len, NULL);
+    const uint8_t *b = buf;
+    int cc = qxhci_control(e->dev, 0x21, req, value, NCM_IF_CONTROL,
+                           (void *)buf, len, NULL);
+
+    if (cc != QXHCI_CC_SUCCESS) {
+        return cc;
+    }
+    /* what the oracle checks IN NTBs against (NCM 1.0 6.2.5, 6.2.7, 6.2.13) */
+    switch (req) {
+    case NCM_SET_NTB_FORMAT:
+        e->neg.ntb32 = value == NCM_NTB_FORMAT_SELECT_32;
+        break;
+    case NCM_SET_CRC_MODE:
+        e->neg.crc = value == NCM_CRC_APPENDED;
+        break;
+    case NCM_SET_NTB_INPUT_SIZE:
+        if (len >= 4) {
+            e->neg.in_size = ldl_le_p(b);
+            e->neg.in_max_dgrams = len >= 8 ? lduw_le_p(b + 4) : 0;
+        }
+        break;
+    default:
+        break;
+    }
+    return cc;
+}
+
+/* The oracle */
+
+static NcmOracleParams ncm_oracle_params(NcmEnv *e)
+{
+    NcmOracleParams p = {
+        .ntb32 = e->neg.ntb32,
+        .crc = e->neg.crc,
+        .in_max_size = e->neg.in_size,
+        .in_divisor = e->p.in_divisor,
+        .in_remainder = e->p.in_remainder,
+        .in_alignment = e->p.in_alignment,
+        .in_max_datagrams = e->neg.in_max_dgrams,
+        .max_packet = e->ep_in.max_packet & 0x7ff,
+    };
+
+    return p;
+}
+
+void ncm_oracle_in(NcmEnv *e, const uint8_t *buf, uint32_t len,
+                   uint32_t requested)
+{
+    NcmOracleParams p = ncm_oracle_params(e);
+    char why[256] = "";
+
+    if (e->oracle_off) {
+        return;
+    }
+    if (!ncm_oracle_in_transfer(e->oracle, &p, buf, len, requested, why,
+                                sizeof(why))) {
+        g_test_message("NCM oracle: bulk IN transfer of %u bytes "
+                       "(buffer %u)", len, requested);
+        g_assert_cmpstr(why, ==, "");
+    }
+}
+
+void ncm_oracle_in_td(NcmEnv *e, QXhciTransfer *t)
+{
+    g_autofree uint8_t *buf = g_malloc(MAX(t->length, 1));
+
+    g_assert(t->done);
+    if (t->cc != QXHCI_CC_SUCCESS && t->cc != QXHCI_CC_SHORT_PACKET) {
+        return;
+    }
+    qxhci_transfer_read(t, buf);
+    ncm_oracle_in(e, buf, t->actual, t->length);
+}
+
+void ncm_oracle_catches(NcmEnv *e, const uint8_t *buf, uint32_t len,
+                        uint32_t requested)
+{
+    NcmOracleParams p = ncm_oracle_params(e);
+    char why[256] = "";
+
+    if (ncm_oracle_in_transfer(e->oracle, &p, buf, len, requested, why,
+                               sizeof(why))) {
+        g_test_message("NCM oracle: let a corrupted IN NTB of %u bytes "
+                       "through", len);
+        g_assert_not_reached();
+    }
+    g_test_message("NCM oracle caught: %s", why);
+}
+
+void ncm_function_reset(NcmEnv *e, bool defaults)
+{
+    ncm_oracle_reset(e->oracle);
+    if (defaults) {
+        e->neg.ntb32 = false;
+        e->neg.crc = false;
+        e->neg.in_size = e->p.in_max;
+        e->neg.in_max_dgrams = 0;
+    }
+}
+
+void ncm_oracle_lost_ntb(NcmEnv *e)
+{
+    ncm_oracle_lost(e->oracle);
+}
+
+int ncm_get_descriptor(NcmEnv *e, uint8_t type, uint8_t index, uint16_t lang,
+                       void *buf, uint16_t len, uint32_t *actual)
+{
+    uint32_t got = 0;
+    char why[256] = "";
+    int cc = qxhci_get_descriptor(e->dev, type, index, lang, buf, len, &got);
+
+    if (cc == QXHCI_CC_SUCCESS &&
+        !ncm_oracle_descriptor(type, index, len, buf, got, why,
+                               sizeof(why))) {
+        g_test_message("NCM oracle: GET_DESCRIPTOR(%u, %u, wLength %u) "
+                       "returned %u bytes", type, index, len, got);
+        g_assert_cmpstr(why, ==, "");
+    }
+    if (actual) {
+        *actual = got;
+    }
+    return cc;
 }
 
 void ncm_read_ntb_parameters(NcmEnv *e, NcmNtbParams *p, uint8_t *raw)
@@ -411,6 +532,8 @@ void ncm_read_ntb_parameters(NcmEnv *e, NcmNtbParams *p, uint8_t *raw)
 void ncm_enumerate(NcmEnv *e)
 {
     QXhciEndpoint eps[4];
+    const uint8_t *eth;
+    uint8_t str[255];
     uint32_t actual = 0;
     int n;
 
@@ -419,15 +542,26 @@ void ncm_enumerate(NcmEnv *e)
     g_assert_cmpint(e->dev->speed, ==, e->c->super ? QXHCI_SPEED_SUPER :
                     QXHCI_SPEED_HIGH);
 
-    g_assert_cmpint(qxhci_get_descriptor(e->dev, 2, 0, 0, e->config, 9,
-                                         &actual), ==, QXHCI_CC_SUCCESS);
+    /* the device descriptor again, for the oracle (it learns the speed) */
+    g_assert_cmpint(ncm_get_descriptor(e, 1, 0, 0, e->config, 18, &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_get_descriptor(e, 2, 0, 0, e->config, 9, &actual),
+                    ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 9);
     e->config_len = lduw_le_p(e->config + 2);
     g_assert_cmpuint(e->config_len, <=, sizeof(e->config));
-    g_assert_cmpint(qxhci_get_descriptor(e->dev, 2, 0, 0, e->config,
-                                         e->config_len, &actual),
+    g_assert_cmpint(ncm_get_descriptor(e, 2, 0, 0, e->config, e->config_len,
+                                       &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, e->config_len);
+    /* the LANGIDs and the MAC address string, as a host reads them */
+    eth = ncm_find_cs_desc(e, CDC_DESC_ETHERNET);
+    g_assert(eth);
+    g_assert_cmpint(ncm_get_descriptor(e, 3, 0, 0, str, sizeof(str), &actual),
+                    ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_get_descriptor(e, 3, eth[3], 0x0409, str,
+                                       sizeof(str), &actual),
+                    ==, QXHCI_CC_SUCCESS);
 
     n = qxhci_config_find_endpoints(e->config, e->config_len, NCM_IF_CONTROL, 0,
                                     eps, ARRAY_SIZE(eps));
@@ -455,6 +589,7 @@ void ncm_enumerate(NcmEnv *e)
     e->ntb32 = false;
     e->in_size = e->p.in_max;
     e->rx_seq = 0;
+    ncm_function_reset(e, true);
 }
 
 void ncm_set_alt(NcmEnv *e, int alt)
@@ -477,6 +612,7 @@ void ncm_set_alt(NcmEnv *e, int alt)
         e->in_size = e->p.in_max;
     }
     e->rx_seq = 0;
+    ncm_function_reset(e, !alt);
 }
 
 NcmEnv *ncm_start(const NcmCase *c)
@@ -493,6 +629,7 @@ NcmEnv *ncm_start(const NcmCase *c)
     int sv[2];
 
     e->c = c;
+    e->oracle = ncm_oracle_new();
     g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
     e->qs = qtest_pc_boot("-nodefaults%s -netdev socket,id=n0,fd=%d "
                           "-device qemu-xhci,id=xhci,addr=04.0%s "
@@ -519,6 +656,7 @@ void ncm_stop(NcmEnv *e)
     close(e->sock);
     qtest_shutdown(e->qs);
     qobject_unref(e->mark);
+    ncm_oracle_free(e->oracle);
     g_free(e);
 }
 
@@ -673,6 +811,7 @@ GPtrArray *ncm_receive(NcmEnv *e, unsigned n, uint32_t td_len,
         g_assert(t->cc == QXHCI_CC_SUCCESS ||
                  t->cc == QXHCI_CC_SHORT_PACKET);
         qxhci_transfer_read(t, buf);
+        ncm_oracle_in(e, buf, t->actual, td_len);
         ncm_ntb_parse_in(e, buf, t->actual, max_ntb, got);
         qxhci_transfer_free(t);
     }
@@ -964,8 +1103,8 @@ char *ncm_get_string(NcmEnv *e, uint8_t index)
     GString *s = g_string_new("");
     uint32_t i;
 
-    g_assert_cmpint(qxhci_get_descriptor(e->dev, 3, index, 0x0409, b,
-                                         sizeof(b), &actual),
+    g_assert_cmpint(ncm_get_descriptor(e, 3, index, 0x0409, b, sizeof(b),
+                                       &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, >=, 2);
     g_assert_cmpuint(b[0], ==, actual);
@@ -985,8 +1124,9 @@ void ncm_in_td_parse(NcmEnv *e, QXhciTransfer *t, uint32_t max_ntb,
 
     g_assert(t->done);
     g_assert(t->cc == QXHCI_CC_SUCCESS || t->cc == QXHCI_CC_SHORT_PACKET);
+    qxhci_transfer_read(t, buf);
+    ncm_oracle_in(e, buf, t->actual, t->length);
     if (t->actual) {
-        qxhci_transfer_read(t, buf);
         ncm_ntb_parse_in(e, buf, t->actual, max_ntb, got);
     }
 }
@@ -1045,6 +1185,7 @@ void ncm_set_configuration(NcmEnv *e, int value)
     g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_SET_CONFIGURATION,
                                   value, 0, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
+    ncm_function_reset(e, true);
 }
 
 /* The adapter again, as a host finds it after a reset or a replug */

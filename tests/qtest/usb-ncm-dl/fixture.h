@@ -19,6 +19,7 @@
 #include "qemu/bswap.h"
 #include "qemu/timer.h"
 #include "hw/usb/cdc-ncm.h"
+#include "ncm-oracle.h"
 #include "libqtest.h"
 #include "libqos/libqos-pc.h"
 #include "libqos/xhci-driver.h"
@@ -101,6 +102,21 @@ struct NcmEnv {
     unsigned rx_ntbs;           /* IN NTBs parsed */
     uint64_t rx_bytes;          /* their bytes */
     QDict *mark;                /* x-stats at ncm_mark() */
+    /*
+     * The NCM 1.0 oracle (ncm-oracle.h) sees every IN transfer the test
+     * completes on the data endpoint and every descriptor it reads, with
+     * the parameters the device was told (@neg, taken from the class
+     * requests that succeeded); a violation fails the case.  A case that
+     * makes the device break the rules on purpose sets @oracle_off.
+     */
+    NcmOracle *oracle;
+    bool oracle_off;
+    struct {
+        bool ntb32;             /* SET_NTB_FORMAT(1) */
+        bool crc;               /* SET_CRC_MODE(1) */
+        uint32_t in_size;       /* SET_NTB_INPUT_SIZE, else dwNtbInMaxSize */
+        uint16_t in_max_dgrams; /* its 8-byte form's wNtbInMaxDatagrams */
+    } neg;
 };
 
 /* Frames */
@@ -242,8 +258,30 @@ void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock);
 int64_t ncm_clock_ns(NcmEnv *e);
 
 /* Descriptors */
+/* GET_DESCRIPTOR through the oracle (qxhci_get_descriptor's contract) */
+int ncm_get_descriptor(NcmEnv *e, uint8_t type, uint8_t index, uint16_t lang,
+                       void *buf, uint16_t len, uint32_t *actual);
 const uint8_t *ncm_find_cs_desc(NcmEnv *e, uint8_t subtype);
 char *ncm_get_string(NcmEnv *e, uint8_t index);
+
+/*
+ * The oracle: ncm_oracle_in() checks the @len bytes a bulk IN TD of
+ * @requested bytes returned, ncm_oracle_in_td() a completed TD; both fail
+ * the case on a violation, unless e->oracle_off.  ncm_oracle_catches()
+ * asserts that the oracle refuses such a transfer (x-fault-corrupt-in).
+ * ncm_function_reset(): the device reset its function (NCM 1.0 7.2: a
+ * SET_INTERFACE of the data interface, SET_CONFIGURATION or a port
+ * reset), @defaults when the negotiated parameters went back to theirs.
+ * ncm_oracle_lost_ntb(): an NTB the device sent never reached the host.
+ */
+void ncm_oracle_in(NcmEnv *e, const uint8_t *buf, uint32_t len,
+                   uint32_t requested);
+void ncm_oracle_in_td(NcmEnv *e, QXhciTransfer *t);
+void ncm_oracle_catches(NcmEnv *e, const uint8_t *buf, uint32_t len,
+                        uint32_t requested);
+void ncm_function_reset(NcmEnv *e, bool defaults);
+/* The device sent an NTB the host lost: its wSequence is skipped. */
+void ncm_oracle_lost_ntb(NcmEnv *e);
 
 /* Parse what a completed IN TD holds (no NTB when it came back empty). */
 void ncm_in_td_parse(NcmEnv *e, QXhciTransfer *t, uint32_t max_ntb,
@@ -288,5 +326,7 @@ void ncm_add_host_cases(bool ss);      /* hosts.c: Windows, FreeBSD, */
                                        /* iPXE, macOS as their sources */
 void ncm_add_stream_cases(bool ss);    /* streams.c: xHCI streams on */
                                        /* a device that has none */
+/* oracle.c: the NCM 1.0 / USB ch. 9 oracle on hand-made input, no QEMU */
+void ncm_add_oracle_cases(void);
 
 #endif

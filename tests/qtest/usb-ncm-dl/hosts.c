@@ -50,8 +50,8 @@ static int host_string(NcmEnv *e, uint8_t index, uint16_t lang,
     int cc;
 
     g_assert_cmpuint(wlen, <=, sizeof(b));
-    cc = qxhci_get_descriptor(e->dev, DT_STRING, index, lang, b, wlen,
-                              &actual);
+    cc = ncm_get_descriptor(e, DT_STRING, index, lang, b, wlen,
+                            &actual);
     if (cc == QXHCI_CC_SUCCESS) {
         g_assert_cmpuint(actual, >=, 2);
         g_assert_cmpuint(b[1], ==, DT_STRING);
@@ -72,11 +72,11 @@ static void host_device_descriptor(NcmEnv *e, uint16_t first, uint8_t *d)
     uint32_t actual = 0;
 
     g_assert_cmpuint(first, <=, sizeof(b));
-    g_assert_cmpint(qxhci_get_descriptor(e->dev, DT_DEVICE, 0, 0, b, first,
-                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_get_descriptor(e, DT_DEVICE, 0, 0, b, first,
+                                       &actual), ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, MIN(first, 18));
-    g_assert_cmpint(qxhci_get_descriptor(e->dev, DT_DEVICE, 0, 0, d, 18,
-                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_get_descriptor(e, DT_DEVICE, 0, 0, d, 18,
+                                       &actual), ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 18);
     g_assert_cmpuint(d[0], ==, 18);
 }
@@ -87,12 +87,12 @@ static void host_config(NcmEnv *e, uint16_t first)
     uint8_t b[512];
     uint32_t actual = 0, total;
 
-    g_assert_cmpint(qxhci_get_descriptor(e->dev, DT_CONFIG, 0, 0, b, first,
-                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_get_descriptor(e, DT_CONFIG, 0, 0, b, first,
+                                       &actual), ==, QXHCI_CC_SUCCESS);
     total = lduw_le_p(b + 2);
     g_assert_cmpuint(actual, ==, MIN(first, total));
-    g_assert_cmpint(qxhci_get_descriptor(e->dev, DT_CONFIG, 0, 0, b, total,
-                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_get_descriptor(e, DT_CONFIG, 0, 0, b, total,
+                                       &actual), ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, total);
     /* iPXE: both reads must say the same length */
     g_assert_cmpuint(lduw_le_p(b + 2), ==, total);
@@ -171,8 +171,8 @@ static void windows_enumerate(NcmEnv *e, uint8_t *dev)
 
     host_device_descriptor(e, 64, dev);
     host_config(e, 255);
-    g_assert_cmpint(qxhci_get_descriptor(e->dev, DT_STRING, 0, 0, b, 255,
-                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_get_descriptor(e, DT_STRING, 0, 0, b, 255,
+                                       &actual), ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, >=, 4);
     g_assert_cmpuint(lduw_le_p(b + 2), ==, LANG_EN_US);
     if (dev[15]) {
@@ -183,15 +183,20 @@ static void windows_enumerate(NcmEnv *e, uint8_t *dev)
         g_assert_cmpint(host_string(e, dev[16], LANG_EN_US, 255, s,
                                     sizeof(s)), ==, QXHCI_CC_SUCCESS);
     }
-    /* MS OS 1.0 descriptor probe: a stall or a valid answer, nothing else */
+    /*
+     * MS OS 1.0 descriptor probe: a stall or a valid answer, nothing else.
+     * Not through the oracle: QEMU's hw/usb/desc.c answers a string index
+     * it does not have with an empty data stage instead of a stall, which
+     * the oracle refuses (docs/findings.md F13, open: QEMU's to fix).
+     */
     cc = qxhci_get_descriptor(e->dev, DT_STRING, 0xee, 0, b, 0x12, &actual);
     g_assert(cc == QXHCI_CC_STALL || cc == QXHCI_CC_SUCCESS);
     if (lduw_le_p(dev + 2) >= 0x0201) {
-        g_assert_cmpint(qxhci_get_descriptor(e->dev, DT_BOS, 0, 0, b, 5,
-                                             &actual), ==, QXHCI_CC_SUCCESS);
+        g_assert_cmpint(ncm_get_descriptor(e, DT_BOS, 0, 0, b, 5,
+                                           &actual), ==, QXHCI_CC_SUCCESS);
         g_assert_cmpuint(actual, ==, 5);
-        g_assert_cmpint(qxhci_get_descriptor(e->dev, DT_BOS, 0, 0, b,
-                                             lduw_le_p(b + 2), &actual),
+        g_assert_cmpint(ncm_get_descriptor(e, DT_BOS, 0, 0, b,
+                                           lduw_le_p(b + 2), &actual),
                         ==, QXHCI_CC_SUCCESS);
     }
 }
@@ -207,6 +212,7 @@ static unsigned host_receive_ntb(NcmEnv *e, uint32_t td_len, GPtrArray *got)
     g_assert(t->cc == QXHCI_CC_SUCCESS || t->cc == QXHCI_CC_SHORT_PACKET);
     g_assert_cmpuint(t->actual, <=, td_len);
     qxhci_transfer_read(t, buf);
+    ncm_oracle_in(e, buf, t->actual, td_len);
     ncm_ntb_parse_in(e, buf, t->actual, td_len, got);
     qxhci_transfer_free(t);
     return got->len - before;
@@ -248,6 +254,7 @@ static void test_windows(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_SET_CONFIGURATION,
                                   e->config[5], 0, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
+    ncm_function_reset(e, true);
     eth = ncm_find_cs_desc(e, CDC_DESC_ETHERNET);
     mtu = MIN(lduw_le_p(eth + 8), 9014);
     host_check_mac(e, LANG_EN_US, 255);
@@ -296,6 +303,7 @@ static void freebsd_refused(NcmEnv *e, bool eight, uint32_t rx_max)
     t = qxhci_submit(e->dev, e->ep_in.address, NULL, rx_max);
     g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
     qxhci_transfer_read(t, buf);
+    ncm_oracle_in(e, buf, t->actual, rx_max);
     g_assert_cmpuint(t->actual, >=, 12);
     g_assert_cmpmem(buf, 4, "NCMH", 4);
     block = lduw_le_p(buf + 8) ?: t->actual;
@@ -329,8 +337,8 @@ static void test_freebsd(NcmEnv *e, const NcmCase *c)
     host_device_descriptor(e, 8, dev);
     host_config(e, 9);
     /* usbd_req_get_string_any: the language list first, then its first */
-    g_assert_cmpint(qxhci_get_descriptor(e->dev, DT_STRING, 0, 0, lang, 255,
-                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_get_descriptor(e, DT_STRING, 0, 0, lang, 255,
+                                       &actual), ==, QXHCI_CC_SUCCESS);
     g_assert(ncm && ncm[0] >= 6);
     g_assert(eth && eth[0] >= 13);
 
@@ -338,6 +346,7 @@ static void test_freebsd(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE, 0,
                                   NCM_IF_DATA, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
+    ncm_function_reset(e, true);
     ncm_read_ntb_parameters(e, &e->p, NULL);
     rx_max = e->p.in_max < 32 || e->p.in_max > 16384 ? 16384 : e->p.in_max;
     eight = ncm[5] & NCM_CAP_MAX_DATAGRAM_SIZE;
@@ -443,6 +452,7 @@ static void test_ipxe(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_SET_CONFIGURATION,
                                   e->config[5], 0, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
+    ncm_function_reset(e, true);
     /* ecm_fetch_mac: language 0, a 26-byte buffer */
     host_check_mac(e, 0, 26);
     ncm_read_ntb_parameters(e, &e->p, NULL);

@@ -230,6 +230,7 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
     case QEV_PORT_RESET:
         g_assert_cmpint(qxhci_port_reset(e->xhci, e->port), ==,
                         e->c->super ? QXHCI_SPEED_SUPER : QXHCI_SPEED_HIGH);
+        ncm_function_reset(e, true);
         break;
     case QEV_STOP_ENDPOINT:
         g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_in.address),
@@ -347,6 +348,7 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
                                       1, NCM_IF_DATA, NULL, 0, NULL),
                         ==, QXHCI_CC_SUCCESS);
         e->rx_seq = 0;
+        ncm_function_reset(e, false);
         break;
     default:
         break;
@@ -419,6 +421,7 @@ static void test_queue_abort(NcmEnv *e, const NcmCase *c)
                                       1, NCM_IF_DATA, NULL, 0, NULL),
                         ==, QXHCI_CC_SUCCESS);
         e->rx_seq = 0;
+        ncm_function_reset(e, false);
         break;
     }
     qxhci_transfer_free(t[0]);
@@ -840,8 +843,8 @@ static void test_migrate_attached(NcmEnv *e, const NcmCase *c)
     g_assert(dst);
     ncm_follow_migration(e, dst, sock);
 
-    g_assert_cmpint(qxhci_get_descriptor(e->dev, 1, 0, 0, desc, sizeof(desc),
-                                         &actual), !=, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_get_descriptor(e, 1, 0, 0, desc, sizeof(desc),
+                                       &actual), !=, QXHCI_CC_SUCCESS);
     ncm_assert_alive(e);
     ncm_reenumerate(e);
     ncm_set_alt(e, 1);
@@ -970,6 +973,12 @@ static void test_migrate_fault_blocks(NcmEnv *e, const NcmCase *c)
         ncm_frames_add(one, ncm_mac, 36601, 300);
         ncm_sock_send_frames(e, one);
         g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
+        {
+            g_autofree uint8_t *buf = g_malloc(MAX(t->length, 1));
+
+            qxhci_transfer_read(t, buf);
+            ncm_oracle_catches(e, buf, t->actual, t->length);
+        }
         qxhci_transfer_free(t);
         e->rx_seq++;                        /* not parsed: corrupted */
         g_assert_cmpint(ncm_qom_get_int(e, "x-fault-corrupt-count"), ==, 0);

@@ -96,6 +96,7 @@ static GPtrArray *spec_receive(NcmEnv *e, unsigned n, unsigned per_ntb,
         g_assert(t->cc == QXHCI_CC_SUCCESS ||
                  t->cc == QXHCI_CC_SHORT_PACKET);
         qxhci_transfer_read(t, buf);
+        ncm_oracle_in(e, buf, t->actual, e->p.in_max);
         k = spec_parse_in16(buf, t->actual, crc, got);
         if (per_ntb) {
             g_assert_cmpuint(k, <=, per_ntb);
@@ -523,8 +524,8 @@ static void test_spec_profile(NcmEnv *e, const NcmCase *c)
     unsigned i;
 
     g_assert(hdr && eth && ncm);
-    g_assert_cmpint(qxhci_get_descriptor(e->dev, 1, 0, 0, dev, sizeof(dev),
-                                         &actual), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpint(ncm_get_descriptor(e, 1, 0, 0, dev, sizeof(dev),
+                                       &actual), ==, QXHCI_CC_SUCCESS);
     g_assert_cmphex(lduw_le_p(dev + 8), ==, p->vid);
     g_assert_cmphex(lduw_le_p(dev + 10), ==, p->pid);
     g_assert_cmphex(lduw_le_p(hdr + 3), ==, p->bcd_cdc);

@@ -437,6 +437,7 @@ static void in_cancel_parked(NcmEnv *e, const NcmCase *c, QXhciTransfer *t,
     case CANCEL_PORT_RESET:
         g_assert_cmpint(qxhci_port_reset(e->xhci, e->port), ==,
                         c->super ? QXHCI_SPEED_SUPER : QXHCI_SPEED_HIGH);
+        ncm_function_reset(e, true);
         break;
     case CANCEL_CONTROL_SET_INTERFACE:
         /* the data interface stays in alt 1; the core resets endpoints */
@@ -687,6 +688,7 @@ static void test_zlp(NcmEnv *e, const NcmCase *c)
 
         g_assert(qxhci_wait(t[i], NCM_RX_TIMEOUT_NS));
         qxhci_transfer_read(t[i], buf);
+        ncm_oracle_in(e, buf, t[i]->actual, td_len);
         g_byte_array_append(ntb, buf, t[i]->actual);
     }
     g_assert_cmpuint(ntb->len, ==, ntb_len);
@@ -705,6 +707,7 @@ static void test_zlp(NcmEnv *e, const NcmCase *c)
     if (zlp) {
         g_assert(t[n_td - 1]->done);
         g_assert_cmpuint(t[n_td - 1]->actual, ==, 0);
+        ncm_oracle_in_td(e, t[n_td - 1]);
     } else {
         /* no empty transfer: the last TD waits for the next NTB */
         g_assert(!t[n_td - 1]->done);
@@ -719,6 +722,48 @@ static void test_zlp(NcmEnv *e, const NcmCase *c)
         qxhci_transfer_free(t[i]);
     }
     ncm_queue_check_traffic(e, 31200);
+}
+
+/*
+ * NCM 1.0 3.2.1: an NTB16 whose wBlockLength is 0 ends with a short packet
+ * and its transfer "must still be shorter than dwNtbInMaxSize".  At the
+ * 64 KiB input size, frames that would fill an NTB16 of exactly 65536
+ * bytes must come in NTBs the oracle accepts (no 64 KiB NTB16 ended by
+ * size with wBlockLength 0), through 64 KiB TDs as Linux queues them.
+ */
+static void test_rx_ntb16_64k(NcmEnv *e, const NcmCase *c)
+{
+    g_autoptr(GPtrArray) rx = NULL;
+    g_autoptr(GPtrArray) got = NULL;
+
+    uint32_t n, first, i;
+
+    g_assert_cmpuint(e->p.in_max, ==, 65536);
+    ncm_set_alt(e, 1);
+    /* a first frame of @first bytes, then largest ones: 65536 in all */
+    for (n = 2; !rx; n++) {
+        for (first = 60; first <= 1514 && !rx; first++) {
+            g_autoptr(GPtrArray) f = ncm_frames_new();
+            g_autoptr(GByteArray) ntb = NULL;
+
+            ncm_frames_add(f, ncm_bcast_mac, 39000, first);
+            for (i = 1; i < n; i++) {
+                ncm_frames_add(f, ncm_mac, 39000 + i, 1514);
+            }
+            ntb = ncm_in_ntb_expected(e, f, 0);
+            if (ntb->len == 65536) {
+                rx = g_steal_pointer(&f);
+            }
+            g_assert_cmpuint(ntb->len, <=, 65536 + 1520);
+        }
+    }
+    g_test_message("%u frames, the first of %u bytes", rx->len,
+                   (unsigned)((GByteArray *)g_ptr_array_index(rx, 0))->len);
+    ncm_sock_send_frames(e, rx);
+    ncm_sock_settle(e);
+    got = ncm_receive(e, rx->len, 65536, e->in_size);
+    ncm_frames_assert_equal(got, rx);
+    ncm_queue_check_traffic(e, 39500);
 }
 
 /*
@@ -779,11 +824,13 @@ static void test_rx_jumbo_small_td(NcmEnv *e, const NcmCase *c)
     g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
     g_assert_cmpuint(t->actual, ==, 2048);
     qxhci_transfer_read(t, buf);
+    ncm_oracle_in(e, buf, t->actual, 2048);
     g_byte_array_append(ntb, buf, t->actual);
     qxhci_transfer_free(t);
     t = qxhci_submit(e->dev, e->ep_in.address, NULL, 65536);
     g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
     qxhci_transfer_read(t, buf);
+    ncm_oracle_in(e, buf, t->actual, 65536);
     g_byte_array_append(ntb, buf, t->actual);
     qxhci_transfer_free(t);
     ncm_ntb_parse_in(e, ntb->data, ntb->len, e->in_size, got);
@@ -815,6 +862,7 @@ static void test_rx_babble(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_in.address), ==,
                     QXHCI_CC_SUCCESS);
     e->rx_seq++;
+    ncm_oracle_lost_ntb(e);
     ncm_queue_check_traffic(e, 38100);
 }
 
@@ -865,6 +913,8 @@ void ncm_add_rx_cases(bool ss)
                  test_rx_input_size_flush, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "rx/jumbo-frame-small-td",
                  test_rx_jumbo_small_td, NULL, "max-segment-size=8192");
+    ncm_add_case(ss, NCM_DL, "rx/ntb16-at-64k-input-size", test_rx_ntb16_64k,
+                 NULL, NULL);
     ncm_add_case(ss, NCM_DL, "rx/babble-buffer-ends-inside-packet",
                  test_rx_babble, NULL, NULL);
     for (i = 0; i < ARRAY_SIZE(coalesce); i++) {

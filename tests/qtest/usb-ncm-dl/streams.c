@@ -258,6 +258,7 @@ static void test_streams(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE, 1,
                                   NCM_IF_DATA, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
+    ncm_function_reset(e, false);
 
     for (i = 0; i < se.nep; i++) {
         for (s = 1; s < ST_NR_PSTREAMS; s++) {
