@@ -280,11 +280,20 @@ if [ "$save_seeds" = 1 ]; then
         rm -rf "$merged"
         mkdir -p "$merged" "$FUZZ_DIR/corpus-$t"
         seed_corpus "$t" "$FUZZ_DIR/corpus-$t"
+        # the generated seeds (seed-*, tests/fuzz/gen-*-corpus.py --check
+        # compares them) stay; the merge adds what covers more
+        find "$SEEDS/$t" -maxdepth 1 -type f -name 'seed-*' \
+            -exec cp -f -t "$merged" {} + 2>/dev/null || true
         (cd "$FUZZ_DIR" &&
          "$BIN" --fuzz-target="$t" -merge=1 -timeout="$FUZZ_TIMEOUT" \
              "$merged" "$FUZZ_DIR/corpus-$t") >"$merged.log" 2>&1 ||
             die "the merge of $t failed (log: $merged.log)" \
                 "a crash in the corpus: run make fuzz-device FUZZ_TARGET=$t"
+        # a working-corpus copy of a generated seed (named by its SHA-1)
+        for f in "$merged"/seed-*; do
+            [ -e "$f" ] || continue
+            rm -f "$merged/$(sha1sum <"$f" | cut -d' ' -f1)"
+        done
         rm -rf "${SEEDS:?}/$t"
         mkdir -p "$SEEDS/$t"
         cp "$merged"/* "$SEEDS/$t/"

@@ -423,6 +423,20 @@ STRUCTURED.update({
         bytes([OP_MIGRATE, 0]), frame(600, 2), bulk_in(1, 3), wait(),
         ntb_out(5, [datagram(100, 1)]), bytes([OP_MIGRATE, 0]), wait(),
     ]),
+    # an IN stream the NCM oracle follows to the end: IN TDs of every
+    # length kind, frames, GETs and filters between them, OUT NTBs
+    'oracle-in-stream': b'\x00' + b''.join([
+        bulk_in(2, 3), frame(600, 1), frame(700, 2), wait(),
+        bulk_in(0x83, 0), frame(1514, 3), frame(60, 4), wait(),
+        cls(0x85, dir_in=True, length=4), cls(0x43, value=0x1f),
+        bulk_in(3, 2), frame(1400, 5), frame(1400, 6), frame(1400, 7),
+        wait(), ntb_out(5, [datagram(100, 1)]), bulk_in(1, 5),
+        frame(300, 8), wait(),
+    ]),
+    'auto-oracle-in-stream': b'\x40' + b''.join([
+        bulk_in(4, 2), frame(1000, 1), frame(1000, 2), wait(),
+        bulk_in(1, 3), frame(512 - 14, 3), wait(),
+    ]),
 })
 
 # usb-ncm-dl-migration-fuzz: the state byte (bits: 0 OUT mid-NTB, 1 IN

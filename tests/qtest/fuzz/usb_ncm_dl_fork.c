@@ -32,6 +32,9 @@ static void ncm_fuzz_counters_print(void)
             " streams (%" PRIu64 " bytes compared), skipped %" PRIu64
             " without a usable device\n", counters->migrate_runs,
             counters->migrate_bytes, counters->migrate_skipped);
+    fprintf(stderr, "usb-ncm-dl fuzz: the NCM oracle checked %" PRIu64
+            " bulk IN transfers and %" PRIu64 " descriptors\n",
+            counters->oracle_in, counters->oracle_desc);
 }
 
 NcmFuzzCounters *ncm_fuzz_counters(void)

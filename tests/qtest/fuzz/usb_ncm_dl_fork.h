@@ -44,6 +44,8 @@ typedef struct NcmFuzzCounters {
     uint64_t migrate_runs;      /* OP_MIGRATE: streams saved and reloaded */
     uint64_t migrate_skipped;   /* OP_MIGRATE with no usable device */
     uint64_t migrate_bytes;     /* bytes compared after the reload */
+    uint64_t oracle_in;         /* bulk IN transfers the oracle checked */
+    uint64_t oracle_desc;       /* GET_DESCRIPTOR replies it checked */
 } NcmFuzzCounters;
 
 NcmFuzzCounters *ncm_fuzz_counters(void);

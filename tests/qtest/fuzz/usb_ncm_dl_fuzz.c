@@ -55,6 +55,7 @@
 #include "tests/qtest/libqos/xhci-driver.h"
 #include "fuzz.h"
 #include "usb_ncm_dl_fork.h"
+#include "tests/qtest/usb-ncm-dl/ncm-oracle.h"
 
 #define NCM_ID              "ncm0"
 #define NCM_NETDEV          "n0"
@@ -128,6 +129,17 @@ typedef struct NcmFuzz {
     bool stream_ccs[32][STREAM_RINGS];
     /* event rings of interrupters 1..3 an input set up */
     uint64_t ir_ring[4];
+    /*
+     * The NCM oracle (ncm-oracle.c) checks every bulk IN transfer from
+     * alternate setting 1 on, until an operation the oracle cannot follow
+     * (anything but bulk transfers, frames and waiting: a reset, a
+     * cancellation, a request that renegotiates, a migration) turns it
+     * off for the rest of the input; and every GET_DESCRIPTOR reply.
+     */
+    NcmOracle *oracle;
+    bool data_on;           /* ncm_data_on() took alternate setting 1 */
+    bool oracle_in;
+    NcmOracleParams oracle_params;
 } NcmFuzz;
 
 static int sockfds[2] = { -1, -1 };
@@ -308,6 +320,37 @@ static bool ep_usable(NcmFuzz *f, uint8_t ep, unsigned trbs)
            f->xfers->len < MAX_XFERS;
 }
 
+/* A violation is a finding: abort, and libFuzzer saves the input */
+static void oracle_failed(const char *what, const char *why)
+{
+    fprintf(stderr, "usb-ncm-dl-fuzz: NCM oracle: %s: %s\n", what, why);
+    abort();
+}
+
+static void oracle_in_td(NcmFuzz *f, QXhciTransfer *t)
+{
+    g_autofree uint8_t *buf = NULL;
+    char why[256] = "";
+
+    if (!f->oracle_in || t->control || !t->in ||
+        t->dci != ep_dci(f->ep_in.address)) {
+        return;
+    }
+    if (t->cc != QXHCI_CC_SUCCESS && t->cc != QXHCI_CC_SHORT_PACKET) {
+        /* a transfer error: the stream is no longer the oracle's */
+        f->oracle_in = false;
+        return;
+    }
+    buf = g_malloc(MAX(t->length, 1));
+    qxhci_transfer_read(t, buf);
+    if (!ncm_oracle_in_transfer(f->oracle, &f->oracle_params, buf,
+                                t->actual, t->length, why, sizeof(why))) {
+        oracle_failed("bulk IN transfer", why);
+    }
+    ncm_fuzz_counters()->oracle_in++;
+}
+
+/* Completed TDs, in the order they were queued (an endpoint's order) */
 static void xfers_reap(NcmFuzz *f)
 {
     guint i = 0;
@@ -316,8 +359,9 @@ static void xfers_reap(NcmFuzz *f)
         QXhciTransfer *t = g_ptr_array_index(f->xfers, i);
 
         if (t->done) {
+            oracle_in_td(f, t);
             qxhci_transfer_free(t);
-            g_ptr_array_remove_index_fast(f->xfers, i);
+            g_ptr_array_remove_index(f->xfers, i);
         } else {
             i++;
         }
@@ -391,6 +435,23 @@ static int control(NcmFuzz *f, uint8_t type, uint8_t req, uint16_t value,
     if (t->done) {
         cc = t->cc;
     }
+    if (t->done && type == 0x80 && req == 6 && len &&
+        (cc == QXHCI_CC_SUCCESS || cc == QXHCI_CC_SHORT_PACKET)) {
+        g_autofree uint8_t *buf = g_malloc(len);
+        char why[256] = "";
+
+        qxhci_transfer_read(t, buf);
+        /*
+         * An unknown string index gets an empty data stage from QEMU's
+         * hw/usb/desc.c, not a stall: docs/findings.md F13, open.
+         */
+        if (!(value >> 8 == 3 && !t->actual) &&
+            !ncm_oracle_descriptor(value >> 8, value & 0xff, len, buf,
+                                   t->actual, why, sizeof(why))) {
+            oracle_failed("GET_DESCRIPTOR", why);
+        }
+        ncm_fuzz_counters()->oracle_desc++;
+    }
     if ((!t->done || cc == QXHCI_CC_STALL) && dev_usable(f) &&
         qxhci_endpoint_cancel(f->d, 0) == QXHCI_CC_TIMEOUT) {
         f->dead = true;
@@ -419,8 +480,10 @@ static bool configure_data(NcmFuzz *f, bool add)
  */
 static bool ncm_data_on(NcmFuzz *f)
 {
-    return configure_data(f, true) &&
-           control(f, 0x01, 11, 1, IF_DATA, NULL, 0) == QXHCI_CC_SUCCESS;
+    f->data_on = configure_data(f, true) &&
+                 control(f, 0x01, 11, 1, IF_DATA, NULL, 0) ==
+                 QXHCI_CC_SUCCESS;
+    return f->data_on;
 }
 
 static bool ncm_enumerate(NcmFuzz *f, bool data)
@@ -446,6 +509,15 @@ static bool ncm_enumerate(NcmFuzz *f, bool data)
         return false;
     }
     f->config_len = actual;
+    {
+        char why[256] = "";
+
+        if (!ncm_oracle_descriptor(2, 0, sizeof(f->config), f->config,
+                                   actual, why, sizeof(why))) {
+            oracle_failed("GET_DESCRIPTOR(configuration)", why);
+        }
+        ncm_fuzz_counters()->oracle_desc++;
+    }
     n = qxhci_config_find_endpoints(f->config, f->config_len, IF_CONTROL, 0,
                                     eps, ARRAY_SIZE(eps));
     if (n != 1) {
@@ -516,6 +588,10 @@ static void ncm_fuzz_begin(NcmFuzz *f, QTestState *s)
 static void ncm_fuzz_end(NcmFuzz *f)
 {
     guint i;
+
+    if (f->oracle) {
+        ncm_oracle_free(f->oracle);
+    }
 
     /* the TDs' buffers go back through the driver, which goes last */
     qxhci_abandon_devices(f->x);
@@ -1846,6 +1922,68 @@ static void ncm_run(QTestState *s, const char *zlp, bool data, NcmFuzzFn *fn,
     sock_flush_both();
 }
 
+/*
+ * The data interface has just taken alternate setting 1 with the
+ * power-on defaults (NTB16, no CRC, the largest IN NTB): the oracle
+ * follows the IN stream from here.
+ */
+static void oracle_start(NcmFuzz *f)
+{
+    uint8_t b[28];
+
+    if (!f->oracle) {
+        f->oracle = ncm_oracle_new();
+    }
+    ncm_oracle_reset(f->oracle);
+    memset(b, 0, sizeof(b));
+    if (control(f, 0xa1, 0x80, 0, IF_CONTROL, b, sizeof(b)) !=
+        QXHCI_CC_SUCCESS) {
+        return;
+    }
+    f->oracle_params = (NcmOracleParams) {
+        .in_max_size = ldl_le_p(b + 4),
+        .in_divisor = lduw_le_p(b + 8),
+        .in_remainder = lduw_le_p(b + 10),
+        .in_alignment = lduw_le_p(b + 12),
+        .max_packet = f->ep_in.max_packet & 0x7ff,
+    };
+    f->oracle_in = true;
+}
+
+/*
+ * Operations after which the oracle still knows what the IN stream is:
+ * bulk transfers, frames, waiting, and requests that read (a control
+ * request with a device-to-host data stage) or set what the NTBs'
+ * layout does not depend on (filters, the network address); @in is
+ * where the operation's bytes start.
+ */
+static bool oracle_follows(unsigned op, const FuzzIn *in)
+{
+    uint8_t b0 = in->len ? in->p[0] : 0;
+
+    switch (op) {
+    case OP_CONTROL:
+        return b0 & 0x80;
+    case OP_CLASS: {
+        /* op_class()'s table: SET_NTB_FORMAT, _INPUT_SIZE, ... */
+        static const bool renegotiates[16] = {
+            [9] = true, [11] = true, [13] = true, [15] = true,
+        };
+
+        return (b0 & 0x80) || !renegotiates[b0 % 16];
+    }
+    case OP_BULK_OUT:
+    case OP_BULK_IN:
+    case OP_INTR_IN:
+    case OP_FRAME:
+    case OP_CLOCK:
+    case OP_WAIT:
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* The operations of usb-ncm-dl-fuzz, from the second input byte on */
 static void run_ops(NcmFuzz *f, FuzzIn *in)
 {
@@ -1876,8 +2014,18 @@ static void run_ops(NcmFuzz *f, FuzzIn *in)
     };
     int n = 0;
 
+    if (f->data_on) {
+        oracle_start(f);
+    }
     while (in->len && n++ < MAX_OPS && !f->dead) {
-        ops[in_u8(in) % OP__MAX](f, in);
+        unsigned op = in_u8(in) % OP__MAX;
+
+        if (!oracle_follows(op, in)) {
+            /* what completed until now is checked; nothing after it */
+            xfers_reap(f);
+            f->oracle_in = false;
+        }
+        ops[op](f, in);
         flush_events(f->qts);
         if (f->x) {
             qxhci_poll(f->x);
