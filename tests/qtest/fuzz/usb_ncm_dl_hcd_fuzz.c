@@ -586,8 +586,8 @@ static void ek_queue(Hcd *h, const HcdTd *tds, unsigned n,
         wl(h, qtd + 4, EHCI_T);
         wl(h, qtd + 8, raw ? raw[0] : tok);
         for (p = 0; p < 5; p++) {
-            wl(h, qtd + 12 + 4 * p,
-               (tds[i].buf & ~0xfffull) + p * 4096 + (p ? 0 : tds[i].buf & 0xfff));
+            wl(h, qtd + 12 + 4 * p, (tds[i].buf & ~0xfffull) + p * 4096 +
+                                    (p ? 0 : tds[i].buf & 0xfff));
         }
         if (prev) {
             wl(h, prev, qtd);
