@@ -20,8 +20,9 @@
 #     totals, which add up every row of every run.
 #
 # Resumable: the campaign's state is build/fuzz-campaign/state (the run's
-# id, each target's remaining seconds).  A campaign stopped (SIGINT,
-# SIGTERM: kill the pid in build/fuzz-campaign/pid) ends the running
+# id, each target's remaining seconds).  A campaign stopped (Ctrl-C in
+# the foreground; SIGTERM, kill $(cat build/fuzz-campaign/pid), for one in
+# the background, where bash ignores SIGINT) ends the running
 # target's libFuzzer gracefully, writes that target's row for what it
 # ran, and keeps the rest; running the command again goes on with the
 # targets and seconds left, until the campaign is done (then a new one
