@@ -39,9 +39,8 @@
 # of tests/qtest/fuzz/usb_ncm_dl_fuzz.c, not generic-fuzz), in inputs/s
 # as libFuzzer counts them (stat::average_exec_per_sec over SECONDS,
 # default 30, of fuzzing from a copy of the committed seeds; the working
-# corpus is left alone), each input in a forked child (the targets'
-# default) and in the process on a reset machine (USB_NCM_FUZZ_FORK=0,
-# how they ran before); FUZZ_BENCH_RUNS (default 3) runs of each, and
+# corpus is left alone), each input in a forked child (USB_NCM_FUZZ_FORK=1)
+# and in the process on a reset machine (the targets' default); FUZZ_BENCH_RUNS (default 3) runs of each, and
 # their median.  It prints the numbers and passes whatever they are: a
 # benchmark, not a test.
 #

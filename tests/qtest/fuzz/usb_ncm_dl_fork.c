@@ -56,7 +56,7 @@ bool ncm_fork_enabled(void)
     if (fork_mode >= 0) {
         return fork_mode;
     }
-    fork_mode = !env || strcmp(env, "0");
+    fork_mode = env && strcmp(env, "0");
     if (fork_mode) {
         counters_len = __stop___sancov_cntrs - __start___sancov_cntrs;
         if (!__start___sancov_cntrs || !counters_len) {

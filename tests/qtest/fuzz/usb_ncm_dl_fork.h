@@ -18,9 +18,10 @@ extern uint8_t __start___sancov_cntrs[] __attribute__((weak));
 extern uint8_t __stop___sancov_cntrs[] __attribute__((weak));
 
 /*
- * Whether inputs run in forked children: yes unless USB_NCM_FUZZ_FORK=0
- * (coverage replays, which need one process) or the binary has no
- * counters to hand back.
+ * Whether inputs run in forked children: with USB_NCM_FUZZ_FORK=1 (not
+ * the default: forking this process costs more per input than resetting
+ * the machine; see make bench-fuzz), unless the binary has no counters to
+ * hand back.
  */
 bool ncm_fork_enabled(void);
 

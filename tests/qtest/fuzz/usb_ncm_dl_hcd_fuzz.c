@@ -19,9 +19,9 @@
  * port that was handed over.  The harness does not wait for completions:
  * what the controller and the device make of a schedule is the point.
  *
- * Each input runs in a child forked from a parent in which the device is
- * already configured (usb_ncm_dl_fork.c); USB_NCM_FUZZ_FORK=0 runs it in
- * the process on a reset machine, set up again.
+ * Each input runs in the process on a reset machine, set up again; with
+ * USB_NCM_FUZZ_FORK=1 in a child forked from a parent in which the
+ * device is already configured (usb_ncm_dl_fork.c).
  *
  * Copyright (c) 2026 The usb-ncm-dl authors
  *
