@@ -64,9 +64,10 @@ if ! bash "$DEVICE" --list >"$STATE_DIR/targets" 2>"$STATE_DIR/build.log"; then
 fi
 # one binary for the whole campaign, whatever is rebuilt meanwhile
 # (a resumed campaign takes the binary as it is then)
-cp -f "$FUZZ_DIR/qemu/qemu-fuzz-x86_64" "$STATE_DIR/qemu-fuzz-x86_64.tmp" &&
-    mv -f "$STATE_DIR/qemu-fuzz-x86_64.tmp" "$STATE_DIR/qemu-fuzz-x86_64" ||
+if ! cp -f "$FUZZ_DIR/qemu/qemu-fuzz-x86_64" "$STATE_DIR/qemu-fuzz-x86_64.tmp" ||
+   ! mv -f "$STATE_DIR/qemu-fuzz-x86_64.tmp" "$STATE_DIR/qemu-fuzz-x86_64"; then
     die "could not copy the device fuzzer into $STATE_DIR"
+fi
 export FUZZ_BIN=$STATE_DIR/qemu-fuzz-x86_64
 mapfile -t all_targets < <(grep -E '^[a-z]' "$STATE_DIR/targets")
 if [ "${#wanted[@]}" = 0 ]; then
