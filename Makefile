@@ -27,7 +27,7 @@ endif
 
 .PHONY: all qemu install deps guest-image run shell record replay check check-unit check-tools check-fuzz \
         check-qtest check-guest check-dropout soak fuzz bench-codec \
-        fuzz-device fuzz-coverage check-fuzz-device bench bench-scaling profile repro-dropout \
+        fuzz-device fuzz-coverage bench-fuzz fuzz-campaign check-fuzz-device bench bench-scaling profile repro-dropout \
         series series-verify clean kernel deps-kernel scenario bisect bisect-packages \
         check-kernel check-kernel-loop
 
@@ -131,6 +131,16 @@ fuzz-device:
 
 fuzz-coverage:
 	@bash scripts/check/fuzz-device.sh --coverage 0
+
+# every device fuzz target in turn for FUZZ_HOURS in all, resumable; the
+# merged seeds into tests/fuzz/corpus/, a row per target into
+# docs/findings.md
+fuzz-campaign:
+	@bash scripts/check/fuzz-campaign.sh $(or $(FUZZ_HOURS),1)
+
+# inputs/s of every structured fuzz target, forked and in the process
+bench-fuzz:
+	@bash scripts/check/fuzz-device.sh --bench $(or $(FUZZ_SECONDS),30)
 
 check-fuzz-device:
 	@bash scripts/check/check.sh fuzz-device

@@ -515,6 +515,23 @@ static void usb_ncm_handle_reset(USBDevice *dev)
     s->may_park = usb_ncm_controller_lets_packets_wait(s);
     ncm_function_reset(&s->fn);
     usb_ncm_flush_rx(s);
+    /*
+     * A reset device is unconfigured (USB 2.0 9.1.1.3); QEMU's USB core
+     * keeps the configuration and alternate settings until the next
+     * SET_CONFIGURATION, so that a migration before it would carry
+     * configuration 1 with the data path off, which the destination
+     * refuses (usb_ncm_post_load()).  The function is reset already: no
+     * SET_INTERFACE callback (mig.loading).
+     */
+    if (dev->configuration) {
+        USBPacket p = { 0 };
+
+        s->mig.loading = true;
+        usb_desc_handle_control(dev, &p,
+                                DeviceOutRequest | USB_REQ_SET_CONFIGURATION,
+                                0, 0, 0, NULL);
+        s->mig.loading = false;
+    }
 }
 
 /* After usb_desc_ep_init(): usb_ncm_handle_control() handed back first. */

@@ -3,8 +3,10 @@
 #
 # Usage: scripts/check/fuzz-device.sh [--coverage] [SECONDS [TARGET...]]
 #        scripts/check/fuzz-device.sh --save-seeds [TARGET...]
+#        scripts/check/fuzz-device.sh --bench [SECONDS [TARGET...]]
+#        scripts/check/fuzz-device.sh --list   (build; print the targets)
 #        (make fuzz-device FUZZ_SECONDS=N [FUZZ_TARGET=name],
-#         make fuzz-coverage)
+#         make fuzz-coverage, make bench-fuzz [FUZZ_SECONDS=N])
 #
 # Fuzz usb-ncm-dl inside QEMU, the way QEMU itself is fuzzed
 # (docs/devel/testing/fuzzing.rst): QEMU's libFuzzer binary,
@@ -33,6 +35,19 @@
 # a libFuzzer merge (-merge=1: the fewest inputs with the same coverage) of
 # them and the working corpus; commit the result.
 #
+# --bench (make bench-fuzz): the rate of every structured target (those
+# of tests/qtest/fuzz/usb_ncm_dl_fuzz.c, not generic-fuzz), in inputs/s
+# as libFuzzer counts them (stat::average_exec_per_sec over SECONDS,
+# default 30, of fuzzing from a copy of the committed seeds; the working
+# corpus is left alone), each input in a forked child (USB_NCM_FUZZ_FORK=1)
+# and in the process on a reset machine (the targets' default); FUZZ_BENCH_RUNS (default 3) runs of each, and
+# their median.  It prints the numbers and passes whatever they are: a
+# benchmark, not a test.
+#
+# FUZZ_BIN=path: run that copy of the fuzzer binary instead of building
+# one (fuzz-campaign.sh copies the binary once, so that a campaign runs
+# one binary throughout while the tree is edited and rebuilt).
+#
 # --coverage (FUZZ_COVERAGE=1, make fuzz-coverage): build a second fuzzer
 # binary with clang source-based coverage (-fprofile-instr-generate
 # -fcoverage-mapping, no sanitizers) in build/fuzz-cov/, replay every
@@ -56,9 +71,13 @@ source "$NCM_TOP/scripts/setup/qemu-tree.sh"
 
 coverage=${FUZZ_COVERAGE:-0}
 save_seeds=0
+bench=0
+list=0
 case ${1:-} in
 --coverage) coverage=1; shift ;;
 --save-seeds) save_seeds=1; shift; set -- 1 "$@" ;;
+--bench) bench=1; shift; [ "$#" -gt 0 ] || set -- 30 ;;
+--list) list=1; shift; set -- 1 ;;
 esac
 fuzz_secs=${1:-60}
 [ "$#" -gt 0 ] && shift
@@ -149,6 +168,10 @@ if [ "$fuzz_secs" = 0 ]; then
     # coverage only: the targets are the coverage binary's
     fuzz_build "$COV_DIR" cov
     BIN=$COV_BIN
+elif [ -n "${FUZZ_BIN:-}" ]; then
+    # a copy of the binary, made once (fuzz-campaign.sh): no rebuild
+    [ -x "$FUZZ_BIN" ] || fail_all "FUZZ_BIN=$FUZZ_BIN is not an executable"
+    BIN=$FUZZ_BIN
 else
     fuzz_build "$FUZZ_DIR" asan
 fi
@@ -173,6 +196,10 @@ else
     done
 fi
 note "targets: ${targets[*]}"
+if [ "$list" = 1 ]; then
+    printf '%s\n' "${targets[@]}"
+    exit 0
+fi
 
 # seed_corpus TARGET DIR: the committed seeds of TARGET into DIR
 seed_corpus() {
@@ -212,17 +239,60 @@ qtest_reproducer() {
     note "C test case: $src/scripts/oss-fuzz/output_reproducer.py -name test_NAME $a.min.qtest"
 }
 
+if [ "$bench" = 1 ]; then
+    runs_n=${FUZZ_BENCH_RUNS:-3}
+    step "inputs/s of the structured targets, ${fuzz_secs}s per target and mode, median of $runs_n runs"
+    note "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine slows every rate)"
+    printf '    %-26s %-10s %10s %-22s %8s\n' target mode executions "inputs/s of each run" median
+    for t in "${targets[@]}"; do
+        case $t in generic-fuzz*) continue ;; esac
+        for mode in fork in-process; do
+            rates=()
+            execs=()
+            for ((r = 1; r <= runs_n; r++)); do
+                work=$FUZZ_DIR/bench-$t
+                rm -rf "$work"
+                seed_corpus "$t" "$work"
+                log=$FUZZ_DIR/bench-$t-$mode-$r.log
+                (cd "$FUZZ_DIR" &&
+                 USB_NCM_FUZZ_FORK=$([ "$mode" = fork ] && echo 1 || echo 0) \
+                     "$BIN" --fuzz-target="$t" -max_total_time="$fuzz_secs" \
+                     -timeout="$FUZZ_TIMEOUT" -rss_limit_mb=4096 \
+                     -print_final_stats=1 -artifact_prefix="$work-" "$work") \
+                    >"$log" 2>&1 || note "$t ($mode) exited non-zero (log: $log)"
+                execs+=("$(libfuzzer_stat "$log" number_of_executed_units)")
+                rates+=("$(libfuzzer_stat "$log" average_exec_per_sec)")
+                rm -rf "$work"
+            done
+            median=$(printf '%s\n' "${rates[@]}" | grep -E '^[0-9]+$' | sort -n |
+                     awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "?" }')
+            printf '    %-26s %-10s %10s %-22s %8s\n' "$t" "$mode" \
+                "$(IFS=/; echo "${execs[*]}")" "$(IFS=/; echo "${rates[*]}")" "$median"
+        done
+    done
+    exit 0
+fi
+
 if [ "$save_seeds" = 1 ]; then
     for t in "${targets[@]}"; do
         merged=$FUZZ_DIR/seeds-$t
         rm -rf "$merged"
         mkdir -p "$merged" "$FUZZ_DIR/corpus-$t"
         seed_corpus "$t" "$FUZZ_DIR/corpus-$t"
+        # the generated seeds (seed-*, tests/fuzz/gen-*-corpus.py --check
+        # compares them) stay; the merge adds what covers more
+        find "$SEEDS/$t" -maxdepth 1 -type f -name 'seed-*' \
+            -exec cp -f -t "$merged" {} + 2>/dev/null || true
         (cd "$FUZZ_DIR" &&
          "$BIN" --fuzz-target="$t" -merge=1 -timeout="$FUZZ_TIMEOUT" \
              "$merged" "$FUZZ_DIR/corpus-$t") >"$merged.log" 2>&1 ||
             die "the merge of $t failed (log: $merged.log)" \
                 "a crash in the corpus: run make fuzz-device FUZZ_TARGET=$t"
+        # a working-corpus copy of a generated seed (named by its SHA-1)
+        for f in "$merged"/seed-*; do
+            [ -e "$f" ] || continue
+            rm -f "$merged/$(sha1sum <"$f" | cut -d' ' -f1)"
+        done
         rm -rf "${SEEDS:?}/$t"
         mkdir -p "$SEEDS/$t"
         cp "$merged"/* "$SEEDS/$t/"
@@ -315,6 +385,7 @@ if [ "$coverage" = 1 ]; then
         n=$(find "$replay" -type f | wc -l)
         step "replaying $n input(s) of $t for coverage"
         (cd "$COV_DIR" &&
+         USB_NCM_FUZZ_FORK=0 \
          LLVM_PROFILE_FILE=$prof/$t-%p.profraw "$COV_BIN" --fuzz-target="$t" \
              -runs=0 -timeout="$FUZZ_TIMEOUT" "$replay") \
             >"$COV_DIR/replay-$t.log" 2>&1 ||

@@ -5,42 +5,87 @@
 # tests/qtest/fuzz/usb_ncm_dl_fuzz.c (usb-ncm-dl-fuzz and
 # usb-ncm-dl-migration-fuzz) under tests/fuzz/corpus/<target>/.  The files
 # are committed; rerun this only after changing it or the targets' input
-# format.  Each seed reaches a state the fuzzer would take long to find
-# from nothing: every class request, full NTBs both ways, OUT transfers of
-# every end-of-transfer shape, faults, resets and replugs, raw xHCI
-# commands, suspend, and every migration state.
+# format.  The operation numbers and the request, command and fault tables
+# are read from the target's source; --check fails when the committed
+# seeds differ from what this writes now (drift).  Each seed reaches a
+# state the fuzzer would take long to find from nothing: every class
+# request, full NTBs both ways, OUT transfers of every end-of-transfer
+# shape, faults, resets and replugs, raw xHCI commands, suspend, and every
+# migration state.
 
+import filecmp
 import os
+import re
 import struct
 import sys
+import tempfile
 
 TOP = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(TOP, '..', '..', 'scripts', 'lib'))
 import ncm_ntb  # noqa: E402
 OUT = os.path.join(TOP, 'corpus')
+# The target's tables are read from its source, the one list of them
+SRC = os.path.join(TOP, '..', 'qtest', 'fuzz', 'usb_ncm_dl_fuzz.c')
 
-# usb-ncm-dl-fuzz operations, in the order of the target's enum
-(OP_CONTROL, OP_CLASS, OP_BULK_OUT, OP_BULK_IN, OP_INTR_IN, OP_CANCEL,
- OP_XHCI_CMD, OP_CONTEXT_CMD, OP_SET_CONFIG, OP_SET_ALT, OP_PORT, OP_PLUG,
- OP_FRAME, OP_CLOCK, OP_FAULT, OP_WAIT, OP_REENUMERATE) = range(17)
+
+def c_source():
+    with open(SRC) as f:
+        return f.read()
+
+
+def c_ops(src):
+    """the names of the target's operation enum, in order (OP_CONTROL..),
+    each of which its ops[] table must map to a function"""
+    m = re.search(r'enum \{\s*(OP_CONTROL,.*?)OP__MAX\s*\};', src, re.S)
+    if not m:
+        sys.exit(f'{SRC}: no "enum {{ OP_CONTROL, ... OP__MAX }}"')
+    names = re.findall(r'\b(OP_[A-Z0-9_]+)\b', m.group(1))
+    table = dict(re.findall(r'\[(OP_[A-Z0-9_]+)\] = (op_[a-z0-9_]+),', src))
+    for n in names:
+        if n not in table:
+            sys.exit(f'{SRC}: {n} has no entry in the ops[] table')
+    for n in table:
+        if n not in names:
+            sys.exit(f'{SRC}: ops[] maps {n}, which the enum lacks')
+    return names
+
+
+def c_array(src, func, name):
+    """the initializer of array @name in function @func, as Python values"""
+    body = src[src.index(f'static void {func}('):]
+    m = re.search(name + r'\[\] = \{(.*?)\};', body, re.S)
+    if not m:
+        sys.exit(f'{SRC}: no {name}[] in {func}()')
+    vals = re.findall(r'"([^"]*)"|(0x[0-9a-fA-F]+|\d+)', m.group(1))
+    return [q if q else int(n, 0) for q, n in vals]
+
+
+_SRC = c_source()
+# usb-ncm-dl-fuzz operations: OP_CONTROL = 0, ... in the enum's order
+OPS = c_ops(_SRC)
+globals().update({n: i for i, n in enumerate(OPS)})
 
 # op_class: index into the target's request table; bit 7 = device to host
-CLASS = {0x40: 0, 0x41: 1, 0x42: 2, 0x43: 3, 0x44: 4, 0x80: 5, 0x81: 6,
-         0x82: 7, 0x83: 8, 0x84: 9, 0x85: 10, 0x86: 11, 0x87: 12,
-         0x88: 13, 0x89: 14, 0x8a: 15}
-# op_xhci_cmd: index into the target's command table
-CMD = {'enable_slot': 0, 'disable_slot': 1, 'address': 2, 'configure': 3,
-       'evaluate': 4, 'reset_ep': 5, 'stop_ep': 6, 'set_deq': 7,
-       'reset_dev': 8, 'noop': 9}
+CLASS = {r: i for i, r in enumerate(c_array(_SRC, 'op_class', 'reqs'))}
+# op_xhci_cmd: index into the target's table of TRB types
+_TRB_TYPE = {'enable_slot': 9, 'disable_slot': 10, 'address': 11,
+             'configure': 12, 'evaluate': 13, 'reset_ep': 14, 'stop_ep': 15,
+             'set_deq': 16, 'reset_dev': 17, 'noop': 23}
+_TYPES = c_array(_SRC, 'op_xhci_cmd', 'types')
+CMD = {k: _TYPES.index(t) for k, t in _TRB_TYPE.items()}
 # op_xhci_cmd's endpoint selector: bit 0 bulk IN, 1 bulk OUT, 2 interrupt
 EP0, EP_IN, EP_OUT, EP_NOTIFY = 0, 1, 2, 4
-# op_fault
+# op_fault: the x-fault-* properties by their index, then the corruption
+# and the link
+_FAULTS = c_array(_SRC, 'op_fault', 'u32_faults')
 (F_LINK_DOWN, F_BUSY, F_DROP_IN, F_CORRUPT_COUNT, F_REPLUG,
- F_REPLUG_EVERY, F_CORRUPT_IN, F_LINK) = range(8)
+ F_REPLUG_EVERY) = (_FAULTS.index('x-fault-' + n) for n in (
+     'link-down-ms', 'busy-ms', 'drop-in-every', 'corrupt-count',
+     'replug-ms', 'replug-every-ms'))
+F_CORRUPT_IN, F_LINK = len(_FAULTS), len(_FAULTS) + 1
 # x-fault-corrupt-in values, by index
-CORRUPT = {'none': 0, 'ndp-at-end': 1, 'datagram-offset-wrap': 2,
-           'ndp-chain-loop': 3, 'block-length-over-input-size': 4,
-           'short-notification': 5}
+CORRUPT = {n: i for i, n in
+           enumerate(c_array(_SRC, 'op_fault', 'corruptions'))}
 
 
 def u16(v):
@@ -119,6 +164,30 @@ def ctx_cmd(kind, drop, add, patches=()):
     for off, val in patches:
         b += u16(off) + bytes([0, val])
     return b
+
+
+def u32(v):
+    return struct.pack('<I', v & 0xffffffff)
+
+
+def ep_ctx(sel, dw0=0, dw1=0, dw4=0, sflags=0):
+    """sel: 0 bulk OUT, 1 bulk IN, 2 interrupt (3: a DCI byte follows);
+    +0x04 Evaluate Context, +0x08 the descriptor's type and size, +0x10
+    streams (MaxPStreams 1 + dw0[14:10] % 15, LSA), +0x20 drop it too"""
+    return (bytes([OP_EP_CTX, sel]) + u32(dw0) + u32(dw1) + u32(dw4) +
+            bytes([sflags]))
+
+
+def stream_td(sel, sid, flags, length=0, tail=b''):
+    """flags: TDs 1 + flags % 4, +0x80 an NTB (tail: its input), +0x40
+    another stream ID (2 bytes after tail), +0x10 two doorbells"""
+    return bytes([OP_STREAM_TD, sel, sid, flags]) + u16(length) + tail
+
+
+def ntb_input(n=1, size=100):
+    """build_ntb()'s input: n datagrams of size bytes"""
+    return bytes([n - 1]) + b''.join(u16(size - 14) + bytes(64)
+                                      for _ in range(n))
 
 
 MC = bytes.fromhex('01005e000001333300000001')
@@ -306,6 +375,68 @@ STRUCTURED.update({
         cls(0x86, data=struct.pack('<I', 4096)),
         bulk_in(4, 3), wait(),
     ]),
+    # xHCI streams on the bulk endpoints although the device has none:
+    # MaxPStreams 1 (4 stream contexts), TDs on stream 1, its doorbell
+    # once and twice; bulk IN the same
+    'streams-out': b'\x00' + b''.join([
+        ep_ctx(0x18, dw4=0x400), stream_td(0, 0, 0x80, tail=ntb_input()),
+        wait(), stream_td(0, 0, 0x91, tail=ntb_input(2)), wait(),
+        stream_td(0, 1, 0x00, 512), wait(),
+    ]),
+    'streams-in': b'\x00' + b''.join([
+        frame(600, 1), ep_ctx(0x19, dw0=3 << 10, dw4=0x400),
+        stream_td(0, 0, 0x01, 2048), wait(), frame(600, 2),
+        stream_td(0, 2, 0x50, 2048, u16(5)), wait(),
+        bytes([OP_DOORBELL, 0x00]) + u32(3 | 1 << 16), wait(),
+    ]),
+    # every field of a context from the input, then the rings' owner back
+    'ep-contexts': b'\x00' + b''.join([
+        ep_ctx(0x00, 0xffffffff, 0xffffffff, 0xffffffff, 0xff),
+        ep_ctx(0x0c, 0x00ff8000, 0x00001000), ep_ctx(0x2a),
+        ep_ctx(0x03, 0x1234, 0x5678) + bytes([7]),
+        stream_td(1, 0, 0x03, 64), wait(), bytes([OP_REENUMERATE, 1]),
+        bulk_in(1, 2), wait(),
+    ]),
+    # port register writes: reset, warm reset, U3 and back, PED, power
+    'portsc': b'\x00' + b''.join([
+        bytes([OP_PORTSC, 0x03, 3]), clock(100), bytes([OP_PORTSC, 0x03, 0]),
+        clock(100), bytes([OP_PORTSC, 0x06, 0]), bytes([OP_PORTSC, 0x07, 7]),
+        bytes([OP_PORTSC, 0x01, 0]), clock(100), bytes([OP_REENUMERATE, 1]),
+        bytes([OP_PORTSC, 0x02, 0]), clock(100), bytes([OP_PORTSC, 0x04, 0]),
+        bytes([OP_PORTSC, 0x05, 0]), clock(100), bytes([OP_PORTSC, 0x05, 0]),
+        clock(100), bytes([OP_REENUMERATE, 1]), bulk_in(1, 2), wait(),
+    ]),
+    # event rings for interrupters 1..3, completions sent to them
+    'interrupters': b'\x00' + b''.join([
+        bytes([OP_INTERRUPTER, 0x00]) + u32(0x200),
+        bytes([OP_INTERRUPTER, 0x01]) + u32(0x301),
+        bytes([OP_INTERRUPTER, 0x08]) + u32(4000),
+        bytes([OP_INTERRUPTER, 0x0c]) + u32(3),
+        ep_ctx(0x09, dw4=0x400), stream_td(0, 0, 0x04, 512), wait(),
+        bytes([OP_INTERRUPTER, 0x35]) + u32(0xffffffff), wait(),
+    ]),
+    # "migrate here" idle, with IN TDs and frames in flight, in CRC mode
+    'migrate-here': b'\x00' + b''.join([
+        bytes([OP_MIGRATE, 0]), frame(600, 1), bulk_in(2, 3),
+        bytes([OP_MIGRATE, 0]), wait(), cls(0x8a, 1),
+        bytes([OP_SET_ALT, 0x00]), cls(0x8a, 1), bytes([OP_SET_ALT, 0x01]),
+        bytes([OP_MIGRATE, 0]), frame(600, 2), bulk_in(1, 3), wait(),
+        ntb_out(5, [datagram(100, 1)]), bytes([OP_MIGRATE, 0]), wait(),
+    ]),
+    # an IN stream the NCM oracle follows to the end: IN TDs of every
+    # length kind, frames, GETs and filters between them, OUT NTBs
+    'oracle-in-stream': b'\x00' + b''.join([
+        bulk_in(2, 3), frame(600, 1), frame(700, 2), wait(),
+        bulk_in(0x83, 0), frame(1514, 3), frame(60, 4), wait(),
+        cls(0x85, dir_in=True, length=4), cls(0x43, value=0x1f),
+        bulk_in(3, 2), frame(1400, 5), frame(1400, 6), frame(1400, 7),
+        wait(), ntb_out(5, [datagram(100, 1)]), bulk_in(1, 5),
+        frame(300, 8), wait(),
+    ]),
+    'auto-oracle-in-stream': b'\x40' + b''.join([
+        bulk_in(4, 2), frame(1000, 1), frame(1000, 2), wait(),
+        bulk_in(1, 3), frame(512 - 14, 3), wait(),
+    ]),
 })
 
 # usb-ncm-dl-migration-fuzz: the state byte (bits: 0 OUT mid-NTB, 1 IN
@@ -340,19 +471,47 @@ MIG_MUTATED = {
 }
 
 
-def write(target, seeds):
-    d = os.path.join(OUT, target)
+def write(out, target, seeds):
+    d = os.path.join(out, target)
     os.makedirs(d, exist_ok=True)
     for name, data in seeds.items():
         with open(os.path.join(d, 'seed-' + name), 'wb') as f:
             f.write(data)
 
 
-def main():
-    write('usb-ncm-dl-fuzz', STRUCTURED)
-    write('usb-ncm-dl-migration-fuzz',
+def write_all(out):
+    write(out, 'usb-ncm-dl-fuzz', STRUCTURED)
+    write(out, 'usb-ncm-dl-migration-fuzz',
           dict({k: bytes([v]) for k, v in MIG_STATES.items()},
                **MIG_MUTATED))
+
+
+def check():
+    """the committed seeds are what this writes from the target's tables
+    as they are now: an operation renumbered, a table reordered or a seed
+    changed without rerunning this fails"""
+    bad = []
+    with tempfile.TemporaryDirectory() as tmp:
+        write_all(tmp)
+        for target in sorted(os.listdir(tmp)):
+            for name in sorted(os.listdir(os.path.join(tmp, target))):
+                committed = os.path.join(OUT, target, name)
+                if (not os.path.exists(committed) or
+                        not filecmp.cmp(os.path.join(tmp, target, name),
+                                        committed, shallow=False)):
+                    bad.append(f'{target}/{name}')
+    for b in bad:
+        print(f'drift: tests/fuzz/corpus/{b} differs from what '
+              f'{os.path.basename(__file__)} writes from {SRC}')
+    print(f'{len(OPS)} operations read from the target; '
+          f'{"no" if not bad else len(bad)} seed(s) drifted')
+    return 1 if bad else 0
+
+
+def main():
+    if sys.argv[1:] == ['--check']:
+        sys.exit(check())
+    write_all(OUT)
 
 
 if __name__ == '__main__':

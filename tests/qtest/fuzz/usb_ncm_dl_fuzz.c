@@ -17,9 +17,13 @@
  * loads it into the device and, when the load is accepted, runs transfers.
  * A refused stream is an accepted outcome.
  *
- * State is isolated per input the way QEMU's other fuzzers do it since
- * fork-based fuzzing was dropped: the machine is reset, and the device is
- * unplugged and created again, after every input.
+ * Each input runs in the process, on a reset machine with a device
+ * created again.  With USB_NCM_FUZZ_FORK=1 it runs instead in a child
+ * process forked from a parent in which the device is already enumerated
+ * (the way QEMU's fork-based fuzzers ran); the child hands libFuzzer's
+ * coverage counters back through shared memory.  Not the default: the
+ * fork of the 160 MB ASan process costs more than the reset and the
+ * enumeration (make bench-fuzz: 14 against 56 inputs/s here).
  *
  * Copyright (c) 2026 The usb-ncm-dl authors
  *
@@ -43,12 +47,15 @@
 #include "migration/vmstate.h"
 #include "migration/qemu-file-types.h"
 #include "migration/qemu-file.h"
+#include "migration/savevm.h"
 #include "tests/qtest/libqtest.h"
 #include "tests/qtest/libqos/libqos-malloc.h"
 #include "tests/qtest/libqos/malloc-pc.h"
 #include "tests/qtest/libqos/pci-pc.h"
 #include "tests/qtest/libqos/xhci-driver.h"
 #include "fuzz.h"
+#include "usb_ncm_dl_fork.h"
+#include "tests/qtest/usb-ncm-dl/ncm-oracle.h"
 
 #define NCM_ID              "ncm0"
 #define NCM_NETDEV          "n0"
@@ -67,6 +74,28 @@
 #define MAX_OPS             256
 #define MAX_WAIT_STEPS      40
 #define STEP_NS             (5 * 1000 * 1000)
+
+/* xHCI streams an input sets up: rings for the first few stream IDs */
+#define STREAM_RINGS        8
+#define STREAM_RING_TRBS    16
+#define STREAM_CTX_MAX      256     /* stream contexts allocated */
+#define TRB_SIZE            16
+#define TRB_C               (1u << 0)
+#define TRB_LINK_TC         (1u << 1)
+#define TRB_ISP             (1u << 2)
+#define TRB_IOC             (1u << 5)
+#define TRB_TYPE_NORMAL     1
+#define TRB_TYPE_LINK       6
+/* xHCI registers the operations write (xHCI 1.2, 5.4 and 5.5) */
+#define XHCI_PORTSC(n)      (0x400 + 0x10 * ((n) - 1))
+#define XHCI_IR(n)          (0x20 + 0x20 * (n))
+#define XHCI_IR_IMAN        0x00
+#define XHCI_IR_IMOD        0x04
+#define XHCI_IR_ERSTSZ      0x08
+#define XHCI_IR_ERSTBA_LO   0x10
+#define XHCI_IR_ERSTBA_HI   0x14
+#define XHCI_IR_ERDP_LO     0x18
+#define XHCI_IR_ERDP_HI     0x1c
 
 typedef struct FuzzIn {
     const uint8_t *p;
@@ -91,23 +120,30 @@ typedef struct NcmFuzz {
     uint16_t seq;
     GPtrArray *xfers;       /* QXhciTransfer the target still owns */
     bool dead;              /* the controller stopped answering */
+    /* endpoints whose context an input wrote (streams, raw fields) */
+    uint32_t raw_dcis;
+    uint64_t stream_ctx[32];
+    unsigned stream_n[32];
+    uint64_t stream_ring[32][STREAM_RINGS];
+    unsigned stream_enq[32][STREAM_RINGS];
+    bool stream_ccs[32][STREAM_RINGS];
+    /* event rings of interrupters 1..3 an input set up */
+    uint64_t ir_ring[4];
+    /*
+     * The NCM oracle (ncm-oracle.c) checks every bulk IN transfer from
+     * alternate setting 1 on, until an operation the oracle cannot follow
+     * (anything but bulk transfers, frames and waiting: a reset, a
+     * cancellation, a request that renegotiates, a migration) turns it
+     * off for the rest of the input; and every GET_DESCRIPTOR reply.
+     */
+    NcmOracle *oracle;
+    bool data_on;           /* ncm_data_on() took alternate setting 1 */
+    bool oracle_in;
+    NcmOracleParams oracle_params;
 } NcmFuzz;
 
 static int sockfds[2] = { -1, -1 };
 static bool ncm_fuzz_active;
-
-/*
- * The xHCI driver waits by stepping the virtual clock, which runs timers
- * but not bottom halves or fd handlers; the device completes parked
- * transfers and takes frames from the netdev in those.  Linked with
- * -Wl,-wrap,qtest_clock_step (tests/qtest/fuzz/meson.build), this runs
- * the main loop after every step while one of these targets is active.
- */
-/* prototypes of the --wrap pair (through a macro: they are not externs) */
-#define NCM_DECLARE(ret, name, args) ret name args
-
-NCM_DECLARE(int64_t, __real_qtest_clock_step, (QTestState *s, int64_t step));
-NCM_DECLARE(int64_t, __wrap_qtest_clock_step, (QTestState *s, int64_t step));
 
 static void sock_drain(void)
 {
@@ -119,15 +155,18 @@ static void sock_drain(void)
     }
 }
 
-int64_t __wrap_qtest_clock_step(QTestState *s, int64_t step)
+/*
+ * The xHCI driver waits by stepping the virtual clock, which runs timers
+ * but not bottom halves or fd handlers; the device completes parked
+ * transfers and takes frames from the netdev in those.  The driver calls
+ * this after every step (QXhciOptions.after_step).
+ */
+static void ncm_after_step(QTestState *s, void *opaque)
 {
-    int64_t ret = __real_qtest_clock_step(s, step);
-
     if (ncm_fuzz_active) {
         flush_events(s);
         sock_drain();
     }
-    return ret;
 }
 
 /* Input */
@@ -274,11 +313,44 @@ static bool dev_usable(NcmFuzz *f)
 
 static bool ep_usable(NcmFuzz *f, uint8_t ep, unsigned trbs)
 {
+    /* an endpoint the input configured itself has no ring of the driver's */
     return dev_usable(f) && (f->d->ep_mask & (1u << ep_dci(ep))) &&
+           !(f->raw_dcis & (1u << ep_dci(ep))) &&
            qxhci_ring_space(f->d, ep) >= trbs &&
            f->xfers->len < MAX_XFERS;
 }
 
+/* A violation is a finding: abort, and libFuzzer saves the input */
+static void oracle_failed(const char *what, const char *why)
+{
+    fprintf(stderr, "usb-ncm-dl-fuzz: NCM oracle: %s: %s\n", what, why);
+    abort();
+}
+
+static void oracle_in_td(NcmFuzz *f, QXhciTransfer *t)
+{
+    g_autofree uint8_t *buf = NULL;
+    char why[256] = "";
+
+    if (!f->oracle_in || t->control || !t->in ||
+        t->dci != ep_dci(f->ep_in.address)) {
+        return;
+    }
+    if (t->cc != QXHCI_CC_SUCCESS && t->cc != QXHCI_CC_SHORT_PACKET) {
+        /* a transfer error: the stream is no longer the oracle's */
+        f->oracle_in = false;
+        return;
+    }
+    buf = g_malloc(MAX(t->length, 1));
+    qxhci_transfer_read(t, buf);
+    if (!ncm_oracle_in_transfer(f->oracle, &f->oracle_params, buf,
+                                t->actual, t->length, why, sizeof(why))) {
+        oracle_failed("bulk IN transfer", why);
+    }
+    ncm_fuzz_counters()->oracle_in++;
+}
+
+/* Completed TDs, in the order they were queued (an endpoint's order) */
 static void xfers_reap(NcmFuzz *f)
 {
     guint i = 0;
@@ -287,8 +359,9 @@ static void xfers_reap(NcmFuzz *f)
         QXhciTransfer *t = g_ptr_array_index(f->xfers, i);
 
         if (t->done) {
+            oracle_in_td(f, t);
             qxhci_transfer_free(t);
-            g_ptr_array_remove_index_fast(f->xfers, i);
+            g_ptr_array_remove_index(f->xfers, i);
         } else {
             i++;
         }
@@ -362,6 +435,23 @@ static int control(NcmFuzz *f, uint8_t type, uint8_t req, uint16_t value,
     if (t->done) {
         cc = t->cc;
     }
+    if (t->done && type == 0x80 && req == 6 && len &&
+        (cc == QXHCI_CC_SUCCESS || cc == QXHCI_CC_SHORT_PACKET)) {
+        g_autofree uint8_t *buf = g_malloc(len);
+        char why[256] = "";
+
+        qxhci_transfer_read(t, buf);
+        /*
+         * An unknown string index gets an empty data stage from QEMU's
+         * hw/usb/desc.c, not a stall: docs/findings.md F13, open.
+         */
+        if (!(value >> 8 == 3 && !t->actual) &&
+            !ncm_oracle_descriptor(value >> 8, value & 0xff, len, buf,
+                                   t->actual, why, sizeof(why))) {
+            oracle_failed("GET_DESCRIPTOR", why);
+        }
+        ncm_fuzz_counters()->oracle_desc++;
+    }
     if ((!t->done || cc == QXHCI_CC_STALL) && dev_usable(f) &&
         qxhci_endpoint_cancel(f->d, 0) == QXHCI_CC_TIMEOUT) {
         f->dead = true;
@@ -388,6 +478,14 @@ static bool configure_data(NcmFuzz *f, bool add)
  * configuration, configure the notification endpoint, SET_CONFIGURATION(1)
  * and, with @data, the data interface's alternate setting 1.
  */
+static bool ncm_data_on(NcmFuzz *f)
+{
+    f->data_on = configure_data(f, true) &&
+                 control(f, 0x01, 11, 1, IF_DATA, NULL, 0) ==
+                 QXHCI_CC_SUCCESS;
+    return f->data_on;
+}
+
 static bool ncm_enumerate(NcmFuzz *f, bool data)
 {
     QXhciEndpoint eps[4];
@@ -411,6 +509,15 @@ static bool ncm_enumerate(NcmFuzz *f, bool data)
         return false;
     }
     f->config_len = actual;
+    {
+        char why[256] = "";
+
+        if (!ncm_oracle_descriptor(2, 0, sizeof(f->config), f->config,
+                                   actual, why, sizeof(why))) {
+            oracle_failed("GET_DESCRIPTOR(configuration)", why);
+        }
+        ncm_fuzz_counters()->oracle_desc++;
+    }
     n = qxhci_config_find_endpoints(f->config, f->config_len, IF_CONTROL, 0,
                                     eps, ARRAY_SIZE(eps));
     if (n != 1) {
@@ -432,13 +539,7 @@ static bool ncm_enumerate(NcmFuzz *f, bool data)
         control(f, 0x00, 9, 1, 0, NULL, 0) != QXHCI_CC_SUCCESS) {
         return false;
     }
-    if (data) {
-        if (!configure_data(f, true) ||
-            control(f, 0x01, 11, 1, IF_DATA, NULL, 0) != QXHCI_CC_SUCCESS) {
-            return false;
-        }
-    }
-    return true;
+    return !data || ncm_data_on(f);
 }
 
 /* The host forgets the device and finds it again, as after a reset. */
@@ -463,6 +564,7 @@ static void ncm_fuzz_begin(NcmFuzz *f, QTestState *s)
         .xfer_ring_trbs = 32,
         .max_slots = 4,
         .clock_step_ns = STEP_NS,
+        .after_step = ncm_after_step,
     };
     int i;
 
@@ -486,6 +588,10 @@ static void ncm_fuzz_begin(NcmFuzz *f, QTestState *s)
 static void ncm_fuzz_end(NcmFuzz *f)
 {
     guint i;
+
+    if (f->oracle) {
+        ncm_oracle_free(f->oracle);
+    }
 
     /* the TDs' buffers go back through the driver, which goes last */
     qxhci_abandon_devices(f->x);
@@ -607,6 +713,12 @@ enum {
     OP_FAULT,
     OP_WAIT,
     OP_REENUMERATE,
+    OP_EP_CTX,
+    OP_STREAM_TD,
+    OP_DOORBELL,
+    OP_PORTSC,
+    OP_INTERRUPTER,
+    OP_MIGRATE,
     OP__MAX
 };
 
@@ -1012,6 +1124,7 @@ static void op_clock(NcmFuzz *f, FuzzIn *in)
 
     /* 10 us .. 655 ms in one step, timers in order */
     qtest_clock_step(f->qts, ((int64_t)v + 1) * 10000);
+    ncm_after_step(f->qts, NULL);
     if (f->x) {
         qxhci_poll(f->x);
     }
@@ -1062,58 +1175,6 @@ static void op_reenumerate(NcmFuzz *f, FuzzIn *in)
     reenumerate(f, in_u8(in) & 1);
 }
 
-static void usb_ncm_dl_fuzz(QTestState *s, const unsigned char *data,
-                            size_t size)
-{
-    static void (*const ops[OP__MAX])(NcmFuzz *, FuzzIn *) = {
-        [OP_CONTROL] = op_control,
-        [OP_CLASS] = op_class,
-        [OP_BULK_OUT] = op_bulk_out,
-        [OP_BULK_IN] = op_bulk_in,
-        [OP_INTR_IN] = op_intr_in,
-        [OP_CANCEL] = op_cancel,
-        [OP_XHCI_CMD] = op_xhci_cmd,
-        [OP_CONTEXT_CMD] = op_context_cmd,
-        [OP_SET_CONFIG] = op_set_config,
-        [OP_SET_ALT] = op_set_alt,
-        [OP_PORT] = op_port,
-        [OP_PLUG] = op_plug,
-        [OP_FRAME] = op_frame,
-        [OP_CLOCK] = op_clock,
-        [OP_FAULT] = op_fault,
-        [OP_WAIT] = op_wait,
-        [OP_REENUMERATE] = op_reenumerate,
-    };
-    FuzzIn in = { data, size };
-    const char *zlp = size && (data[0] & 0x40) ? ncm_zlp_auto : NULL;
-    NcmFuzz f;
-    int n = 0;
-
-    /* byte 0 bit 6: the firmware model (the last input's may differ) */
-    if (zlp != ncm_zlp) {
-        ncm_unplug();
-        flush_events(s);
-        ncm_zlp = zlp;
-    }
-    ncm_fuzz_begin(&f, s);
-    /* byte 0 bit 7: stop after SET_CONFIGURATION, or go on to alt 1 */
-    if (ncm_enumerate(&f, !(in_u8(&in) & 0x80))) {
-        while (in.len && n++ < MAX_OPS && !f.dead) {
-            ops[in_u8(&in) % OP__MAX](&f, &in);
-            flush_events(s);
-            if (f.x) {
-                qxhci_poll(f.x);
-            }
-            sock_drain();
-            xfers_reap(&f);
-        }
-        if (!f.dead) {
-            wait_idle(&f, 4);
-        }
-    }
-    ncm_fuzz_end(&f);
-}
-
 /* usb-ncm-dl-migration-fuzz */
 
 /* Bits of the first input byte: the state the device is saved in */
@@ -1140,15 +1201,24 @@ static GByteArray *vmstate_save(const VMStateDescription *vmsd, void *obj)
     return b;
 }
 
+/*
+ * Load @len bytes of a device's VMState.  In a migration stream a section
+ * footer follows them; it goes here too, as the loader peeks past the
+ * last field for subsections, and a peek at the end of the buffer would
+ * fail the load with -EIO.
+ */
 static int vmstate_load(const VMStateDescription *vmsd, void *obj,
                         const uint8_t *data, size_t len)
 {
-    QIOChannelBuffer *bioc = qio_channel_buffer_new(MAX(len, 1));
+    QIOChannelBuffer *bioc = qio_channel_buffer_new(len + 1);
     QEMUFile *f;
     int ret;
 
-    memcpy(bioc->data, data, len);
-    bioc->usage = len;
+    if (len) {
+        memcpy(bioc->data, data, len);
+    }
+    bioc->data[len] = QEMU_VM_SECTION_FOOTER;
+    bioc->usage = len + 1;
     f = qemu_file_new_input(QIO_CHANNEL(bioc));
     ret = vmstate_load_state(f, vmsd, obj, vmsd->version_id);
     qemu_fclose(f);
@@ -1279,11 +1349,10 @@ static size_t mig_mutate(uint8_t *s, size_t len, FuzzIn *in, size_t keep)
     return len;
 }
 
-static void usb_ncm_dl_migration_fuzz(QTestState *s,
-                                      const unsigned char *data,
-                                      size_t size)
+static void migration_run(NcmFuzz *fp, FuzzIn *inp)
 {
-    FuzzIn in = { data, size };
+    NcmFuzz f = *fp;
+    FuzzIn in = *inp;
     uint8_t state = in_u8(&in);
     g_autoptr(GByteArray) saved = NULL;
     g_autoptr(GByteArray) mutated = NULL;
@@ -1292,14 +1361,9 @@ static void usb_ncm_dl_migration_fuzz(QTestState *s,
     FuzzIn none = { NULL, 0 };
     DeviceState *dev;
     size_t keep = 0, len;
-    NcmFuzz f;
     uint8_t buf[28];
     unsigned i;
 
-    ncm_fuzz_begin(&f, s);
-    if (!ncm_enumerate(&f, true)) {
-        goto out;
-    }
     mig_prepare(&f, state);
     dev = ncm_find();
     vmsd = DEVICE_GET_CLASS(dev)->vmsd;
@@ -1326,7 +1390,7 @@ static void usb_ncm_dl_migration_fuzz(QTestState *s,
     }
     xfers_reap(&f);
     usb_device_reset(USB_DEVICE(dev));
-    flush_events(s);
+    flush_events(f.qts);
 
     mutated = g_byte_array_sized_new(saved->len);
     g_byte_array_append(mutated, saved->data, saved->len);
@@ -1365,15 +1429,636 @@ static void usb_ncm_dl_migration_fuzz(QTestState *s,
     }
     submit(&f, f.ep_notify.address, NULL, 16);
     mig_frames(&f, 3, 600);
-    qtest_clock_step(s, 300 * 1000 * 1000);
+    qtest_clock_step(f.qts, 300 * 1000 * 1000);
+    ncm_after_step(f.qts, NULL);
     wait_idle(&f, MAX_WAIT_STEPS);
     ncm_set_u32("x-fault-busy-ms", 0);
     ncm_set_u32("x-fault-link-down-ms", 0);
     mig_frames(&f, 2, 100);
     wait_idle(&f, 8);
-
 out:
-    ncm_fuzz_end(&f);
+    *fp = f;
+}
+
+/* Operations on endpoints the input configures itself: xHCI streams */
+
+/* A transfer ring of STREAM_RING_TRBS TRBs, the last a Link TRB to its start */
+static uint64_t raw_ring_new(NcmFuzz *f, bool ccs)
+{
+    uint64_t ring = guest_alloc(&f->alloc, STREAM_RING_TRBS * TRB_SIZE);
+    uint8_t trb[TRB_SIZE] = { 0 };
+
+    qtest_memset(f->qts, ring, 0, STREAM_RING_TRBS * TRB_SIZE);
+    stq_le_p(trb, ring);
+    stl_le_p(trb + 12, TRB_TYPE_LINK << 10 | TRB_LINK_TC | (ccs ? 0 : TRB_C));
+    qtest_memwrite(f->qts, ring + (STREAM_RING_TRBS - 1) * TRB_SIZE, trb,
+                   TRB_SIZE);
+    return ring;
+}
+
+/* Put one TRB on ring @r of DCI @dci; the Link TRB is handed over on wrap */
+static void raw_ring_put(NcmFuzz *f, unsigned dci, unsigned r, uint64_t ptr,
+                         uint32_t status, uint32_t control)
+{
+    uint64_t ring = f->stream_ring[dci][r];
+    unsigned *enq = &f->stream_enq[dci][r];
+    bool *ccs = &f->stream_ccs[dci][r];
+    uint8_t trb[TRB_SIZE];
+
+    stq_le_p(trb, ptr);
+    stl_le_p(trb + 8, status);
+    stl_le_p(trb + 12, control | (*ccs ? TRB_C : 0));
+    qtest_memwrite(f->qts, ring + *enq * TRB_SIZE, trb, TRB_SIZE);
+    if (++*enq == STREAM_RING_TRBS - 1) {
+        stq_le_p(trb, ring);
+        stl_le_p(trb + 8, 0);
+        stl_le_p(trb + 12, TRB_TYPE_LINK << 10 | TRB_LINK_TC |
+                 (*ccs ? TRB_C : 0));
+        qtest_memwrite(f->qts, ring + *enq * TRB_SIZE, trb, TRB_SIZE);
+        *enq = 0;
+        *ccs = !*ccs;
+    }
+}
+
+/* The DCI an operation addresses: one of the device's three, or any */
+static unsigned pick_dci(NcmFuzz *f, uint8_t sel, FuzzIn *in)
+{
+    switch (sel % 4) {
+    case 0:
+        return ep_dci(f->ep_out.address);
+    case 1:
+        return ep_dci(f->ep_in.address);
+    case 2:
+        return ep_dci(f->ep_notify.address);
+    default:
+        return in_u8(in) % 30 + 2;
+    }
+}
+
+/*
+ * Configure Endpoint (or Evaluate Context) with an endpoint context whose
+ * every field the input gives (xHCI 1.2, 6.2.3): EP State, Mult,
+ * MaxPStreams, LSA, Interval, Max ESIT Payload, CErr, EP Type, HID, Max
+ * Burst, Max Packet Size, Average TRB Length, and a dequeue pointer that
+ * is a ring of its own or, with MaxPStreams, a stream context array
+ * whose first entries point at rings of their own (SCT and DCS from the
+ * input).  Bit 3 of the selector keeps EP Type, Max Packet Size and
+ * CErr those of the descriptor, so that the endpoint matches the
+ * device's and its transfers reach it.
+ */
+static void op_ep_ctx(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t sel = in_u8(in);
+    unsigned dci = pick_dci(f, sel, in);
+    uint32_t dw0 = in_u16(in) | (uint32_t)in_u16(in) << 16;
+    uint32_t dw1 = in_u16(in) | (uint32_t)in_u16(in) << 16;
+    uint32_t dw4 = in_u16(in) | (uint32_t)in_u16(in) << 16;
+    uint8_t sflags = in_u8(in);
+    unsigned cs, i, n = 0, pstreams, entries;
+    g_autofree uint8_t *ctx = NULL;
+    uint8_t *slot, *ep;
+    uint64_t deq;
+    uint32_t ctl;
+    bool ccs = !(sflags & 0x08);
+    int cc;
+
+    if (!f->d || f->dead) {
+        return;
+    }
+    if (sel & 0x08) {
+        const QXhciEndpoint *e = dci == ep_dci(f->ep_in.address) ?
+                                 &f->ep_in : dci == ep_dci(f->ep_out.address) ?
+                                 &f->ep_out : &f->ep_notify;
+        unsigned type = (e->attributes & 3) | ((e->address & 0x80) ? 4 : 0);
+
+        dw1 = (dw1 & 0x0000ff80) | 3 << 1 | type << 3 |
+              (uint32_t)(e->max_packet & 0x7ff) << 16;
+        dw0 &= ~7u;
+    }
+    if (sel & 0x10) {
+        /* streams: MaxPStreams 1..15, linear stream array */
+        dw0 = (dw0 & ~(0x1fu << 10)) | (1 + (dw0 >> 10) % 15) << 10 | 1 << 15;
+    }
+    pstreams = (dw0 >> 10) & 0x1f;
+    for (i = 0; i < STREAM_RINGS; i++) {
+        f->stream_ring[dci][i] = 0;
+    }
+    if (pstreams) {
+        uint8_t sctx[TRB_SIZE];
+        unsigned sct = sflags & 0x80 ? (sflags >> 4) & 7 : 1;
+
+        entries = MIN(2u << MIN(pstreams, 15), STREAM_CTX_MAX);
+        deq = guest_alloc(&f->alloc, entries * TRB_SIZE);
+        qtest_memset(f->qts, deq, 0, entries * TRB_SIZE);
+        n = MIN(entries, STREAM_RINGS);
+        for (i = 1; i < n; i++) {
+            f->stream_ring[dci][i] = raw_ring_new(f, ccs);
+            f->stream_enq[dci][i] = 0;
+            f->stream_ccs[dci][i] = ccs;
+            memset(sctx, 0, sizeof(sctx));
+            stq_le_p(sctx, f->stream_ring[dci][i] | sct << 1 | ccs);
+            qtest_memwrite(f->qts, deq + i * TRB_SIZE, sctx, TRB_SIZE);
+        }
+        f->stream_ctx[dci] = deq;
+    } else {
+        f->stream_ring[dci][0] = raw_ring_new(f, ccs);
+        f->stream_enq[dci][0] = 0;
+        f->stream_ccs[dci][0] = ccs;
+        f->stream_ctx[dci] = 0;
+        deq = f->stream_ring[dci][0] | ccs;
+    }
+    f->stream_n[dci] = n;
+    f->raw_dcis |= 1u << dci;
+
+    cs = qxhci_ctx_size(f->x);
+    ctx = g_malloc0(33 * cs);
+    qtest_memread(f->qts, f->d->out_ctx, ctx + cs, 32 * cs);
+    stl_le_p(ctx, sel & 0x20 ? 1u << dci : 0);
+    stl_le_p(ctx + 4, 1u | 1u << dci);
+    slot = ctx + cs;
+    if (((ldl_le_p(slot) >> 27) & 0x1f) < dci) {
+        stl_le_p(slot, (ldl_le_p(slot) & 0x07ffffff) | dci << 27);
+    }
+    ep = ctx + (dci + 1) * cs;
+    stl_le_p(ep, dw0);
+    stl_le_p(ep + 4, dw1);
+    stq_le_p(ep + 8, deq);
+    stl_le_p(ep + 16, dw4);
+    qtest_memwrite(f->qts, f->d->in_ctx, ctx, 33 * cs);
+    ctl = (uint32_t)(sel & 0x04 ? 13 : 12) << 10 |
+          (uint32_t)f->d->slot << 24;
+    cc = qxhci_cmd_raw(f->x, f->d->in_ctx, 0, ctl, NULL);
+    if (cc == QXHCI_CC_TIMEOUT) {
+        f->dead = true;
+        return;
+    }
+    settle(f, 1);
+}
+
+/*
+ * Up to four TDs on a ring of an endpoint the input configured (a stream
+ * of it, or its ring of its own), then its doorbell with that stream ID
+ * or (bit 6) another, once or (bit 4) twice: Normal TRBs of any length,
+ * OUT ones with the input's bytes or (bit 7) a well-formed NTB, their
+ * completion sent to interrupter 0..3 (bits 2-3).
+ */
+static void op_stream_td(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t sel = in_u8(in), sid = in_u8(in), flags = in_u8(in);
+    uint32_t len = in_u16(in), stream, status;
+    unsigned n = flags % 4 + 1, dci = 0, r, i, k;
+    g_autoptr(GByteArray) ntb = NULL;
+    uint64_t buf;
+    bool out;
+
+    if (!dev_usable(f) || !f->raw_dcis) {
+        return;
+    }
+    /* the (sel % count)-th endpoint the input configured */
+    k = sel % ctpop32(f->raw_dcis);
+    for (i = 0; i < 32; i++) {
+        if ((f->raw_dcis & (1u << i)) && !k--) {
+            dci = i;
+            break;
+        }
+    }
+    r = f->stream_n[dci] ? 1 + sid % (f->stream_n[dci] - 1) : 0;
+    if (!f->stream_ring[dci][r]) {
+        return;
+    }
+    out = !(dci & 1);
+    if (out && (flags & 0x80)) {
+        ntb = build_ntb(f, in, 0);
+        len = ntb->len;
+    }
+    len = MIN(len, 65536);
+    buf = guest_alloc(&f->alloc, MAX(len, 1));
+    if (ntb) {
+        qtest_memwrite(f->qts, buf, ntb->data, len);
+    } else if (out && len) {
+        g_autofree uint8_t *data = g_malloc(len);
+
+        in_fill(in, data, len, 256);
+        qtest_memwrite(f->qts, buf, data, len);
+    }
+    /* TRB Transfer Length is 17 bits: 64 KiB fits */
+    status = len | (uint32_t)((flags >> 2) & 3) << 22;
+    for (i = 0; i < n; i++) {
+        raw_ring_put(f, dci, r, buf, status,
+                     TRB_TYPE_NORMAL << 10 | TRB_IOC | (out ? 0 : TRB_ISP));
+    }
+    stream = flags & 0x40 ? in_u16(in) : r;
+    qxhci_reg_write(f->x, QXHCI_REGS_DB, 4 * f->d->slot, dci | stream << 16);
+    if (flags & 0x10) {
+        qxhci_reg_write(f->x, QXHCI_REGS_DB, 4 * f->d->slot,
+                        dci | stream << 16);
+    }
+    settle(f, 1);
+}
+
+/* A doorbell write of any value, to our slot, the command ring or any */
+static void op_doorbell(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t sel = in_u8(in);
+    uint32_t v = in_u16(in) | (uint32_t)in_u16(in) << 16;
+    unsigned slot = sel & 0x80 ? sel % 8 : f->d ? f->d->slot : 1;
+
+    if (f->dead) {
+        return;
+    }
+    qxhci_reg_write(f->x, QXHCI_REGS_DB, 4 * slot, v);
+    settle(f, 1);
+}
+
+/*
+ * PORTSC of the device's port (or any): a raw value, or its current one
+ * with one of Port Reset, Warm Port Reset, a link state write (LWS),
+ * Port Enabled cleared, Port Power toggled, the change bits cleared or
+ * the wake bits set
+ */
+static void op_portsc(NcmFuzz *f, FuzzIn *in)
+{
+    /* RW1C change bits and PED, which a read-modify-write must not echo */
+    static const uint32_t rw1c = 0x00fe0002;
+    uint8_t sel = in_u8(in), arg = in_u8(in);
+    int port = f->d ? f->d->port : 1;
+    uint32_t v;
+
+    if (f->dead) {
+        return;
+    }
+    if (sel & 0x80) {
+        port = arg % qxhci_max_ports(f->x) + 1;
+    }
+    v = qxhci_reg_read(f->x, QXHCI_REGS_OP, XHCI_PORTSC(port)) & ~rw1c;
+    switch (sel % 8) {
+    case 0:
+        v = in_u16(in) | (uint32_t)in_u16(in) << 16;
+        break;
+    case 1:
+        v |= 1u << 4;                           /* PR */
+        break;
+    case 2:
+        v |= 1u << 31;                          /* WPR */
+        break;
+    case 3:
+        v = (v & ~(0xfu << 5)) | 1u << 16 | (uint32_t)(arg & 0xf) << 5;
+        break;
+    case 4:
+        v |= 1u << 1;                           /* PED: disable */
+        break;
+    case 5:
+        v ^= 1u << 9;                           /* PP */
+        break;
+    case 6:
+        v |= rw1c & ~2u;                        /* clear the changes */
+        break;
+    default:
+        v |= (uint32_t)(arg & 7) << 25;         /* WCE, WDE, WOE */
+        break;
+    }
+    qxhci_reg_write(f->x, QXHCI_REGS_OP, XHCI_PORTSC(port), v);
+    settle(f, 2);
+}
+
+/*
+ * Interrupters: an event ring of its own for interrupter 1..3 (one
+ * segment of 16..64 TRBs), any value into any of their registers, and
+ * interrupter 0's IMAN and IMOD (its event ring is the driver's)
+ */
+static void op_interrupter(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t sel = in_u8(in);
+    uint32_t v = in_u16(in) | (uint32_t)in_u16(in) << 16;
+    unsigned ir = 1 + sel % 3, base;
+
+    if (f->dead) {
+        return;
+    }
+    switch ((sel >> 2) % 4) {
+    case 0: {
+        unsigned trbs = 16 << (v % 3);
+        uint64_t erst = guest_alloc(&f->alloc, 64);
+        uint64_t ring = guest_alloc(&f->alloc, trbs * TRB_SIZE);
+        uint8_t seg[16] = { 0 };
+
+        qtest_memset(f->qts, ring, 0, trbs * TRB_SIZE);
+        stq_le_p(seg, ring);
+        stl_le_p(seg + 8, trbs);
+        qtest_memwrite(f->qts, erst, seg, sizeof(seg));
+        base = XHCI_IR(ir);
+        qxhci_reg_write(f->x, QXHCI_REGS_RT, base + XHCI_IR_ERSTSZ, 1);
+        qxhci_reg_write(f->x, QXHCI_REGS_RT, base + XHCI_IR_ERDP_HI,
+                        ring >> 32);
+        qxhci_reg_write(f->x, QXHCI_REGS_RT, base + XHCI_IR_ERDP_LO, ring);
+        qxhci_reg_write(f->x, QXHCI_REGS_RT, base + XHCI_IR_ERSTBA_HI,
+                        erst >> 32);
+        qxhci_reg_write(f->x, QXHCI_REGS_RT, base + XHCI_IR_ERSTBA_LO, erst);
+        qxhci_reg_write(f->x, QXHCI_REGS_RT, base + XHCI_IR_IMAN,
+                        (v >> 8) & 3);
+        f->ir_ring[ir] = ring;
+        break;
+    }
+    case 1:
+        qxhci_reg_write(f->x, QXHCI_REGS_RT, XHCI_IR(ir) + (sel >> 4) * 4, v);
+        break;
+    case 2:
+        qxhci_reg_write(f->x, QXHCI_REGS_RT, XHCI_IR(0) + XHCI_IR_IMOD, v);
+        break;
+    default:
+        /* IP (write 1 to clear) and IE, which the driver's polling ignores */
+        qxhci_reg_write(f->x, QXHCI_REGS_RT, XHCI_IR(0) + XHCI_IR_IMAN, v & 3);
+        break;
+    }
+    settle(f, 1);
+}
+
+/*
+ * "Migrate here": take back the TDs in flight (a destination's device
+ * has none), save the device's VMState, reset the device as a
+ * destination's is, load the stream into it and go on.  A stream the
+ * device wrote that it then refuses, or that does not come out the same
+ * when saved again from the loaded device, is a finding: the input
+ * aborts, as a crash does.
+ */
+static void op_migrate(NcmFuzz *f, FuzzIn *in)
+{
+    DeviceState *dev = ncm_find();
+    const VMStateDescription *vmsd;
+    g_autoptr(GByteArray) saved = NULL;
+    g_autoptr(GByteArray) again = NULL;
+    unsigned i;
+    int ret;
+
+    in_u8(in);
+    if (!dev || !dev_usable(f)) {
+        ncm_fuzz_counters()->migrate_skipped++;
+        return;
+    }
+    for (i = 0; i < 4; i++) {
+        uint8_t ep = i == 0 ? 0 : i == 1 ? f->ep_in.address :
+                     i == 2 ? f->ep_out.address : f->ep_notify.address;
+
+        if (!(f->raw_dcis & (1u << ep_dci(ep))) &&
+            qxhci_ring_base(f->d, ep, NULL) &&
+            qxhci_endpoint_cancel(f->d, ep) == QXHCI_CC_TIMEOUT) {
+            f->dead = true;
+            return;
+        }
+    }
+    xfers_reap(f);
+    flush_events(f->qts);
+    vmsd = DEVICE_GET_CLASS(dev)->vmsd;
+    saved = vmstate_save(vmsd, dev);
+    usb_device_reset(USB_DEVICE(dev));
+    flush_events(f->qts);
+    ret = vmstate_load(vmsd, dev, saved->data, saved->len);
+    if (ret < 0) {
+        fprintf(stderr, "usb-ncm-dl-fuzz: migrate here: the device refused "
+                "its own stream (%u bytes): %d\n", saved->len, ret);
+        abort();
+    }
+    again = vmstate_save(vmsd, dev);
+    if (again->len != saved->len ||
+        memcmp(again->data, saved->data, saved->len)) {
+        for (i = 0; i < MIN(again->len, saved->len); i++) {
+            if (again->data[i] != saved->data[i]) {
+                break;
+            }
+        }
+        fprintf(stderr, "usb-ncm-dl-fuzz: migrate here: the loaded device "
+                "saves another stream (%u bytes, was %u; first difference "
+                "at byte %u)\n", again->len, saved->len, i);
+        abort();
+    }
+    ncm_fuzz_counters()->migrate_runs++;
+    ncm_fuzz_counters()->migrate_bytes += saved->len;
+    settle(f, 1);
+}
+
+/* Running one input: in a forked child, or in the process */
+
+typedef void NcmFuzzFn(NcmFuzz *f, FuzzIn *in);
+
+static NcmFuzz base;                /* the parent's enumerated device */
+static bool base_ok;
+
+/* Whatever a child left in the netdev socket, both ways */
+static void sock_flush_both(void)
+{
+    uint8_t buf[4096];
+
+    while (recv(sockfds[0], buf, sizeof(buf), MSG_DONTWAIT) > 0) {
+        continue;
+    }
+    while (recv(sockfds[1], buf, sizeof(buf), MSG_DONTWAIT) > 0) {
+        continue;
+    }
+}
+
+typedef struct NcmChild {
+    const char *zlp;
+    bool data;
+    NcmFuzzFn *fn;
+    FuzzIn *in;
+} NcmChild;
+
+/* In the child: another firmware model needs the device plugged again */
+static void ncm_child(void *opaque)
+{
+    NcmChild *c = opaque;
+    bool ok = base_ok;
+
+    if (ok && c->zlp != ncm_zlp) {
+        ncm_unplug();
+        settle(&base, 1);
+        ncm_zlp = c->zlp;
+        ncm_plug();
+        settle(&base, 1);
+        reenumerate(&base, false);
+        ok = dev_usable(&base) && base.config_len;
+    }
+    if (ok && (!c->data || ncm_data_on(&base))) {
+        c->fn(&base, c->in);
+    }
+}
+
+/*
+ * Run @fn on the device enumerated with firmware model @zlp (NULL: the
+ * command line's), its data interface at alternate setting 1 with @data.
+ * Forked (usb_ncm_dl_fork.c): the parent enumerates once and forks a
+ * child per input, which replugs only for another firmware model.
+ */
+static void ncm_run(QTestState *s, const char *zlp, bool data, NcmFuzzFn *fn,
+                    FuzzIn *in)
+{
+    NcmChild c = { zlp, data, fn, in };
+    NcmFuzz f;
+
+    /* mapped here, before a child is forked, so that children share it */
+    ncm_fuzz_counters();
+    if (!ncm_fork_enabled()) {
+        /* the firmware model (the last input's may differ) */
+        if (zlp != ncm_zlp) {
+            ncm_unplug();
+            flush_events(s);
+            ncm_zlp = zlp;
+        }
+        ncm_fuzz_begin(&f, s);
+        if (ncm_enumerate(&f, data)) {
+            fn(&f, in);
+        }
+        ncm_fuzz_end(&f);
+        return;
+    }
+    if (!base.qts) {
+        ncm_zlp = NULL;
+        ncm_fuzz_begin(&base, s);
+        base_ok = ncm_enumerate(&base, false);
+        flush_events(s);
+        sock_flush_both();
+    }
+    ncm_fork_run(ncm_child, &c);
+    sock_flush_both();
+}
+
+/*
+ * The data interface has just taken alternate setting 1 with the
+ * power-on defaults (NTB16, no CRC, the largest IN NTB): the oracle
+ * follows the IN stream from here.
+ */
+static void oracle_start(NcmFuzz *f)
+{
+    uint8_t b[28];
+
+    if (!f->oracle) {
+        f->oracle = ncm_oracle_new();
+    }
+    ncm_oracle_reset(f->oracle);
+    memset(b, 0, sizeof(b));
+    if (control(f, 0xa1, 0x80, 0, IF_CONTROL, b, sizeof(b)) !=
+        QXHCI_CC_SUCCESS) {
+        return;
+    }
+    f->oracle_params = (NcmOracleParams) {
+        .in_max_size = ldl_le_p(b + 4),
+        .in_divisor = lduw_le_p(b + 8),
+        .in_remainder = lduw_le_p(b + 10),
+        .in_alignment = lduw_le_p(b + 12),
+        .max_packet = f->ep_in.max_packet & 0x7ff,
+    };
+    f->oracle_in = true;
+}
+
+/*
+ * Operations after which the oracle still knows what the IN stream is:
+ * bulk transfers, frames, waiting, and requests that read (a control
+ * request with a device-to-host data stage) or set what the NTBs'
+ * layout does not depend on (filters, the network address); @in is
+ * where the operation's bytes start.
+ */
+static bool oracle_follows(unsigned op, const FuzzIn *in)
+{
+    uint8_t b0 = in->len ? in->p[0] : 0;
+
+    switch (op) {
+    case OP_CONTROL:
+        return b0 & 0x80;
+    case OP_CLASS: {
+        /* op_class()'s table: SET_NTB_FORMAT, _INPUT_SIZE, ... */
+        static const bool renegotiates[16] = {
+            [9] = true, [11] = true, [13] = true, [15] = true,
+        };
+
+        return (b0 & 0x80) || !renegotiates[b0 % 16];
+    }
+    case OP_BULK_OUT:
+    case OP_BULK_IN:
+    case OP_INTR_IN:
+    case OP_FRAME:
+    case OP_CLOCK:
+    case OP_WAIT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The operations of usb-ncm-dl-fuzz, from the second input byte on */
+static void run_ops(NcmFuzz *f, FuzzIn *in)
+{
+    static NcmFuzzFn *const ops[OP__MAX] = {
+        [OP_CONTROL] = op_control,
+        [OP_CLASS] = op_class,
+        [OP_BULK_OUT] = op_bulk_out,
+        [OP_BULK_IN] = op_bulk_in,
+        [OP_INTR_IN] = op_intr_in,
+        [OP_CANCEL] = op_cancel,
+        [OP_XHCI_CMD] = op_xhci_cmd,
+        [OP_CONTEXT_CMD] = op_context_cmd,
+        [OP_SET_CONFIG] = op_set_config,
+        [OP_SET_ALT] = op_set_alt,
+        [OP_PORT] = op_port,
+        [OP_PLUG] = op_plug,
+        [OP_FRAME] = op_frame,
+        [OP_CLOCK] = op_clock,
+        [OP_FAULT] = op_fault,
+        [OP_WAIT] = op_wait,
+        [OP_REENUMERATE] = op_reenumerate,
+        [OP_EP_CTX] = op_ep_ctx,
+        [OP_STREAM_TD] = op_stream_td,
+        [OP_DOORBELL] = op_doorbell,
+        [OP_PORTSC] = op_portsc,
+        [OP_INTERRUPTER] = op_interrupter,
+        [OP_MIGRATE] = op_migrate,
+    };
+    int n = 0;
+
+    if (f->data_on) {
+        oracle_start(f);
+    }
+    while (in->len && n++ < MAX_OPS && !f->dead) {
+        unsigned op = in_u8(in) % OP__MAX;
+
+        if (!oracle_follows(op, in)) {
+            /* what completed until now is checked; nothing after it */
+            xfers_reap(f);
+            f->oracle_in = false;
+        }
+        ops[op](f, in);
+        flush_events(f->qts);
+        if (f->x) {
+            qxhci_poll(f->x);
+        }
+        sock_drain();
+        xfers_reap(f);
+    }
+    if (!f->dead) {
+        wait_idle(f, 4);
+    }
+}
+
+static void usb_ncm_dl_fuzz(QTestState *s, const unsigned char *data,
+                            size_t size)
+{
+    FuzzIn in = { data, size };
+    uint8_t first = in_u8(&in);
+
+    /*
+     * byte 0 bit 6: the firmware model; bit 7: stop after
+     * SET_CONFIGURATION, or go on to alternate setting 1
+     */
+    ncm_run(s, first & 0x40 ? ncm_zlp_auto : NULL, !(first & 0x80), run_ops,
+            &in);
+}
+
+static void usb_ncm_dl_migration_fuzz(QTestState *s,
+                                      const unsigned char *data,
+                                      size_t size)
+{
+    FuzzIn in = { data, size };
+
+    ncm_run(s, NULL, true, migration_run, &in);
 }
 
 /* Registration */

@@ -160,6 +160,16 @@ struct QXhci {
     void *event_hook_opaque;
 };
 
+/* Time */
+
+static void clock_step(QXhci *x, int64_t ns)
+{
+    qtest_clock_step(x->qts, ns);
+    if (x->opts.after_step) {
+        x->opts.after_step(x->qts, x->opts.after_step_opaque);
+    }
+}
+
 /* Registers */
 
 static uint32_t cap_readl(QXhci *x, uint32_t off)
@@ -476,7 +486,7 @@ int qxhci_poll(QXhci *x)
 
 void qxhci_step(QXhci *x)
 {
-    qtest_clock_step(x->qts, x->opts.clock_step_ns);
+    clock_step(x, x->opts.clock_step_ns);
     qxhci_poll(x);
 }
 
@@ -496,7 +506,7 @@ static int qxhci_command(QXhci *x, uint64_t param, uint32_t status,
         if (x->cmd_done || waited >= NANOSECONDS_PER_SECOND) {
             break;
         }
-        qtest_clock_step(x->qts, x->opts.clock_step_ns);
+        clock_step(x, x->opts.clock_step_ns);
         waited += x->opts.clock_step_ns;
     }
     if (!x->cmd_done) {
@@ -559,7 +569,7 @@ static bool wait_reg(QXhci *x, uint32_t off, uint32_t mask, uint32_t want)
         if ((op_readl(x, off) & mask) == want) {
             return true;
         }
-        qtest_clock_step(x->qts, 100 * 1000);
+        clock_step(x, 100 * 1000);
     }
     return false;
 }
@@ -1032,7 +1042,7 @@ bool qxhci_wait(QXhciTransfer *t, int64_t timeout_ns)
             g_get_monotonic_time() > wall_deadline) {
             return false;
         }
-        qtest_clock_step(x->qts, x->opts.clock_step_ns);
+        clock_step(x, x->opts.clock_step_ns);
         waited += x->opts.clock_step_ns;
     }
 }
@@ -1431,6 +1441,28 @@ uint64_t qxhci_ring_base(QXhciDevice *d, uint8_t ep, unsigned *trbs)
 unsigned qxhci_ctx_size(QXhci *x)
 {
     return x->ctx_size;
+}
+
+static uint32_t reg_base(QXhci *x, int regs)
+{
+    switch (regs) {
+    case QXHCI_REGS_OP:
+        return x->op;
+    case QXHCI_REGS_RT:
+        return x->rt;
+    default:
+        return x->db;
+    }
+}
+
+uint32_t qxhci_reg_read(QXhci *x, int regs, uint32_t off)
+{
+    return qpci_io_readl(x->pdev, x->bar, reg_base(x, regs) + (off & ~3u));
+}
+
+void qxhci_reg_write(QXhci *x, int regs, uint32_t off, uint32_t val)
+{
+    qpci_io_writel(x->pdev, x->bar, reg_base(x, regs) + (off & ~3u), val);
 }
 
 int qxhci_cmd_raw(QXhci *x, uint64_t param, uint32_t status,

@@ -57,6 +57,14 @@ typedef struct QXhciOptions {
     unsigned xfer_ring_trbs;    /* per endpoint, including its Link TRB */
     unsigned max_slots;         /* CONFIG.MaxSlotsEn; 0 = all */
     int64_t clock_step_ns;      /* virtual time per polling step */
+    /*
+     * Called after each step of the virtual clock the driver takes while
+     * it waits (NULL: none).  A test that runs QEMU in its own process
+     * (a fuzz target) runs the main loop here: stepping the clock runs
+     * timers only, not bottom halves or fd handlers.
+     */
+    void (*after_step)(QTestState *qts, void *opaque);
+    void *after_step_opaque;
 } QXhciOptions;
 
 /* What the driver needs from an endpoint descriptor (and SS companion) */
@@ -235,6 +243,16 @@ unsigned qxhci_ring_space(QXhciDevice *d, uint8_t ep);
 uint64_t qxhci_ring_base(QXhciDevice *d, uint8_t ep, unsigned *trbs);
 /* Context size in bytes (32 or 64). */
 unsigned qxhci_ctx_size(QXhci *x);
+/*
+ * A 32-bit register of BAR 0, at @off from the start of the operational
+ * (QXHCI_REGS_OP), runtime (QXHCI_REGS_RT) or doorbell (QXHCI_REGS_DB)
+ * registers.  The driver does not learn what such a write changed.
+ */
+#define QXHCI_REGS_OP           0
+#define QXHCI_REGS_RT           1
+#define QXHCI_REGS_DB           2
+uint32_t qxhci_reg_read(QXhci *x, int regs, uint32_t off);
+void qxhci_reg_write(QXhci *x, int regs, uint32_t off, uint32_t val);
 /*
  * Queue one command TRB of any type and fields (the cycle bit is the
  * driver's) and wait for its completion; QXHCI_CC_TIMEOUT if none came.

@@ -104,6 +104,36 @@ static void test_port_reset(NcmEnv *e, const NcmCase *c)
     ncm_check_rx_frame(e, 5200, 1514);
 }
 
+/*
+ * A port reset leaves the device unconfigured (USB 2.0 9.1.1.3), but
+ * QEMU's USB core keeps the USBDevice's configuration and alternate
+ * settings until the next SET_CONFIGURATION.  Migrated before the guest
+ * enumerates it again, the source saved configuration 1 and alternate
+ * setting 1 with the data interface off, which the destination refused
+ * ("data interface state disagrees with its alternate setting"): found
+ * by usb-ncm-dl-fuzz's "migrate here" (PORTSC.PR, then a migration).
+ */
+static void test_migrate_after_port_reset(NcmEnv *e, const NcmCase *c)
+{
+    g_autofree char *file = g_strdup_printf("%s/usb-ncm-mig-pr-%d",
+                                            g_get_tmp_dir(), getpid());
+    QTestState *dst;
+    int sock = -1;
+
+    ncm_set_alt(e, 1);
+    g_assert_cmpint(qxhci_port_reset(e->xhci, e->port), ==,
+                    c->super ? QXHCI_SPEED_SUPER : QXHCI_SPEED_HIGH);
+    dst = ncm_migrate_via_file(e, file, NULL, &sock);
+    unlink(file);
+    g_assert(dst);
+    ncm_follow_migration(e, dst, sock);
+    qxhci_device_free(e->dev);
+    e->dev = NULL;
+    ncm_enumerate(e);
+    ncm_set_alt(e, 1);
+    ncm_check_rx_frame(e, 36900, 800);
+}
+
 /* The driver's rings go round many times; transfers stay correct. */
 static void test_ring_wrap(NcmEnv *e, const NcmCase *c)
 {
@@ -1295,6 +1325,8 @@ void ncm_add_lifecycle_cases(bool ss)
     ncm_add_case(ss, NCM_DL, "savevm-loadvm", test_savevm, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "migrate/queued-in-tds",
                  test_migrate_queued_tds, NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "migrate/after-port-reset",
+                 test_migrate_after_port_reset, NULL, NULL);
     for (m = 0; m < ARRAY_SIZE(models); m++) {
         ncm_add_case(ss, models[m], "device-del", test_device_del, NULL,
                      NULL);
