@@ -441,12 +441,7 @@ static int control(NcmFuzz *f, uint8_t type, uint8_t req, uint16_t value,
         char why[256] = "";
 
         qxhci_transfer_read(t, buf);
-        /*
-         * An unknown string index gets an empty data stage from QEMU's
-         * hw/usb/desc.c, not a stall: docs/findings.md F13, open.
-         */
-        if (!(value >> 8 == 3 && !t->actual) &&
-            !ncm_oracle_descriptor(value >> 8, value & 0xff, len, buf,
+        if (!ncm_oracle_descriptor(value >> 8, value & 0xff, len, buf,
                                    t->actual, why, sizeof(why))) {
             oracle_failed("GET_DESCRIPTOR", why);
         }
