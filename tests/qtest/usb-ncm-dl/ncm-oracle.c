@@ -68,7 +68,7 @@ static uint32_t rd32(const uint8_t *b)
 }
 
 /* IEEE 802.3 CRC-32 (NCM 1.0 3.3.2: the CRC of an NCM1/ncm1 datagram) */
-static uint32_t or_crc32(const uint8_t *p, size_t len)
+uint32_t ncm_oracle_crc32(const uint8_t *p, size_t len)
 {
     uint32_t crc = 0xffffffff;
     size_t i;
@@ -300,7 +300,7 @@ static bool or_check_ntb(NcmOracle *o, const NcmOracleParams *p,
                      di, p->in_divisor, di % p->in_divisor, p->in_remainder);
             }
             if (p->crc) {
-                uint32_t want = or_crc32(b + di, dn - NCM_CRC_LEN);
+                uint32_t want = ncm_oracle_crc32(b + di, dn - NCM_CRC_LEN);
                 uint32_t got = rd32(b + di + dn - NCM_CRC_LEN);
 
                 if (want != got) {

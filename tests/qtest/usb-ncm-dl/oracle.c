@@ -22,21 +22,6 @@ static const NcmOracleParams ot_p16 = {
     .in_alignment = 4, .max_packet = 512,
 };
 
-static uint32_t ot_crc32(const uint8_t *p, size_t len)
-{
-    uint32_t crc = 0xffffffff;
-    size_t i;
-    int k;
-
-    for (i = 0; i < len; i++) {
-        crc ^= p[i];
-        for (k = 0; k < 8; k++) {
-            crc = (crc >> 1) ^ ((crc & 1) ? 0xedb88320 : 0);
-        }
-    }
-    return ~crc;
-}
-
 /* An IN NTB of @n frames as a device following @p builds it */
 static GByteArray *ot_ntb(const NcmOracleParams *p, unsigned n, uint16_t seq)
 {
@@ -58,7 +43,7 @@ static GByteArray *ot_ntb(const NcmOracleParams *p, unsigned n, uint16_t seq)
             GByteArray *f = g_ptr_array_index(frames, i);
             uint8_t c[4];
 
-            stl_le_p(c, ot_crc32(f->data, f->len));
+            stl_le_p(c, ncm_oracle_crc32(f->data, f->len));
             g_byte_array_append(f, c, 4);
         }
     }
