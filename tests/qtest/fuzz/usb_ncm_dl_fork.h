@@ -47,6 +47,9 @@ typedef struct NcmFuzzCounters {
     uint64_t migrate_bytes;     /* bytes compared after the reload */
     uint64_t oracle_in;         /* bulk IN transfers the oracle checked */
     uint64_t oracle_desc;       /* GET_DESCRIPTOR replies it checked */
+    uint64_t light_resets;      /* inputs followed by a controller reset */
+    uint64_t machine_resets;    /* ... by a machine reset */
+    uint64_t device_replugs;    /* ... by a fresh device (no machine reset) */
 } NcmFuzzCounters;
 
 NcmFuzzCounters *ncm_fuzz_counters(void);

@@ -55,6 +55,7 @@
 #include "tests/qtest/libqos/xhci-driver.h"
 #include "fuzz.h"
 #include "usb_ncm_dl_fork.h"
+#include "usb_ncm_dl_input.h"
 #include "tests/qtest/usb-ncm-dl/ncm-oracle.h"
 
 #define NCM_ID              "ncm0"
@@ -97,10 +98,6 @@
 #define XHCI_IR_ERDP_LO     0x18
 #define XHCI_IR_ERDP_HI     0x1c
 
-typedef struct FuzzIn {
-    const uint8_t *p;
-    size_t len;
-} FuzzIn;
 
 typedef struct NcmFuzz {
     QTestState *qts;
@@ -138,6 +135,14 @@ typedef struct NcmFuzz {
      */
     NcmOracle *oracle;
     bool data_on;           /* ncm_data_on() took alternate setting 1 */
+    /*
+     * What a controller reset does not undo, for ncm_fuzz_end() to put
+     * back before the next input: x-fault-* properties or the netdev's
+     * link the input set (faults_set), or a device that loaded a mutated
+     * stream whose fields no reset restores (device_dirty: replaced).
+     */
+    bool faults_set;
+    bool device_dirty;
     bool oracle_in;
     NcmOracleParams oracle_params;
 } NcmFuzz;
@@ -169,37 +174,6 @@ static void ncm_after_step(QTestState *s, void *opaque)
     }
 }
 
-/* Input */
-
-static uint8_t in_u8(FuzzIn *in)
-{
-    if (!in->len) {
-        return 0;
-    }
-    in->len--;
-    return *in->p++;
-}
-
-static uint16_t in_u16(FuzzIn *in)
-{
-    return in_u8(in) | (uint16_t)in_u8(in) << 8;
-}
-
-/* Fill @buf with the next input bytes, repeated when they run out. */
-static void in_fill(FuzzIn *in, uint8_t *buf, size_t len, size_t take)
-{
-    size_t n = MIN(MIN(len, take), in->len), i;
-
-    if (n) {
-        memcpy(buf, in->p, n);
-    }
-    in->p += n;
-    in->len -= n;
-    for (i = n; i < len; i++) {
-        buf[i] = n ? buf[i % n] : (uint8_t)(i * 7);
-    }
-}
-
 /* Device creation, outside the guest's reach */
 
 /*
@@ -213,7 +187,9 @@ static const char *ncm_zlp;
 
 static DeviceState *ncm_find(void)
 {
-    Object *obj = object_resolve_path_type("", NCM_MODEL, NULL);
+    /* by its id: a search of the whole QOM tree cost 7 % of every input */
+    Object *obj = object_resolve_path_type("/machine/peripheral/" NCM_ID,
+                                           NCM_MODEL, NULL);
 
     return obj ? DEVICE(obj) : NULL;
 }
@@ -550,6 +526,17 @@ static void reenumerate(NcmFuzz *f, bool data)
     ncm_enumerate(f, data);
 }
 
+/*
+ * The controller's PCI function and BAR 0, mapped once per machine reset
+ * (the BAR's sizing rebuilds the memory topology, twice): a controller
+ * reset leaves them as they are.
+ */
+static struct {
+    QPCIBus *bus;
+    QPCIDevice *pdev;
+    QPCIBar bar;
+} pci_kept;
+
 static void ncm_fuzz_begin(NcmFuzz *f, QTestState *s)
 {
     QXhciOptions opts = {
@@ -573,15 +560,75 @@ static void ncm_fuzz_begin(NcmFuzz *f, QTestState *s)
     }
     sock_drain();
     pc_alloc_init(&f->alloc, s, 0);
-    f->bus = qpci_new_pc(s, &f->alloc);
-    f->pdev = qpci_device_find(f->bus, XHCI_DEVFN);
-    g_assert(f->pdev);
+    if (!pci_kept.bus) {
+        /* after a machine reset: find the controller, map its BAR */
+        pci_kept.bus = qpci_new_pc(s, NULL);
+        pci_kept.pdev = qpci_device_find(pci_kept.bus, XHCI_DEVFN);
+        g_assert(pci_kept.pdev);
+        qpci_device_enable(pci_kept.pdev);
+        pci_kept.bar = qpci_iomap(pci_kept.pdev, 0, NULL);
+    }
+    f->bus = pci_kept.bus;
+    f->pdev = pci_kept.pdev;
+    opts.bar = &pci_kept.bar;
     f->x = qxhci_new(s, f->pdev, &f->alloc, &opts);
     f->xfers = g_ptr_array_new();
 }
 
+/*
+ * Inputs between two machine resets (USB_NCM_FUZZ_RESET_EVERY, 64 unless
+ * set; 1 resets the machine after every input, as the targets did before).
+ * In between, an input starts where a guest whose driver reloads starts:
+ * the controller reset through USBCMD.HCRST (every slot disabled, every
+ * transfer cancelled), the device reset by its enumeration's port reset,
+ * the x-fault-* properties and the link put back.  That costs a fraction
+ * of a machine reset and the device's creation (make bench-fuzz), and
+ * what an input leaves for the next is what a guest leaves behind a
+ * controller reset: a state the fuzzer should reach anyway.
+ */
+static unsigned reset_every(void)
+{
+    static int every = -1;
+
+    if (every < 0) {
+        const char *env = getenv("USB_NCM_FUZZ_RESET_EVERY");
+
+        every = env ? MAX(atoi(env), 1) : 64;
+    }
+    return every;
+}
+
+/* Every x-fault-* property back to its default, the link up */
+static void ncm_faults_clear(NcmFuzz *f)
+{
+    /* replug-every first, then replug-ms: a detached device comes back */
+    static const char *const u32_faults[] = {
+        "x-fault-replug-every-ms", "x-fault-replug-ms",
+        "x-fault-link-down-ms", "x-fault-busy-ms", "x-fault-drop-in-every",
+        "x-fault-corrupt-count",
+    };
+    DeviceState *dev = ncm_find();
+    unsigned i;
+
+    if (dev) {
+        for (i = 0; i < ARRAY_SIZE(u32_faults); i++) {
+            object_property_set_uint(OBJECT(dev), u32_faults[i], 0,
+                                     &error_abort);
+        }
+        object_property_set_uint(OBJECT(dev), "x-fault-replug-seed", 1,
+                                 &error_abort);
+        object_property_set_str(OBJECT(dev), "x-fault-corrupt-in", "none",
+                                &error_abort);
+    }
+    qmp_set_link(NCM_NETDEV, true, &error_abort);
+    /* the replug timer, set to now, runs once the clock moves */
+    qtest_clock_step(f->qts, 1000);
+    flush_events(f->qts);
+}
+
 static void ncm_fuzz_end(NcmFuzz *f)
 {
+    static unsigned since_reset;
     guint i;
 
     if (f->oracle) {
@@ -595,15 +642,37 @@ static void ncm_fuzz_end(NcmFuzz *f)
     }
     g_ptr_array_free(f->xfers, true);
     qxhci_abandon(f->x);
-    g_free(f->pdev);
-    qpci_free_pc(f->bus);
     alloc_destroy(&f->alloc);
     sock_drain();
-    /* a fresh device for the next input: nothing carries over */
+    ncm_fuzz_active = false;
+    if (!f->dead && ++since_reset < reset_every()) {
+        if (f->faults_set) {
+            ncm_faults_clear(f);
+        }
+        if (f->device_dirty) {
+            /* the next input's ncm_fuzz_begin() plugs a fresh one */
+            ncm_unplug();
+            ncm_fuzz_counters()->device_replugs++;
+        }
+        /* the next input's qxhci_new() resets the controller */
+        flush_events(f->qts);
+        ncm_fuzz_counters()->light_resets++;
+        return;
+    }
+    /* a fresh device on a reset machine: nothing carries over */
+    since_reset = 0;
+    g_free(pci_kept.pdev);
+    qpci_free_pc(pci_kept.bus);
+    pci_kept.bus = NULL;
+    pci_kept.pdev = NULL;
     ncm_unplug();
     flush_events(f->qts);
     fuzz_reset(f->qts);
-    ncm_fuzz_active = false;
+    /* properties are not reset with the machine */
+    if (f->faults_set) {
+        ncm_faults_clear(f);
+    }
+    ncm_fuzz_counters()->machine_resets++;
 }
 
 /* NTBs */
@@ -1085,6 +1154,7 @@ static void op_plug(NcmFuzz *f, FuzzIn *in)
         reenumerate(f, v & 0x80);
         break;
     default:
+        f->faults_set = true;
         ncm_set_u32("x-fault-replug-ms", (v >> 2) * 4);
         settle(f, 1);
         break;
@@ -1144,6 +1214,7 @@ static void op_fault(NcmFuzz *f, FuzzIn *in)
     if (!dev) {
         return;
     }
+    f->faults_set = true;
     if (which < ARRAY_SIZE(u32_faults)) {
         /* replugging every few ms would leave nothing else to fuzz */
         if (which == 5 && v && v < 50) {
@@ -1290,6 +1361,9 @@ static void mig_prepare(NcmFuzz *f, uint8_t state)
         submit(f, f->ep_out.address, ntb->data, ntb->len);
         settle(f, 2);
     }
+    if (state & (MIG_FAULT_BUSY | MIG_FAULT_LINK)) {
+        f->faults_set = true;
+    }
     if (state & MIG_FAULT_BUSY) {
         ncm_set_u32("x-fault-busy-ms", 1000);
     }
@@ -1400,7 +1474,11 @@ static void migration_run(NcmFuzz *fp, FuzzIn *inp)
         goto out;
     }
 
-    /* accepted: the guest goes on using the device */
+    /*
+     * accepted: the guest goes on using the device, whose fields the
+     * stream set may include some that no reset restores
+     */
+    f.device_dirty = true;
     settle(&f, 1);
     control(&f, 0xa1, 0x80, 0, IF_CONTROL, buf, sizeof(buf));
     control(&f, 0x80, 0, 0, 0, buf, 2);

@@ -38,6 +38,7 @@
 #include "tests/qtest/libqos/pci-pc.h"
 #include "fuzz.h"
 #include "usb_ncm_dl_fork.h"
+#include "usb_ncm_dl_input.h"
 
 /* The device's endpoints (hw/usb/dev-ncm.h) and the address it is given */
 #define EP_NOTIFY           5
@@ -106,45 +107,6 @@ struct Hcd {
 
 static int sockfds[2] = { -1, -1 };
 
-/* Input */
-
-typedef struct FuzzIn {
-    const uint8_t *p;
-    size_t len;
-} FuzzIn;
-
-static uint8_t in_u8(FuzzIn *in)
-{
-    if (!in->len) {
-        return 0;
-    }
-    in->len--;
-    return *in->p++;
-}
-
-static uint16_t in_u16(FuzzIn *in)
-{
-    return in_u8(in) | (uint16_t)in_u8(in) << 8;
-}
-
-static uint32_t in_u32(FuzzIn *in)
-{
-    return in_u16(in) | (uint32_t)in_u16(in) << 16;
-}
-
-static void in_fill(FuzzIn *in, uint8_t *buf, size_t len, size_t take)
-{
-    size_t n = MIN(MIN(len, take), in->len), i;
-
-    if (n) {
-        memcpy(buf, in->p, n);
-    }
-    in->p += n;
-    in->len -= n;
-    for (i = n; i < len; i++) {
-        buf[i] = n ? buf[i % n] : (uint8_t)(i * 7);
-    }
-}
 
 /* Time and memory */
 

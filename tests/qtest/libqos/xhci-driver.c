@@ -602,8 +602,12 @@ QXhci *qxhci_new(QTestState *qts, QPCIDevice *pdev, QGuestAllocator *alloc,
     g_assert(x->opts.event_ring_trbs >= 16 &&
              x->opts.event_ring_trbs <= 4096);
 
-    qpci_device_enable(pdev);
-    x->bar = qpci_iomap(pdev, 0, NULL);
+    if (x->opts.bar) {
+        x->bar = *x->opts.bar;
+    } else {
+        qpci_device_enable(pdev);
+        x->bar = qpci_iomap(pdev, 0, NULL);
+    }
 
     x->op = cap_readl(x, XHCI_CAPLENGTH) & 0xff;
     hcs1 = cap_readl(x, XHCI_HCSPARAMS1);

@@ -65,6 +65,13 @@ typedef struct QXhciOptions {
      */
     void (*after_step)(QTestState *qts, void *opaque);
     void *after_step_opaque;
+    /*
+     * BAR 0 as the caller mapped it, with the device enabled (NULL: the
+     * driver maps it).  A caller that starts the driver again on the same
+     * controller passes it, as sizing the BAR again rebuilds the memory
+     * topology twice.
+     */
+    const QPCIBar *bar;
 } QXhciOptions;
 
 /* What the driver needs from an endpoint descriptor (and SS companion) */
