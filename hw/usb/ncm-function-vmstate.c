@@ -48,6 +48,19 @@ static bool ncm_in_buf_len_valid(void *opaque, int version_id)
     return true;
 }
 
+static bool ncm_in_datagrams_valid(void *opaque, int version_id)
+{
+    NcmFunction *fn = opaque;
+
+    if (fn->in_builder.n_datagrams > NCM_MAX_DATAGRAMS) {
+        error_report("usb-ncm: migrated IN NTB of %u datagrams exceeds the "
+                     "builder's %u", fn->in_builder.n_datagrams,
+                     NCM_MAX_DATAGRAMS);
+        return false;
+    }
+    return true;
+}
+
 static int ncm_function_vmstate_pre_save(void *opaque)
 {
     NcmFunction *f = opaque;
@@ -199,9 +212,12 @@ const VMStateDescription vmstate_ncm_function = {
         VMSTATE_UINT32(in_builder.len, NcmFunction),
         VMSTATE_UINT32(in_builder.n_datagrams, NcmFunction),
         VMSTATE_UINT32(in_builder.ndp_offset, NcmFunction),
-        VMSTATE_STRUCT_ARRAY(in_builder.datagrams, NcmFunction,
-                             NCM_MAX_DATAGRAMS, 1, vmstate_ncm_datagram,
-                             NcmDatagram),
+        /* the datagrams the builder holds, not all NCM_MAX_DATAGRAMS */
+        VMSTATE_VALIDATE("in_builder.n_datagrams fits the builder",
+                         ncm_in_datagrams_valid),
+        VMSTATE_STRUCT_VARRAY_UINT32(in_builder.datagrams, NcmFunction,
+                                     in_builder.n_datagrams, 1,
+                                     vmstate_ncm_datagram, NcmDatagram),
         VMSTATE_UINT32(in_ntb_len, NcmFunction),
         VMSTATE_UINT32(in_send_off, NcmFunction),
         VMSTATE_UINT16(in_sequence, NcmFunction),
