@@ -36,13 +36,17 @@
 # them and the working corpus; commit the result.
 #
 # --bench (make bench-fuzz): the rate of every structured target (those
-# of tests/qtest/fuzz/usb_ncm_dl_fuzz.c, not generic-fuzz), in inputs/s
+# of tests/qtest/fuzz/usb_ncm_dl*_fuzz.c, not generic-fuzz), in inputs/s
 # as libFuzzer counts them (stat::average_exec_per_sec over SECONDS,
 # default 30, of fuzzing from a copy of the committed seeds; the working
-# corpus is left alone), each input in a forked child (USB_NCM_FUZZ_FORK=1)
-# and in the process on a reset machine (the targets' default); FUZZ_BENCH_RUNS (default 3) runs of each, and
-# their median.  It prints the numbers and passes whatever they are: a
-# benchmark, not a test.
+# corpus is left alone) in three modes: the targets' default (a
+# controller reset between inputs, a machine reset every 64), a machine
+# reset after every input (USB_NCM_FUZZ_RESET_EVERY=1, as the targets ran
+# before) and a forked child per input (USB_NCM_FUZZ_FORK=1);
+# FUZZ_BENCH_RUNS (default 3) runs of each, and their median.  It prints
+# the numbers and writes them, with the date, the commit and the load,
+# into docs/findings.md (between "<!-- bench-fuzz -->" markers); it passes
+# whatever they are: a benchmark, not a test.
 #
 # FUZZ_BIN=path: run that copy of the fuzzer binary instead of building
 # one (fuzz-campaign.sh copies the binary once, so that a campaign runs
@@ -245,12 +249,15 @@ qtest_reproducer() {
 
 if [ "$bench" = 1 ]; then
     runs_n=${FUZZ_BENCH_RUNS:-3}
+    load_before=$(cut -d' ' -f1-3 /proc/loadavg)
     step "inputs/s of the structured targets, ${fuzz_secs}s per target and mode, median of $runs_n runs"
-    note "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine slows every rate)"
-    printf '    %-26s %-10s %10s %-22s %8s\n' target mode executions "inputs/s of each run" median
+    note "$(nproc) CPUs, load average $load_before (a shared machine slows every rate)"
+    printf '    %-26s %-16s %12s %-22s %8s\n' target mode executions "inputs/s of each run" median
+    table=$(mktemp)
     for t in "${targets[@]}"; do
         case $t in generic-fuzz*) continue ;; esac
-        for mode in fork in-process; do
+        row="| $t |"
+        for mode in default machine-reset fork; do
             rates=()
             execs=()
             for ((r = 1; r <= runs_n; r++)); do
@@ -260,6 +267,7 @@ if [ "$bench" = 1 ]; then
                 log=$FUZZ_DIR/bench-$t-$mode-$r.log
                 (cd "$FUZZ_DIR" &&
                  USB_NCM_FUZZ_FORK=$([ "$mode" = fork ] && echo 1 || echo 0) \
+                 USB_NCM_FUZZ_RESET_EVERY=$([ "$mode" = machine-reset ] && echo 1 || echo 64) \
                      "$BIN" --fuzz-target="$t" -max_total_time="$fuzz_secs" \
                      -timeout="$FUZZ_TIMEOUT" -rss_limit_mb=4096 $FUZZ_SCHEDULE \
                      -print_final_stats=1 -artifact_prefix="$work-" "$work") \
@@ -270,10 +278,41 @@ if [ "$bench" = 1 ]; then
             done
             median=$(printf '%s\n' "${rates[@]}" | grep -E '^[0-9]+$' | sort -n |
                      awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "?" }')
-            printf '    %-26s %-10s %10s %-22s %8s\n' "$t" "$mode" \
+            printf '    %-26s %-16s %12s %-22s %8s\n' "$t" "$mode" \
                 "$(IFS=/; echo "${execs[*]}")" "$(IFS=/; echo "${rates[*]}")" "$median"
+            row+=" $(IFS=/; echo "${rates[*]}"): **$median** |"
         done
+        echo "$row" >>"$table"
     done
+    findings=$NCM_TOP/docs/findings.md
+    if grep -q '^<!-- bench-fuzz -->$' "$findings" &&
+       grep -q '^<!-- bench-fuzz end -->$' "$findings"; then
+        {
+            echo "\`make bench-fuzz FUZZ_SECONDS=$fuzz_secs\` on $(date -u '+%Y-%m-%d %H:%M') UTC," \
+                 "commit $(git -C "$NCM_TOP" rev-parse --short HEAD)," \
+                 "$(nproc) CPUs, load average $load_before at the start and" \
+                 "$(cut -d' ' -f1-3 /proc/loadavg) at the end; libFuzzer's" \
+                 "inputs/s from the committed seeds, $runs_n runs each, median in bold:"
+            echo
+            echo "| Target | Default: controller reset between inputs | Machine reset per input (\`USB_NCM_FUZZ_RESET_EVERY=1\`) | Forked child per input (\`USB_NCM_FUZZ_FORK=1\`) |"
+            echo "|---|---|---|---|"
+            cat "$table"
+        } >"$table.md"
+        python3 - "$findings" "$table.md" <<'PY'
+import sys
+path, part = sys.argv[1], open(sys.argv[2]).read()
+text = open(path).read()
+head, rest = text.split("<!-- bench-fuzz -->\n", 1)
+_, tail = rest.split("<!-- bench-fuzz end -->\n", 1)
+open(path, "w").write(head + "<!-- bench-fuzz -->\n" + part +
+                      "<!-- bench-fuzz end -->\n" + tail)
+PY
+        note "wrote the table into ${findings#"$NCM_TOP"/}"
+        rm -f "$table.md"
+    else
+        note "no <!-- bench-fuzz --> markers in docs/findings.md: table not written"
+    fi
+    rm -f "$table"
     exit 0
 fi
 
