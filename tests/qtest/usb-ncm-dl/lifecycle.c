@@ -484,6 +484,7 @@ typedef enum MigCase {
     MIG_MID_TRANSFER,       /* same device: state and data carry over */
     MIG_REFUSE_INPUT_SIZE,  /* destination's ntb-in-max-size too small */
     MIG_REFUSE_OUT_BUFFER,  /* destination's OUT buffer too small */
+    MIG_REFUSE_DATAGRAMS,   /* the stream's IN builder holds 1025 */
 } MigCase;
 
 static QDict *migrate_status(QTestState *qts)
@@ -561,6 +562,35 @@ static QTestState *migrate_load(NcmEnv *e, const char *file,
     }
     *sock = sv[0];
     return dst;
+}
+
+/*
+ * The IN builder's count of datagrams in a saved stream, edited to one
+ * more than the builder's NCM_MAX_DATAGRAMS: the count precedes the
+ * NDP offset and the (offset, length) pairs, found by the lengths
+ * @lens[0..@n) of the datagrams it holds.
+ */
+static void mig_edit_in_datagrams(const char *file, const uint32_t *lens,
+                                  unsigned n)
+{
+    g_autofree char *buf = NULL;
+    uint8_t *b;
+    gsize len, i;
+    unsigned j;
+
+    g_assert(g_file_get_contents(file, &buf, &len, NULL));
+    b = (uint8_t *)buf;
+    for (i = 12; i + 8 * n <= len; i++) {
+        for (j = 0; j < n && ldl_be_p(b + i + 8 * j) == lens[j]; j++) {
+            continue;
+        }
+        if (j == n && ldl_be_p(b + i - 12) == n) {
+            break;
+        }
+    }
+    g_assert_cmpuint(i + 8 * n, <=, len);
+    stl_be_p(b + i - 12, 1025);
+    g_assert(g_file_set_contents(file, buf, len, NULL));
 }
 
 QTestState *ncm_migrate_via_file(NcmEnv *e, const char *file,
@@ -669,7 +699,18 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     g_assert(!in[1]->done);
     ncm_mark(e);
 
-    dst = ncm_migrate_via_file(e, file, dst_props, &sock);
+    if (*m == MIG_REFUSE_DATAGRAMS) {
+        uint32_t lens[3];
+
+        for (i = 0; i < 3; i++) {
+            lens[i] = ((GByteArray *)g_ptr_array_index(rx, i))->len;
+        }
+        migrate_save(e, file);
+        mig_edit_in_datagrams(file, lens, 3);
+        dst = migrate_load(e, file, NULL, &sock);
+    } else {
+        dst = ncm_migrate_via_file(e, file, dst_props, &sock);
+    }
     unlink(file);
     if (*m != MIG_MID_TRANSFER) {
         /* refused, and said so; the source is stopped but alive */
@@ -1280,10 +1321,11 @@ void ncm_add_lifecycle_cases(bool ss)
     static const char *const models[] = { NCM_DL, NCM_GENERIC };
     static const MigCase migrations[] = {
         MIG_MID_TRANSFER, MIG_REFUSE_INPUT_SIZE, MIG_REFUSE_OUT_BUFFER,
+        MIG_REFUSE_DATAGRAMS,
     };
     static const char *const migration_names[] = {
         "migrate/mid-transfer", "migrate/refused/input-size",
-        "migrate/refused/out-buffer",
+        "migrate/refused/out-buffer", "migrate/refused/in-datagrams",
     };
     unsigned m, i;
 
