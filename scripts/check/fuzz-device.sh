@@ -378,6 +378,24 @@ for t in "${targets[@]}"; do
     summary+=("$t: ${runs:-?} execs in ${fuzz_secs}s (${rate:-?}/s), ${cov:-cov: ?}, corpus $files files")
     note "${summary[-1]}"
 
+    # How the structured targets' inputs ended (usb_ncm_dl_fork.c prints
+    # it at exit): with the defaults, most with a controller reset and
+    # one in 64 with a machine reset.  Neither count may be 0 once more
+    # than 128 inputs ran: a harness that reset the machine every time
+    # (or never) would still pass the fuzzing.
+    resets=$(sed -nE 's/.*: ([0-9]+) inputs ended with a controller reset .*, ([0-9]+) with a machine reset$/\1 \2/p' \
+             "$run_log" | tail -n 1)
+    if [ -n "$resets" ] && [ "${USB_NCM_FUZZ_FORK:-0}" = 0 ] &&
+       [ -z "${USB_NCM_FUZZ_RESET_EVERY:-}" ] && [ "${runs:-0}" -gt 128 ]; then
+        read -r light heavy <<<"$resets"
+        if [ "$light" -gt 0 ] && [ "$heavy" -gt 0 ]; then
+            echo "PASS: fuzz-device/$t/input-resets ($light controller, $heavy machine)"
+        else
+            echo "FAIL: fuzz-device/$t/input-resets ($light controller, $heavy machine resets after $runs inputs: both should be above 0; log: $run_log)"
+            failed=1
+        fi
+    fi
+
     if [ "$rc" = 0 ] && [ -z "$new" ] && [ "${runs:-0}" -gt 0 ]; then
         echo "PASS: fuzz-device/$t"
         continue
