@@ -144,6 +144,13 @@ typedef struct NcmFuzz {
     bool faults_set;
     bool device_dirty;
     bool oracle_in;
+    /*
+     * The data interface went back to alternate setting 0 (NCM 1.0 7.2:
+     * the NTB parameters return to their defaults) and only operations
+     * the oracle follows ran since: taking alternate setting 1 again
+     * restarts the oracle.
+     */
+    bool data_defaults;
     NcmOracleParams oracle_params;
 } NcmFuzz;
 
@@ -1084,15 +1091,18 @@ static void op_set_config(NcmFuzz *f, FuzzIn *in)
     }
 }
 
+static void oracle_start(NcmFuzz *f);
+
 static void op_set_alt(NcmFuzz *f, FuzzIn *in)
 {
     uint8_t v = in_u8(in);
+    int cc;
     uint8_t alt = v & 0x3, iface = v & 0x4 ? IF_CONTROL : IF_DATA;
 
     if (iface == IF_DATA && alt == 1 && !(v & 0x8)) {
         configure_data(f, true);
     }
-    control(f, 0x01, 11, alt, iface, NULL, 0);
+    cc = control(f, 0x01, 11, alt, iface, NULL, 0);
     if (iface == IF_DATA && alt == 0 && !(v & 0x8)) {
         configure_data(f, false);
     }
@@ -1100,6 +1110,13 @@ static void op_set_alt(NcmFuzz *f, FuzzIn *in)
         /* NCM 1.0 7.2: alternate setting 0 restores the defaults */
         f->ntb32 = false;
         f->crc = false;
+        f->data_defaults = cc == QXHCI_CC_SUCCESS;
+    } else if (iface == IF_DATA && alt == 1 && cc == QXHCI_CC_SUCCESS &&
+               f->data_defaults && !f->faults_set) {
+        /* a stream with the defaults again: the oracle's once more */
+        f->data_defaults = false;
+        xfers_reap(f);
+        oracle_start(f);
     }
 }
 
@@ -2097,6 +2114,9 @@ static void run_ops(NcmFuzz *f, FuzzIn *in)
             /* what completed until now is checked; nothing after it */
             xfers_reap(f);
             f->oracle_in = false;
+            if (op != OP_SET_ALT && op != OP_CANCEL) {
+                f->data_defaults = false;
+            }
         }
         ops[op](f, in);
         flush_events(f->qts);
