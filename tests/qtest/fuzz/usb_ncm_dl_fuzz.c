@@ -151,6 +151,13 @@ typedef struct NcmFuzz {
      * restarts the oracle.
      */
     bool data_defaults;
+    /*
+     * What the host negotiated at alternate setting 0 since then
+     * (SET_NTB_FORMAT, SET_NTB_INPUT_SIZE, SET_CRC_MODE the device
+     * accepted): the oracle's parameters when it starts again, from the
+     * host's side rather than from what the device says of itself.
+     */
+    NcmOracleParams negotiated;
     NcmOracleParams oracle_params;
 } NcmFuzz;
 
@@ -461,6 +468,7 @@ static bool ncm_data_on(NcmFuzz *f)
     f->data_on = configure_data(f, true) &&
                  control(f, 0x01, 11, 1, IF_DATA, NULL, 0) ==
                  QXHCI_CC_SUCCESS;
+    f->data_defaults = !f->data_on;
     return f->data_on;
 }
 
@@ -517,6 +525,9 @@ static bool ncm_enumerate(NcmFuzz *f, bool data)
         control(f, 0x00, 9, 1, 0, NULL, 0) != QXHCI_CC_SUCCESS) {
         return false;
     }
+    /* the data interface at alternate setting 0, with the defaults */
+    f->data_defaults = true;
+    memset(&f->negotiated, 0, sizeof(f->negotiated));
     return !data || ncm_data_on(f);
 }
 
@@ -834,6 +845,17 @@ static void op_class(NcmFuzz *f, FuzzIn *in)
                 len) != QXHCI_CC_SUCCESS || dir_in) {
         return;
     }
+    if (f->data_defaults) {
+        /* at alternate setting 0: what the next IN stream must follow */
+        if (req == 0x84) {
+            f->negotiated.ntb32 = value == 1;
+        } else if (req == 0x8a) {
+            f->negotiated.crc = value == 1;
+        } else if (req == 0x86) {
+            f->negotiated.in_max_size = ldl_le_p(buf);
+            f->negotiated.in_max_datagrams = len == 8 ? lduw_le_p(buf + 4) : 0;
+        }
+    }
     /* what the OUT NTBs built from now on must look like */
     if (req == 0x84) {
         f->ntb32 = value & 1;
@@ -1111,6 +1133,7 @@ static void op_set_alt(NcmFuzz *f, FuzzIn *in)
         f->ntb32 = false;
         f->crc = false;
         f->data_defaults = cc == QXHCI_CC_SUCCESS;
+        memset(&f->negotiated, 0, sizeof(f->negotiated));
     } else if (iface == IF_DATA && alt == 1 && cc == QXHCI_CC_SUCCESS &&
                f->data_defaults && !f->faults_set) {
         /* a stream with the defaults again: the oracle's once more */
@@ -2031,10 +2054,13 @@ static void oracle_start(NcmFuzz *f)
         return;
     }
     f->oracle_params = (NcmOracleParams) {
-        .in_max_size = ldl_le_p(b + 4),
+        .ntb32 = f->negotiated.ntb32,
+        .crc = f->negotiated.crc,
+        .in_max_size = f->negotiated.in_max_size ?: ldl_le_p(b + 4),
         .in_divisor = lduw_le_p(b + 8),
         .in_remainder = lduw_le_p(b + 10),
         .in_alignment = lduw_le_p(b + 12),
+        .in_max_datagrams = f->negotiated.in_max_datagrams,
         .max_packet = f->ep_in.max_packet & 0x7ff,
     };
     f->oracle_in = true;
@@ -2114,7 +2140,8 @@ static void run_ops(NcmFuzz *f, FuzzIn *in)
             /* what completed until now is checked; nothing after it */
             xfers_reap(f);
             f->oracle_in = false;
-            if (op != OP_SET_ALT && op != OP_CANCEL) {
+            if (op != OP_SET_ALT && op != OP_CANCEL && op != OP_CLASS) {
+                /* op_class() follows what is negotiated at setting 0 */
                 f->data_defaults = false;
             }
         }
