@@ -366,6 +366,71 @@ static void test_streams_migrated(NcmEnv *e, const NcmCase *c)
     ncm_queue_check_traffic(e, 4400);
 }
 
+/*
+ * An isochronous endpoint context on an endpoint that is not one: the
+ * guest configures the device's interrupt IN endpoint (notifications) as
+ * Isoch IN, queues an Isoch TD with Start Isoch ASAP and rings its
+ * doorbell twice.  The device NAKs a notification read while it has none,
+ * as an interrupt endpoint does; QEMU's xHCI asserted that an isochronous
+ * retry is never NAKed and aborted (finding F16, hcd-xhci.c
+ * xhci_kick_epctx: Assertion 'xfer->packet.status != USB_RET_NAK').
+ * patches/0022 retries it as any NAKed TD.
+ */
+#define ST_TRB_ISOCH            5
+#define ST_TRB_SIA              (1u << 31)
+#define ST_EP_ISOCH_IN          5
+
+static void test_iso_context_on_interrupt_ep(NcmEnv *e, const NcmCase *c)
+{
+    unsigned csz = qxhci_ctx_size(e->xhci);
+    unsigned dci = st_dci(e->ep_notify.address);
+    uint64_t ictx = st_zalloc(e, 33 * csz);
+    uint64_t ring = st_zalloc(e, 16 * ST_RING_TRBS);
+    uint64_t buf = st_zalloc(e, 64);
+    uint32_t dw[5] = { 0 }, ep_dw[5] = { 0 };
+    uint8_t drop[1] = { e->ep_notify.address };
+    int cc, i;
+
+    st_write_trb(e, ring + 16 * (ST_RING_TRBS - 1), ring, 0,
+                 ST_TRB_LINK << 10 | ST_TRB_LINK_TC | ST_TRB_C);
+    /* drop and add the endpoint: the same one, now isochronous */
+    dw[0] = 1u << dci;
+    dw[1] = 1 | 1u << dci;
+    st_write_dw(e, ictx, dw, 2);
+    ep_dw[0] = 0;                                   /* Interval 0: 125 us */
+    ep_dw[1] = ST_EP_ISOCH_IN << 3 |
+               (uint32_t)(e->ep_notify.max_packet & 0x7ff) << 16;
+    ep_dw[2] = (uint32_t)ring | 1;                  /* DCS */
+    ep_dw[3] = ring >> 32;
+    ep_dw[4] = 64;
+    st_write_dw(e, ictx + (1 + dci) * csz, ep_dw, 5);
+    st_read_dw(e, e->dev->out_ctx, dw, 4);
+    dw[3] = 0;
+    st_write_dw(e, ictx + csz, dw, 4);
+    cc = qxhci_cmd_raw(e->xhci, ictx, 0, ST_TRB_CONFIGURE_EP << 10 |
+                       (uint32_t)e->dev->slot << 24, NULL);
+    guest_free(&e->qs->alloc, ictx);
+    g_assert_cmpint(cc, ==, QXHCI_CC_SUCCESS);
+
+    /* one Isoch TD, as soon as possible; nothing to notify yet */
+    st_write_trb(e, ring, buf, 16, ST_TRB_ISOCH << 10 | ST_TRB_SIA |
+                 ST_TRB_IOC | ST_TRB_ISP | ST_TRB_C);
+    for (i = 0; i < 2; i++) {
+        qxhci_ring_doorbell(e->dev, e->ep_notify.address);
+        ncm_step(e, 1000 * 1000);
+    }
+    ncm_assert_alive(e);
+
+    /* the endpoint as the device describes it again: traffic flows */
+    g_assert_cmpint(qxhci_configure_endpoints(e->dev, NULL, 0, drop, 1), ==,
+                    QXHCI_CC_SUCCESS);
+    g_assert_cmpint(qxhci_configure_endpoints(e->dev, &e->ep_notify, 1,
+                                              NULL, 0), ==,
+                    QXHCI_CC_SUCCESS);
+    ncm_set_alt(e, 1);
+    ncm_queue_check_traffic(e, 4200);
+}
+
 void ncm_add_stream_cases(bool ss)
 {
     static const StreamSeq seqs[] = {
@@ -398,6 +463,8 @@ void ncm_add_stream_cases(bool ss)
     unsigned i;
 
     QEMU_BUILD_BUG_ON(ARRAY_SIZE(seqs) != ARRAY_SIZE(names));
+    ncm_add_case(ss, NCM_DL, "xhci/iso-context-on-interrupt-ep",
+                 test_iso_context_on_interrupt_ep, NULL, NULL);
     if (!ss) {
         return;     /* streams are SuperSpeed's */
     }
