@@ -328,5 +328,7 @@ void ncm_add_stream_cases(bool ss);    /* streams.c: xHCI streams on */
                                        /* a device that has none */
 /* oracle.c: the NCM 1.0 / USB ch. 9 oracle on hand-made input, no QEMU */
 void ncm_add_oracle_cases(void);
+/* ehci.c: qTDs QEMU's EHCI must not abort on */
+void ncm_add_ehci_cases(void);
 
 #endif
