@@ -57,7 +57,13 @@
 # -fcoverage-mapping, no sanitizers) in build/fuzz-cov/, replay every
 # target's corpus (committed seeds and working corpus) through it and print
 # the line coverage of hw/usb/dev-ncm*.c, ncm-function*.c and ncm-ntb.c
-# (llvm-cov-14 report), all targets together and per target.
+# (llvm-cov-14 report), all targets together and per target, then the
+# table of the device files, the controllers (hcd-xhci, -ehci, -uhci,
+# -ohci and their PCI glue), core.c and desc.c, all targets together
+# (scripts/check/fuzz-cov-table.py), which --coverage 0 with no TARGET
+# (make fuzz-coverage) writes into docs/findings.md.  FUZZ_COV_DIR=dir
+# builds and replays in dir instead of build/fuzz-cov (e.g. another
+# checkout's, to rebuild it incrementally).
 #
 # Output contract (column 0, one line per target):
 #   PASS: fuzz-device/<target> | FAIL: fuzz-device/<target> (why)
@@ -95,7 +101,10 @@ fi
 
 # (the fuzzers have their own sanitizers: SANITIZE=1 does not move them)
 FUZZ_DIR=${NCM_BUILD%/sanitize}/fuzz-qemu
-COV_DIR=${NCM_BUILD%/sanitize}/fuzz-cov
+# FUZZ_COV_DIR: the coverage build directory (another checkout's
+# build/fuzz-cov is reused: its tree gets this checkout's files, ninja
+# rebuilds what changed)
+COV_DIR=${FUZZ_COV_DIR:-${NCM_BUILD%/sanitize}/fuzz-cov}
 BIN_NAME=qemu-fuzz-x86_64
 BIN=$FUZZ_DIR/qemu/$BIN_NAME
 COV_BIN=$COV_DIR/qemu/$BIN_NAME
@@ -496,7 +505,34 @@ if [ "$coverage" = 1 ]; then
         step "line coverage, $t"
         cov_report "$prof/$t.profdata" | sed 's/^/    /'
     done
-    note "line by line: llvm-cov-14 show $COV_BIN -instr-profile=$prof/all.profdata $cov_src/hw/usb/dev-ncm.c"
+    # the table of every file issue 26 names, all targets together, into
+    # docs/findings.md (make fuzz-coverage only: a run after fuzzing counts
+    # the working corpora, which are not committed)
+    step "line coverage per file, all targets together (scripts/check/fuzz-cov-table.py)"
+    llvm-cov-14 export -summary-only "$COV_BIN" \
+        -instr-profile="$prof/all.profdata" >"$prof/all.json" ||
+        fail_all "llvm-cov-14 export failed" \
+            "rerun: llvm-cov-14 export -summary-only $COV_BIN -instr-profile=$prof/all.profdata"
+    corpora=()
+    for t in "${targets[@]}"; do
+        corpora+=("$t=$(find "$COV_DIR/replay-$t" -type f | wc -l):$(find "$SEEDS/$t" -type f 2>/dev/null | wc -l)")
+    done
+    table_args=()
+    if [ "$fuzz_secs" = 0 ] && [ "${#wanted[@]}" = 0 ]; then
+        table_args=(--findings "$NCM_TOP/docs/findings.md"
+                    --date "$(date -u +%Y-%m-%dT%H:%MZ)"
+                    --commit "$(git -C "$NCM_TOP" rev-parse --short HEAD 2>/dev/null || echo '?')"
+                    --corpora "${corpora[*]}" --command "make fuzz-coverage")
+    fi
+    python3 "$NCM_TOP/scripts/check/fuzz-cov-table.py" "$prof/all.json" \
+        "${table_args[@]}" | sed 's/^/    /' ||
+        fail_all "the coverage table could not be made from $prof/all.json" \
+            "its error is above; a renamed file goes into FILES of scripts/check/fuzz-cov-table.py"
+    [ "${#table_args[@]}" = 0 ] ||
+        note "table written into docs/findings.md (between <!-- fuzz coverage --> markers); commit it"
+    # (the binary names its sources DIR/qemu/../qemu-src/...: a file
+    # argument matches only through the path equivalence)
+    note "line by line: llvm-cov-14 show $COV_BIN -instr-profile=$prof/all.profdata -path-equivalence=$COV_DIR/qemu/../qemu-src,$cov_src $cov_src/hw/usb/dev-ncm.c"
 fi
 
 if [ "$failed" != 0 ]; then
