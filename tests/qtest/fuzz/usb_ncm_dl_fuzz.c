@@ -39,6 +39,7 @@
 #include "qapi/qapi-commands-net.h"
 #include "qobject/qdict.h"
 #include "qom/object.h"
+#include "qom/qom-qobject.h"
 #include "hw/qdev-core.h"
 #include "hw/usb.h"
 #include "hw/usb/ncm-ntb.h"
@@ -625,10 +626,21 @@ static void ncm_faults_clear(NcmFuzz *f)
         "x-fault-link-down-ms", "x-fault-busy-ms", "x-fault-drop-in-every",
         "x-fault-corrupt-count",
     };
+    static const char *const read_back[] = {
+        "x-stats", "x-fault-corrupt-in", "x-fault-replug-seed",
+    };
     DeviceState *dev = ncm_find();
     unsigned i;
 
     if (dev) {
+        /* first what a QMP user watching the faults reads (qom-get) */
+        for (i = 0; i < ARRAY_SIZE(u32_faults) + ARRAY_SIZE(read_back); i++) {
+            const char *name = i < ARRAY_SIZE(u32_faults) ? u32_faults[i] :
+                               read_back[i - ARRAY_SIZE(u32_faults)];
+
+            qobject_unref(object_property_get_qobject(OBJECT(dev), name,
+                                                      &error_abort));
+        }
         for (i = 0; i < ARRAY_SIZE(u32_faults); i++) {
             object_property_set_uint(OBJECT(dev), u32_faults[i], 0,
                                      &error_abort);
