@@ -78,6 +78,8 @@ typedef struct HcdKind {
     const char *name;
     const char *devices;        /* -device arguments, %d: the netdev fd */
     uint8_t devfn;
+    uint8_t bar;                /* the BAR of its registers */
+    unsigned companions;        /* UHCI companions at 1d.0, 1d.1, ... */
     unsigned bulk_mps;          /* the device's bulk wMaxPacketSize */
     unsigned td_max;            /* bytes one TD (qTD) may take */
     void (*start)(Hcd *h);
@@ -103,9 +105,22 @@ struct Hcd {
     uint64_t tail[3];           /* EHCI: async head QH, periodic QH */
     unsigned lists;
     uint8_t addr;
+    bool answered;              /* the device answered its enumeration */
 };
 
 static int sockfds[2] = { -1, -1 };
+
+/*
+ * The controllers' PCI functions and BARs, mapped once per machine reset
+ * (sizing a BAR rebuilds the memory topology, twice): a controller reset
+ * leaves them as they are.  [0]: the target's controller, [1..3]: EHCI's
+ * UHCI companions.
+ */
+static struct {
+    QPCIBus *bus;
+    QPCIDevice *pdev[4];
+    QPCIBar bar[4];
+} pci_kept;
 
 
 /* Time and memory */
@@ -163,22 +178,29 @@ static uint32_t rl(Hcd *h, uint64_t a)
 #define UHCI_Q              2
 #define UHCI_VF             4
 
+/* A frame list of 1024 entries, all @entry: one write, not 1024 */
+static void frame_list(Hcd *h, uint64_t list, uint32_t entry)
+{
+    uint32_t l[1024];
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(l); i++) {
+        l[i] = cpu_to_le32(entry);
+    }
+    qtest_memwrite(h->qts, list, l, sizeof(l));
+}
+
 static void uhci_start(Hcd *h, Uhci *u)
 {
-    unsigned i;
     uint64_t qh;
 
-    qpci_device_enable(u->pdev);
-    u->bar = qpci_iomap(u->pdev, 4, NULL);
     qpci_io_writew(u->pdev, u->bar, UHCI_CMD, 2);      /* HCRESET */
     frames(h, 1);
     u->frames = guest_alloc(&h->alloc, 4096);
     qh = zalloc(h, 16);
     wl(h, qh, UHCI_T);
     wl(h, qh + 4, UHCI_T);
-    for (i = 0; i < 1024; i++) {
-        wl(h, u->frames + 4 * i, qh | UHCI_Q);
-    }
+    frame_list(h, u->frames, qh | UHCI_Q);
     u->tail = qh;
     u->qhs = 0;
     qpci_io_writel(u->pdev, u->bar, UHCI_FLBASE, u->frames);
@@ -290,6 +312,7 @@ static void uhci_reg(Hcd *h, Uhci *u, uint8_t off, uint32_t val)
 static void uk_start(Hcd *h)
 {
     h->uhci.pdev = h->pdev;
+    h->uhci.bar = h->bar;
     uhci_start(h, &h->uhci);
     uhci_port_reset(h, &h->uhci, 0);
 }
@@ -342,8 +365,8 @@ static void ok_start(Hcd *h)
 {
     unsigned i;
 
-    qpci_device_enable(h->pdev);
-    h->bar = qpci_iomap(h->pdev, 0, NULL);
+    /* USBRESET resets the root hub too (HCR alone leaves the ports) */
+    ohci_w(h, OHCI_CONTROL, 0);
     ohci_w(h, OHCI_CMDSTATUS, 1);                       /* HCR */
     frames(h, 1);
     h->sched = guest_alloc(&h->alloc, 256);
@@ -483,17 +506,14 @@ static uint64_t ehci_qh(Hcd *h, uint32_t horiz, uint32_t dw1, uint32_t dw2,
 
 static void ek_start(Hcd *h)
 {
-    static const uint8_t fns[3] = { 0, 1, 2 };
     uint64_t qh;
     unsigned i;
 
     for (i = 0; i < 3; i++) {
-        h->comp[i].pdev = qpci_device_find(h->bus, QPCI_DEVFN(0x1d, fns[i]));
-        g_assert(h->comp[i].pdev);
+        h->comp[i].pdev = pci_kept.pdev[1 + i];
+        h->comp[i].bar = pci_kept.bar[1 + i];
         uhci_start(h, &h->comp[i]);
     }
-    qpci_device_enable(h->pdev);
-    h->bar = qpci_iomap(h->pdev, 0, NULL);
     h->op = qpci_io_readb(h->pdev, h->bar, 0);
     ehci_w(h, EHCI_USBCMD, 2);                          /* HCRESET */
     frames(h, 1);
@@ -508,9 +528,7 @@ static void ek_start(Hcd *h)
     /* the periodic schedule: every frame to one empty interrupt QH */
     h->tail[1] = ehci_qh(h, EHCI_T, 2 << 12, 1u << 30 | 1, 0);
     h->sched = guest_alloc(&h->alloc, 4096);
-    for (i = 0; i < 1024; i++) {
-        wl(h, h->sched + 4 * i, h->tail[1] | EHCI_QH);
-    }
+    frame_list(h, h->sched, h->tail[1] | EHCI_QH);
     ehci_w(h, EHCI_PERIODIC, h->sched);
     ehci_w(h, EHCI_ASYNC, qh);
     ehci_w(h, EHCI_USBCMD, 1 << 16 | 1 << 5 | 1 << 4 | 1); /* ASE PSE RS */
@@ -571,6 +589,15 @@ static void ek_queue(Hcd *h, const HcdTd *tds, unsigned n,
     wl(h, after, qh | EHCI_QH);
     if (periodic) {
         h->tail[1] = qh;
+    } else {
+        /*
+         * Ring the async advance doorbell (USBCMD.IAAD): QEMU's EHCI walks
+         * an idle async schedule only every (stepdown + 1) frames, up to
+         * 512, and walks it now for the doorbell.  Without it the
+         * enumeration's four requests waited for one walk, which took
+         * them newest first: the device was never addressed.
+         */
+        ehci_w(h, EHCI_USBCMD, ehci_r(h, EHCI_USBCMD) | 1 << 6);
     }
 }
 
@@ -634,9 +661,9 @@ static void ek_reg(Hcd *h, uint8_t off, uint32_t val)
 /* What every controller's target does with the device */
 
 /* A control transfer: SETUP, its data stage in TDs of @mps, status */
-static void control(Hcd *h, uint8_t addr, uint8_t type, uint8_t req,
-                    uint16_t value, uint16_t index, const uint8_t *data,
-                    uint16_t len)
+static uint64_t control(Hcd *h, uint8_t addr, uint8_t type, uint8_t req,
+                        uint16_t value, uint16_t index, const uint8_t *data,
+                        uint16_t len)
 {
     HcdTd tds[MAX_TDS];
     uint8_t setup[8];
@@ -661,13 +688,18 @@ static void control(Hcd *h, uint8_t addr, uint8_t type, uint8_t req,
     tds[n++] = (HcdTd){ (type & 0x80) && len ? PID_OUT : PID_IN, addr, 0,
                         true, 0, buf };
     h->k->queue(h, tds, n, NULL);
+    return buf;
 }
 
 /* Address, configure and select the data interface's alternate setting 1 */
-static void enumerate(Hcd *h)
+static bool enumerate(Hcd *h)
 {
-    control(h, 0, 0x80, 6, 0x100, 0, NULL, 18);
+    uint64_t buf = control(h, 0, 0x80, 6, 0x100, 0, NULL, 18);
+    bool ok;
+
     frames(h, 5);
+    /* the device descriptor's bLength and bDescriptorType */
+    ok = qtest_readw(h->qts, buf + 8) == 0x0112;
     control(h, 0, 0x00, 5, DEV_ADDR, 0, NULL, 0);
     frames(h, 10);
     h->addr = DEV_ADDR;
@@ -675,6 +707,7 @@ static void enumerate(Hcd *h)
     frames(h, 5);
     control(h, DEV_ADDR, 0x01, 11, 1, IF_DATA, NULL, 0);
     frames(h, 5);
+    return ok;
 }
 
 /* A chain of TDs of @len bytes in all on @ep, split at the TD size */
@@ -925,32 +958,92 @@ static void hcd_run(Hcd *h, FuzzIn *in)
 
 static Hcd base;
 
-static void hcd_begin(Hcd *h, const HcdKind *k, QTestState *s)
+/* After a machine reset: find the controllers, map their BARs */
+static void pci_keep(const HcdKind *k, QTestState *s)
+{
+    unsigned i;
+
+    pci_kept.bus = qpci_new_pc(s, NULL);
+    for (i = 0; i <= k->companions; i++) {
+        QPCIDevice *d = qpci_device_find(pci_kept.bus, i ?
+                                         QPCI_DEVFN(0x1d, i - 1) : k->devfn);
+
+        g_assert(d);
+        qpci_device_enable(d);
+        pci_kept.pdev[i] = d;
+        /* a UHCI companion's registers are in BAR 4 */
+        pci_kept.bar[i] = qpci_iomap(d, i ? 4 : k->bar, NULL);
+    }
+}
+
+static void pci_forget(void)
+{
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(pci_kept.pdev); i++) {
+        g_free(pci_kept.pdev[i]);
+        pci_kept.pdev[i] = NULL;
+    }
+    qpci_free_pc(pci_kept.bus);
+    pci_kept.bus = NULL;
+}
+
+/*
+ * Start the controller through its own reset register (UHCI
+ * USBCMD.HCRESET, OHCI HcControl USBRESET and HcCommandStatus.HCR, EHCI
+ * USBCMD.HCRESET and its companions' HCRESET), reset the device's port
+ * and enumerate the device.  False: the device did not answer its first
+ * GET_DESCRIPTOR (the controller or the device stopped answering).
+ */
+static bool hcd_begin(Hcd *h, const HcdKind *k, QTestState *s)
 {
     memset(h, 0, sizeof(*h));
     h->k = k;
     h->qts = s;
+    sock_drain();
     pc_alloc_init(&h->alloc, s, 0);
-    h->bus = qpci_new_pc(s, &h->alloc);
-    h->pdev = qpci_device_find(h->bus, k->devfn);
-    g_assert(h->pdev);
+    if (!pci_kept.bus) {
+        pci_keep(k, s);
+    }
+    h->bus = pci_kept.bus;
+    h->pdev = pci_kept.pdev[0];
+    h->bar = pci_kept.bar[0];
     k->start(h);
-    enumerate(h);
+    h->answered = enumerate(h);
     flush_events(s);
     sock_drain();
+    return h->answered;
 }
 
+static void machine_reset(QTestState *s)
+{
+    pci_forget();
+    fuzz_reset(s);
+    ncm_fuzz_counters()->machine_resets++;
+}
+
+/*
+ * Inputs between two machine resets: USB_NCM_FUZZ_RESET_EVERY (64 unless
+ * set; 1 resets the machine after every input, as the targets did before)
+ * as for usb-ncm-dl-fuzz.  In between, the next input starts where a
+ * guest whose driver reloads starts: hcd_begin() resets the controller
+ * through its register, which resets its root hub's ports, and the
+ * device's port.  An input cannot set anything else that such a reset
+ * leaves behind (no x-fault-* property, no link, no migration here).
+ */
 static void hcd_end(Hcd *h)
 {
-    unsigned i;
+    static unsigned since_reset;
 
-    for (i = 0; i < 3; i++) {
-        g_free(h->comp[i].pdev);
-    }
-    g_free(h->pdev);
-    qpci_free_pc(h->bus);
     alloc_destroy(&h->alloc);
-    fuzz_reset(h->qts);
+    sock_drain();
+    if (h->answered && ++since_reset < ncm_fuzz_reset_every()) {
+        flush_events(h->qts);
+        ncm_fuzz_counters()->light_resets++;
+        return;
+    }
+    since_reset = 0;
+    machine_reset(h->qts);
 }
 
 typedef struct HcdChild {
@@ -981,7 +1074,12 @@ static void hcd_fuzz(const HcdKind *k, QTestState *s, const unsigned char *data,
     Hcd h;
 
     if (!ncm_fork_enabled()) {
-        hcd_begin(&h, k, s);
+        if (!hcd_begin(&h, k, s)) {
+            /* the last input left a controller that does not answer */
+            alloc_destroy(&h.alloc);
+            machine_reset(s);
+            hcd_begin(&h, k, s);
+        }
         hcd_run(&h, &c.in);
         hcd_end(&h);
         return;
@@ -999,6 +1097,7 @@ static const HcdKind hcd_uhci = {
     .devices = " -device piix3-usb-uhci,id=uhci,addr=04.0"
                " -device usb-ncm-dl,bus=uhci.0,port=1,netdev=n0",
     .devfn = QPCI_DEVFN(4, 0),
+    .bar = 4,
     .bulk_mps = 64,
     .td_max = 64,
     .start = uk_start,
@@ -1031,6 +1130,7 @@ static const HcdKind hcd_ehci = {
                "addr=1d.2,multifunction=on"
                " -device usb-ncm-dl,bus=ehci.0,port=1,netdev=n0",
     .devfn = QPCI_DEVFN(0x1d, 7),
+    .companions = 3,
     .bulk_mps = 512,
     .td_max = 16384,
     .start = ek_start,
