@@ -39,12 +39,14 @@
 #include "fuzz.h"
 #include "usb_ncm_dl_fork.h"
 #include "usb_ncm_dl_input.h"
+#include "tests/qtest/usb-ncm-dl/ncm-oracle.h"
 
 /* The device's endpoints (hw/usb/dev-ncm.h) and the address it is given */
 #define EP_NOTIFY           5
 #define EP_OUT              6
 #define EP_IN               7
 #define DEV_ADDR            1
+#define IF_CONTROL          0
 #define IF_DATA             1
 
 #define MAX_OPS             192
@@ -72,6 +74,25 @@ typedef struct Uhci {
     unsigned qhs;
 } Uhci;
 
+/* Where a queued TD is, and the bytes it may take: to read it back */
+typedef struct HcdRef {
+    uint64_t td;
+    uint64_t buf;
+    uint32_t len;
+} HcdRef;
+
+/* A queued chain, read back TD by TD as they complete */
+typedef struct HcdChain {
+    HcdRef r[MAX_TDS];
+    unsigned n;
+    unsigned next;          /* the first TD not read back yet */
+    bool uhci;              /* UHCI TDs (a companion's, on EHCI) */
+    bool short_ends;        /* a short TD ends it (UHCI: SPD) */
+    bool ended, error;
+} HcdChain;
+
+enum { TD_ACTIVE, TD_DONE, TD_ERROR };
+
 typedef struct Hcd Hcd;
 
 typedef struct HcdKind {
@@ -83,8 +104,14 @@ typedef struct HcdKind {
     unsigned bulk_mps;          /* the device's bulk wMaxPacketSize */
     unsigned td_max;            /* bytes one TD (qTD) may take */
     void (*start)(Hcd *h);
-    /* queue a chain on the list of @ep (0: control, 5: periodic) */
-    void (*queue)(Hcd *h, const HcdTd *tds, unsigned n, const uint32_t *raw);
+    /*
+     * queue a chain on the list of @ep (0: control, 5: periodic); @c
+     * (if not NULL) is where its TDs are, n = 0 if none was queued
+     */
+    void (*queue)(Hcd *h, const HcdTd *tds, unsigned n, const uint32_t *raw,
+                  HcdChain *c);
+    /* a TD's state; TD_DONE: @actual, the bytes it moved */
+    int (*td_state)(Hcd *h, const HcdRef *r, uint32_t *actual);
     void (*port)(Hcd *h, uint8_t op, uint16_t arg);
     void (*reg)(Hcd *h, uint8_t off, uint32_t val);
 } HcdKind;
@@ -106,7 +133,27 @@ struct Hcd {
     unsigned lists;
     uint8_t addr;
     bool answered;              /* the device answered its enumeration */
+    /*
+     * The NCM oracle: every GET_DESCRIPTOR reply to the device's address
+     * (desc_on) and, from alternate setting 1 on (oracle_in), every bulk
+     * IN TD on the device's data endpoint, until an operation the oracle
+     * cannot follow; one IN chain followed at a time (@in): with two
+     * outstanding, which one the device answers first is the
+     * controller's business (EHCI walks the newest first), not the
+     * oracle's.
+     */
+    uint8_t dev_addr;           /* the address the device was given */
+    bool desc_on;
+    bool oracle_in;
+    NcmOracleParams params;
+    HcdChain ctl;               /* the last control transfer to it */
+    HcdChain desc;              /* a GET_DESCRIPTOR's data stage */
+    bool desc_pending;
+    uint16_t desc_value, desc_len;
+    HcdChain in;                /* the bulk IN chain followed */
 };
+
+static NcmOracle *oracle;
 
 static int sockfds[2] = { -1, -1 };
 
@@ -143,6 +190,18 @@ static void frames(Hcd *h, unsigned n)
         flush_events(h->qts);
         sock_drain();
     }
+}
+
+/*
+ * @n frames in one clock step, for the setup's waits on a controller
+ * with nothing queued: the frame timers run all the same, the main loop
+ * once at the end (frames() runs it after every frame, for the inputs)
+ */
+static void frames_idle(Hcd *h, unsigned n)
+{
+    qtest_clock_step(h->qts, (int64_t)n * FRAME_NS);
+    flush_events(h->qts);
+    sock_drain();
 }
 
 static uint64_t zalloc(Hcd *h, size_t size)
@@ -195,7 +254,7 @@ static void uhci_start(Hcd *h, Uhci *u)
     uint64_t qh;
 
     qpci_io_writew(u->pdev, u->bar, UHCI_CMD, 2);      /* HCRESET */
-    frames(h, 1);
+    frames_idle(h, 1);
     u->frames = guest_alloc(&h->alloc, 4096);
     qh = zalloc(h, 16);
     wl(h, qh, UHCI_T);
@@ -209,23 +268,27 @@ static void uhci_start(Hcd *h, Uhci *u)
     qpci_io_writew(u->pdev, u->bar, UHCI_CMD, 0xc1);   /* RS, CF, MAXP */
 }
 
-static void uhci_port_reset(Hcd *h, Uhci *u, int port)
+static void uhci_port_reset(Hcd *h, Uhci *u, int port,
+                            void (*wait)(Hcd *h, unsigned n))
 {
     qpci_io_writew(u->pdev, u->bar, UHCI_PORTSC(port), UHCI_PORT_PR);
-    frames(h, 50);
+    wait(h, 50);
     qpci_io_writew(u->pdev, u->bar, UHCI_PORTSC(port), 0);
-    frames(h, 1);
+    wait(h, 1);
     qpci_io_writew(u->pdev, u->bar, UHCI_PORTSC(port), UHCI_PORT_PE);
-    frames(h, 10);
+    wait(h, 10);
 }
 
 static void uhci_queue(Hcd *h, Uhci *u, const HcdTd *tds, unsigned n,
-                       const uint32_t *raw)
+                       const uint32_t *raw, HcdChain *c)
 {
     static const uint8_t pids[] = { 0x2d, 0xe1, 0x69 };
     uint64_t qh, td = 0, first = 0, prev = 0;
     unsigned i;
 
+    if (c) {
+        *c = (HcdChain){ .uhci = true, .short_ends = true };
+    }
     if (u->qhs++ > 128) {
         return;
     }
@@ -247,6 +310,9 @@ static void uhci_queue(Hcd *h, Uhci *u, const HcdTd *tds, unsigned n,
         wl(h, td + 4, ctl);
         wl(h, td + 8, tok);
         wl(h, td + 12, tds[i].buf);
+        if (c) {
+            c->r[c->n++] = (HcdRef){ td, tds[i].buf, len };
+        }
         if (prev) {
             wl(h, prev, td | (raw ? raw[2] & 6 : UHCI_VF));
         } else {
@@ -261,6 +327,21 @@ static void uhci_queue(Hcd *h, Uhci *u, const HcdTd *tds, unsigned n,
     u->tail = qh;
 }
 
+static int uhci_td_state(Hcd *h, const HcdRef *r, uint32_t *actual)
+{
+    uint32_t ctl = rl(h, r->td + 4);
+
+    if (ctl & 1u << 23) {
+        return TD_ACTIVE;
+    }
+    /* stalled, data buffer error, babble, CRC/time-out, bitstuff */
+    if (ctl & 0x760000) {
+        return TD_ERROR;
+    }
+    *actual = MIN(((ctl & 0x7ff) + 1) & 0x7ff, r->len);
+    return TD_DONE;
+}
+
 static void uhci_port(Hcd *h, Uhci *u, uint8_t op, uint16_t arg)
 {
     int port = (op >> 4) & 1;
@@ -268,7 +349,7 @@ static void uhci_port(Hcd *h, Uhci *u, uint8_t op, uint16_t arg)
 
     switch (op % 8) {
     case 0:
-        uhci_port_reset(h, u, port);
+        uhci_port_reset(h, u, port, frames);
         return;
     case 1:
         v = arg;
@@ -314,13 +395,13 @@ static void uk_start(Hcd *h)
     h->uhci.pdev = h->pdev;
     h->uhci.bar = h->bar;
     uhci_start(h, &h->uhci);
-    uhci_port_reset(h, &h->uhci, 0);
+    uhci_port_reset(h, &h->uhci, 0, frames_idle);
 }
 
 static void uk_queue(Hcd *h, const HcdTd *tds, unsigned n,
-                     const uint32_t *raw)
+                     const uint32_t *raw, HcdChain *c)
 {
-    uhci_queue(h, &h->uhci, tds, n, raw);
+    uhci_queue(h, &h->uhci, tds, n, raw, c);
 }
 
 static void uk_port(Hcd *h, uint8_t op, uint16_t arg)
@@ -368,7 +449,7 @@ static void ok_start(Hcd *h)
     /* USBRESET resets the root hub too (HCR alone leaves the ports) */
     ohci_w(h, OHCI_CONTROL, 0);
     ohci_w(h, OHCI_CMDSTATUS, 1);                       /* HCR */
-    frames(h, 1);
+    frames_idle(h, 1);
     h->sched = guest_alloc(&h->alloc, 256);
     qtest_memset(h->qts, h->sched, 0, 256);
     for (i = 0; i < 3; i++) {
@@ -387,15 +468,15 @@ static void ok_start(Hcd *h)
     ohci_w(h, OHCI_CONTROL, 2 << 6 | 1 << 5 | 1 << 4 | 1 << 2 | 3);
     ohci_w(h, OHCI_RHSTATUS, 1 << 16);                  /* LPSC */
     ohci_w(h, OHCI_RHPORT(0), 1 << 8);                  /* PPS */
-    frames(h, 2);
+    frames_idle(h, 2);
     ohci_w(h, OHCI_RHPORT(0), 1 << 4);                  /* PRS */
-    frames(h, 20);
+    frames_idle(h, 20);
     ohci_w(h, OHCI_RHPORT(0), 1 << 1 | 0x1f0000);       /* PES, changes */
-    frames(h, 2);
+    frames_idle(h, 2);
 }
 
 static void ok_queue(Hcd *h, const HcdTd *tds, unsigned n,
-                     const uint32_t *raw)
+                     const uint32_t *raw, HcdChain *c)
 {
     unsigned list = tds[0].ep == 0 ? 0 : tds[0].ep == EP_NOTIFY ? 2 : 1;
     uint32_t mps = list == 0 ? 64 : h->k->bulk_mps;
@@ -403,6 +484,9 @@ static void ok_queue(Hcd *h, const HcdTd *tds, unsigned n,
     uint32_t dw0;
     unsigned i;
 
+    if (c) {
+        *c = (HcdChain){ .n = 0 };
+    }
     if (h->lists++ > 128) {
         return;
     }
@@ -417,6 +501,9 @@ static void ok_queue(Hcd *h, const HcdTd *tds, unsigned n,
         wl(h, td + 4, len ? tds[i].buf : 0);
         wl(h, td + 8, dummy);
         wl(h, td + 12, len ? tds[i].buf + len - 1 : 0);
+        if (c) {
+            c->r[c->n++] = (HcdRef){ td, tds[i].buf, len };
+        }
         if (prev) {
             wl(h, prev + 8, td);
         } else {
@@ -429,6 +516,23 @@ static void ok_queue(Hcd *h, const HcdTd *tds, unsigned n,
     wl(h, h->tail[list] + 12, ed);
     h->tail[list] = ed;
     ohci_w(h, OHCI_CMDSTATUS, list == 0 ? 1 << 1 : 1 << 2); /* CLF, BLF */
+}
+
+static int ohci_td_state(Hcd *h, const HcdRef *r, uint32_t *actual)
+{
+    unsigned cc = rl(h, r->td) >> 28;
+    uint32_t cbp;
+
+    if (cc >= 0xe) {
+        return TD_ACTIVE;                               /* not accessed */
+    }
+    if (cc) {
+        return TD_ERROR;
+    }
+    /* CurrentBufferPointer: 0 once the TD's buffer is full */
+    cbp = rl(h, r->td + 4);
+    *actual = !cbp ? r->len : MIN(cbp - (uint32_t)r->buf, r->len);
+    return TD_DONE;
 }
 
 static void ok_port(Hcd *h, uint8_t op, uint16_t arg)
@@ -459,6 +563,7 @@ static void ok_reg(Hcd *h, uint8_t off, uint32_t val)
 /* EHCI (EHCI 1.0, 2.3, 3.5, 3.6, 4.8 and 4.10) with UHCI companions */
 
 #define EHCI_USBCMD         0x00
+#define EHCI_USBSTS         0x04
 #define EHCI_PERIODIC       0x14
 #define EHCI_ASYNC          0x18
 #define EHCI_CONFIGFLAG     0x40
@@ -483,12 +588,13 @@ static uint32_t ehci_r(Hcd *h, uint32_t off)
     return qpci_io_readl(h->pdev, h->bar, h->op + off);
 }
 
-static void ehci_port_reset(Hcd *h, int port)
+static void ehci_port_reset(Hcd *h, int port,
+                            void (*wait)(Hcd *h, unsigned n))
 {
     ehci_w(h, EHCI_PORTSC(port), EHCI_PORT_PP | EHCI_PORT_PR);
-    frames(h, 50);
+    wait(h, 50);
     ehci_w(h, EHCI_PORTSC(port), EHCI_PORT_PP);
-    frames(h, 5);
+    wait(h, 5);
 }
 
 static uint64_t ehci_qh(Hcd *h, uint32_t horiz, uint32_t dw1, uint32_t dw2,
@@ -516,7 +622,7 @@ static void ek_start(Hcd *h)
     }
     h->op = qpci_io_readb(h->pdev, h->bar, 0);
     ehci_w(h, EHCI_USBCMD, 2);                          /* HCRESET */
-    frames(h, 1);
+    frames_idle(h, 1);
     /* the async ring's head: H, never active */
     qh = zalloc(h, 64);
     wl(h, qh, qh | EHCI_QH);
@@ -533,12 +639,12 @@ static void ek_start(Hcd *h)
     ehci_w(h, EHCI_ASYNC, qh);
     ehci_w(h, EHCI_USBCMD, 1 << 16 | 1 << 5 | 1 << 4 | 1); /* ASE PSE RS */
     ehci_w(h, EHCI_CONFIGFLAG, 1);
-    frames(h, 2);
-    ehci_port_reset(h, 0);
+    frames_idle(h, 2);
+    ehci_port_reset(h, 0, frames_idle);
 }
 
 static void ek_queue(Hcd *h, const HcdTd *tds, unsigned n,
-                     const uint32_t *raw)
+                     const uint32_t *raw, HcdChain *c)
 {
     uint64_t first = 0, prev = 0, qtd, qh, after;
     bool periodic = tds[0].ep == EP_NOTIFY;
@@ -548,8 +654,11 @@ static void ek_queue(Hcd *h, const HcdTd *tds, unsigned n,
 
     if (h->on_comp) {
         /* the companion the device's port was handed to */
-        uhci_queue(h, &h->comp[0], tds, n, raw);
+        uhci_queue(h, &h->comp[0], tds, n, raw, c);
         return;
+    }
+    if (c) {
+        *c = (HcdChain){ .n = 0 };
     }
     if (h->lists++ > 128) {
         return;
@@ -568,6 +677,9 @@ static void ek_queue(Hcd *h, const HcdTd *tds, unsigned n,
         for (p = 0; p < 5; p++) {
             wl(h, qtd + 12 + 4 * p, (tds[i].buf & ~0xfffull) + p * 4096 +
                                     (p ? 0 : tds[i].buf & 0xfff));
+        }
+        if (c) {
+            c->r[c->n++] = (HcdRef){ qtd, tds[i].buf, len };
         }
         if (prev) {
             wl(h, prev, qtd);
@@ -595,10 +707,29 @@ static void ek_queue(Hcd *h, const HcdTd *tds, unsigned n,
          * an idle async schedule only every (stepdown + 1) frames, up to
          * 512, and walks it now for the doorbell.  Without it the
          * enumeration's four requests waited for one walk, which took
-         * them newest first: the device was never addressed.
+         * them newest first: the device was never addressed.  The
+         * interrupt it raises is acknowledged at once, as a driver's
+         * handler does: with USBSTS.IAA set the async schedule stops.
          */
         ehci_w(h, EHCI_USBCMD, ehci_r(h, EHCI_USBCMD) | 1 << 6);
+        flush_events(h->qts);
+        ehci_w(h, EHCI_USBSTS, 1 << 5);
     }
+}
+
+static int ehci_td_state(Hcd *h, const HcdRef *r, uint32_t *actual)
+{
+    uint32_t tok = rl(h, r->td + 8);
+
+    if (tok & 0x80) {
+        return TD_ACTIVE;
+    }
+    /* halted, data buffer error, babble, transaction error */
+    if (tok & 0x78) {
+        return TD_ERROR;
+    }
+    *actual = r->len - MIN((tok >> 16) & 0x7fff, r->len);
+    return TD_DONE;
 }
 
 static void ek_port(Hcd *h, uint8_t op, uint16_t arg)
@@ -613,7 +744,7 @@ static void ek_port(Hcd *h, uint8_t op, uint16_t arg)
     v = ehci_r(h, EHCI_PORTSC(port)) & ~EHCI_PORT_RWC;
     switch (op % 10) {
     case 0:
-        ehci_port_reset(h, port);
+        ehci_port_reset(h, port, frames);
         return;
     case 1:
         v = arg | (uint32_t)arg << 16;
@@ -658,9 +789,139 @@ static void ek_reg(Hcd *h, uint8_t off, uint32_t val)
     frames(h, 1);
 }
 
+/* Reading back what completed, and the NCM oracle */
+
+static int td_state(Hcd *h, const HcdChain *c, const HcdRef *r,
+                    uint32_t *actual)
+{
+    return c->uhci ? uhci_td_state(h, r, actual) :
+                     h->k->td_state(h, r, actual);
+}
+
+typedef void HcdTdFn(Hcd *h, const HcdRef *r, uint32_t actual,
+                     void *opaque);
+
+/*
+ * Hand the TDs of @c that completed since the last call to @fn, in their
+ * order.  False while the chain has TDs still to complete.
+ */
+static bool chain_poll(Hcd *h, HcdChain *c, HcdTdFn *fn, void *opaque)
+{
+    while (!c->ended && c->next < c->n) {
+        const HcdRef *r = &c->r[c->next];
+        uint32_t actual = 0;
+        int st = td_state(h, c, r, &actual);
+
+        if (st == TD_ACTIVE) {
+            return false;
+        }
+        if (st == TD_ERROR) {
+            c->error = true;
+            break;
+        }
+        c->next++;
+        if (fn) {
+            fn(h, r, actual, opaque);
+        }
+        if (c->short_ends && actual < r->len) {
+            break;
+        }
+    }
+    c->ended = true;
+    return true;
+}
+
+/* A violation is a finding: abort, and libFuzzer saves the input */
+static void oracle_failed(Hcd *h, const char *what, const char *why)
+{
+    fprintf(stderr, "usb-ncm-dl-%s-fuzz: NCM oracle: %s: %s\n",
+            h->k->name, what, why);
+    abort();
+}
+
+/* A GET_DESCRIPTOR's data stage: its bytes up to the first short TD */
+static void desc_td(Hcd *h, const HcdRef *r, uint32_t actual, void *opaque)
+{
+    uint32_t *total = opaque;
+
+    *total += actual;
+}
+
+static void desc_poll(Hcd *h)
+{
+    g_autofree uint8_t *buf = NULL;
+    uint32_t total = 0;
+    char why[256] = "";
+
+    if (!h->desc_pending) {
+        return;
+    }
+    h->desc.next = 0;
+    h->desc.ended = false;
+    if (!chain_poll(h, &h->desc, desc_td, &total)) {
+        return;
+    }
+    h->desc_pending = false;
+    if (h->desc.error || !h->desc.n) {
+        return;
+    }
+    total = MIN(total, h->desc_len);
+    buf = g_malloc(MAX(total, 1));
+    qtest_memread(h->qts, h->desc.r[0].buf, buf, total);
+    if (!ncm_oracle_descriptor(h->desc_value >> 8, h->desc_value & 0xff,
+                               h->desc_len, buf, total, why, sizeof(why))) {
+        oracle_failed(h, "GET_DESCRIPTOR", why);
+    }
+    ncm_fuzz_counters()->oracle_desc++;
+}
+
+/* One completed bulk IN TD: a transfer of its own to the oracle */
+static void in_td(Hcd *h, const HcdRef *r, uint32_t actual, void *opaque)
+{
+    g_autofree uint8_t *buf = g_malloc(MAX(actual, 1));
+    char why[256] = "";
+
+    qtest_memread(h->qts, r->buf, buf, actual);
+    if (!ncm_oracle_in_transfer(oracle, &h->params, buf, actual, r->len,
+                                why, sizeof(why))) {
+        oracle_failed(h, "bulk IN transfer", why);
+    }
+    ncm_fuzz_counters()->oracle_in++;
+}
+
+/* False while the IN chain followed has TDs to complete */
+static bool in_poll(Hcd *h)
+{
+    if (!h->oracle_in || !h->in.n) {
+        return true;
+    }
+    if (!chain_poll(h, &h->in, in_td, NULL)) {
+        return false;
+    }
+    if (h->in.error) {
+        /* a transfer error: the stream is no longer the oracle's */
+        h->oracle_in = false;
+    }
+    return true;
+}
+
+/* What completed until now is checked; nothing after it */
+static void oracle_stop(Hcd *h)
+{
+    in_poll(h);
+    desc_poll(h);
+    h->oracle_in = false;
+    h->desc_on = false;
+    h->desc_pending = false;
+}
+
 /* What every controller's target does with the device */
 
-/* A control transfer: SETUP, its data stage in TDs of @mps, status */
+/*
+ * A control transfer: SETUP, its data stage in TDs of @mps, status.  A
+ * GET_DESCRIPTOR to the device's address is checked once its data stage
+ * completed, if no other control transfer to the device was outstanding.
+ */
 static uint64_t control(Hcd *h, uint8_t addr, uint8_t type, uint8_t req,
                         uint16_t value, uint16_t index, const uint8_t *data,
                         uint16_t len)
@@ -669,6 +930,9 @@ static uint64_t control(Hcd *h, uint8_t addr, uint8_t type, uint8_t req,
     uint8_t setup[8];
     uint64_t buf = zalloc(h, 8 + MAX(len, 1));
     unsigned n = 0, off;
+    bool track = !h->on_comp && addr == h->dev_addr;
+    bool idle = track && chain_poll(h, &h->ctl, NULL, NULL);
+    HcdChain c;
 
     setup[0] = type;
     setup[1] = req;
@@ -687,32 +951,89 @@ static uint64_t control(Hcd *h, uint8_t addr, uint8_t type, uint8_t req,
     }
     tds[n++] = (HcdTd){ (type & 0x80) && len ? PID_OUT : PID_IN, addr, 0,
                         true, 0, buf };
-    h->k->queue(h, tds, n, NULL);
+    h->k->queue(h, tds, n, NULL, &c);
+    if (!track || !c.n) {
+        return buf;
+    }
+    h->ctl = c;
+    if (idle && h->desc_on && type == 0x80 && req == 6 && len &&
+        !h->desc_pending) {
+        /* the data stage: the TDs between SETUP and status */
+        h->desc = (HcdChain){ .n = c.n - 2, .uhci = c.uhci,
+                              .short_ends = true };
+        memcpy(h->desc.r, c.r + 1, (c.n - 2) * sizeof(c.r[0]));
+        h->desc_pending = true;
+        h->desc_value = value;
+        h->desc_len = len;
+    }
     return buf;
 }
 
-/* Address, configure and select the data interface's alternate setting 1 */
+/* Wait for the last control transfer to the device, a frame at a time */
+static bool control_wait(Hcd *h, unsigned max_frames)
+{
+    unsigned i;
+
+    for (i = 0; i < max_frames && !chain_poll(h, &h->ctl, NULL, NULL); i++) {
+        frames(h, 1);
+    }
+    desc_poll(h);
+    return h->ctl.ended && !h->ctl.error && h->ctl.n;
+}
+
+/*
+ * Address, configure and select the data interface's alternate setting
+ * 1, each request waited for (20 frames at most); false if the device did
+ * not answer.  The oracle follows the IN stream from there, with the
+ * power-on defaults (NTB16, no CRC, the largest IN NTB) GET_NTB_PARAMETERS
+ * reports.
+ */
 static bool enumerate(Hcd *h)
 {
-    uint64_t buf = control(h, 0, 0x80, 6, 0x100, 0, NULL, 18);
-    bool ok;
+    uint64_t b;
 
-    frames(h, 5);
-    /* the device descriptor's bLength and bDescriptorType */
-    ok = qtest_readw(h->qts, buf + 8) == 0x0112;
+    h->desc_on = true;
+    h->dev_addr = 0;
+    control(h, 0, 0x80, 6, 0x100, 0, NULL, 18);
+    if (!control_wait(h, 20)) {
+        return false;
+    }
     control(h, 0, 0x00, 5, DEV_ADDR, 0, NULL, 0);
-    frames(h, 10);
-    h->addr = DEV_ADDR;
+    if (!control_wait(h, 20)) {
+        return false;
+    }
+    h->addr = h->dev_addr = DEV_ADDR;
     control(h, DEV_ADDR, 0x00, 9, 1, 0, NULL, 0);
-    frames(h, 5);
+    if (!control_wait(h, 20)) {
+        return false;
+    }
     control(h, DEV_ADDR, 0x01, 11, 1, IF_DATA, NULL, 0);
-    frames(h, 5);
-    return ok;
+    if (!control_wait(h, 20)) {
+        return false;
+    }
+    b = control(h, DEV_ADDR, 0xa1, 0x80, 0, IF_CONTROL, NULL, 28);
+    if (!control_wait(h, 20)) {
+        return false;
+    }
+    b += 8;
+    if (!oracle) {
+        oracle = ncm_oracle_new();
+    }
+    ncm_oracle_reset(oracle);
+    h->params = (NcmOracleParams) {
+        .in_max_size = qtest_readl(h->qts, b + 4),
+        .in_divisor = qtest_readw(h->qts, b + 8),
+        .in_remainder = qtest_readw(h->qts, b + 10),
+        .in_alignment = qtest_readw(h->qts, b + 12),
+        .max_packet = h->k->bulk_mps,
+    };
+    h->oracle_in = true;
+    return true;
 }
 
 /* A chain of TDs of @len bytes in all on @ep, split at the TD size */
 static void bulk(Hcd *h, uint8_t pid, uint8_t ep, const uint8_t *data,
-                 uint32_t len, uint32_t td_len, bool toggle)
+                 uint32_t len, uint32_t td_len, bool toggle, HcdChain *c)
 {
     HcdTd tds[MAX_TDS];
     uint64_t buf = zalloc(h, len);
@@ -730,7 +1051,7 @@ static void bulk(Hcd *h, uint8_t pid, uint8_t ep, const uint8_t *data,
         n++;
         off += l;
     } while (off < len && n < MAX_TDS);
-    h->k->queue(h, tds, n, NULL);
+    h->k->queue(h, tds, n, NULL, c);
 }
 
 /* An NTB16 of one to four datagrams from the input, well formed */
@@ -808,26 +1129,27 @@ static void hop_bulk_out(Hcd *h, FuzzIn *in)
             g_byte_array_set_size(ntb, ROUND_UP(ntb->len, mps));
         }
         bulk(h, PID_OUT, EP_OUT, ntb->data, ntb->len,
-             kind & 0x80 ? mps : td, false);
+             kind & 0x80 ? mps : td, false, NULL);
         if (ntb->len % mps == 0) {
-            bulk(h, PID_OUT, EP_OUT, NULL, 0, 0, false);
+            bulk(h, PID_OUT, EP_OUT, NULL, 0, 0, false, NULL);
         }
         break;
     case 2:
-        bulk(h, PID_OUT, EP_OUT, NULL, 0, 0, kind & 0x80);
+        bulk(h, PID_OUT, EP_OUT, NULL, 0, 0, kind & 0x80, NULL);
         break;
     case 3:
         len = mps * (1 + arg % 32);
         buf = g_malloc(len);
         in_fill(in, buf, len, 256);
-        bulk(h, PID_OUT, EP_OUT, buf, len, kind & 0x80 ? mps : td, false);
+        bulk(h, PID_OUT, EP_OUT, buf, len, kind & 0x80 ? mps : td, false,
+             NULL);
         break;
     default:
         len = arg % 16384;
         buf = g_malloc(MAX(len, 1));
         in_fill(in, buf, len, 256);
         bulk(h, PID_OUT, EP_OUT, buf, len, kind & 0x80 ? mps : arg % td + 1,
-             kind & 0x40);
+             kind & 0x40, NULL);
         break;
     }
     frames(h, 1 + (kind >> 4) % 4);
@@ -839,15 +1161,24 @@ static void hop_bulk_in(Hcd *h, FuzzIn *in)
     uint16_t arg = in_u16(in);
     uint32_t mps = h->k->bulk_mps;
     uint32_t len = kind & 0x80 ? arg % 16384 : mps * (1 + arg % 32);
+    bool follow = h->oracle_in && !h->on_comp && h->addr == h->dev_addr;
+    HcdChain c;
 
+    if (follow && !in_poll(h)) {
+        /* two chains outstanding: which one gets the next NTB is open */
+        h->oracle_in = follow = false;
+    }
     bulk(h, PID_IN, EP_IN, NULL, len, kind & 0x40 ? mps : h->k->td_max,
-         kind & 0x20);
+         kind & 0x20, &c);
+    if (follow && h->oracle_in) {
+        h->in = c;
+    }
     frames(h, 1 + kind % 8);
 }
 
 static void hop_intr_in(Hcd *h, FuzzIn *in)
 {
-    bulk(h, PID_IN, EP_NOTIFY, NULL, in_u8(in) % 64, 64, false);
+    bulk(h, PID_IN, EP_NOTIFY, NULL, in_u8(in) % 64, 64, false, NULL);
     frames(h, 2);
 }
 
@@ -865,7 +1196,7 @@ static void hop_raw_td(Hcd *h, FuzzIn *in)
         tds[i] = (HcdTd){ (sel >> 2) % 3, h->addr, (sel >> 4) % 8, i & 1,
                           len, buf };
     }
-    h->k->queue(h, tds, n, raw);
+    h->k->queue(h, tds, n, raw, NULL);
     frames(h, 2);
 }
 
@@ -925,6 +1256,34 @@ static void hop_address(Hcd *h, FuzzIn *in)
     h->addr = v & 0x7f;
 }
 
+/*
+ * Operations after which the oracle still knows what the IN stream is:
+ * bulk transfers, frames, waiting, and control transfers with a
+ * device-to-host data stage (requests that read); @in is where the
+ * operation's bytes start.  Raw TDs, port and register writes and
+ * SET_ADDRESS are not.
+ */
+static bool oracle_follows(unsigned op, const FuzzIn *in)
+{
+    uint8_t b0 = in->len ? in->p[0] : 0;
+
+    switch (op) {
+    case HOP_CONTROL:
+        return b0 & 0x80;
+    case HOP_ADDRESS:
+        return !(b0 & 0x80);
+    case HOP_BULK_OUT:
+    case HOP_BULK_IN:
+    case HOP_INTR_IN:
+    case HOP_CLOCK:
+    case HOP_FRAME:
+    case HOP_WAIT:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static void hcd_run(Hcd *h, FuzzIn *in)
 {
     static void (*const ops[HOP__MAX])(Hcd *, FuzzIn *) = {
@@ -940,18 +1299,33 @@ static void hcd_run(Hcd *h, FuzzIn *in)
         [HOP_WAIT] = hop_wait,
         [HOP_ADDRESS] = hop_address,
     };
-    int n = 0;
+    int n = 0, i;
 
     while (in->len && n++ < MAX_OPS) {
         uint8_t op = in_u8(in);
 
         /* EHCI: bit 7 addresses the companion UHCI of ports 1 and 2 */
         h->on_comp = op & 0x80;
+        if (!oracle_follows((op & 0x7f) % HOP__MAX, in)) {
+            oracle_stop(h);
+        }
         ops[(op & 0x7f) % HOP__MAX](h, in);
         flush_events(h->qts);
         sock_drain();
+        in_poll(h);
+        desc_poll(h);
     }
     frames(h, 4);
+    /* a chain the device has begun to answer: its end, a while at most */
+    for (i = 0; i < 16; i++) {
+        in_poll(h);
+        desc_poll(h);
+        if (!h->desc_pending &&
+            (!h->oracle_in || h->in.ended || !h->in.next)) {
+            break;
+        }
+        frames(h, 1);
+    }
 }
 
 /* Setting up, forking, running */
@@ -1102,6 +1476,7 @@ static const HcdKind hcd_uhci = {
     .td_max = 64,
     .start = uk_start,
     .queue = uk_queue,
+    .td_state = uhci_td_state,
     .port = uk_port,
     .reg = uk_reg,
 };
@@ -1115,6 +1490,7 @@ static const HcdKind hcd_ohci = {
     .td_max = 8192,
     .start = ok_start,
     .queue = ok_queue,
+    .td_state = ohci_td_state,
     .port = ok_port,
     .reg = ok_reg,
 };
@@ -1135,6 +1511,7 @@ static const HcdKind hcd_ehci = {
     .td_max = 16384,
     .start = ek_start,
     .queue = ek_queue,
+    .td_state = ehci_td_state,
     .port = ek_port,
     .reg = ek_reg,
 };
