@@ -643,6 +643,21 @@ static void ek_start(Hcd *h)
     ehci_port_reset(h, 0, frames_idle);
 }
 
+/*
+ * A raw qTD token, but for the PID codes that abort QEMU in EHCI's own
+ * code, not the device's: QEMU's ehci_execute() hands usb_ep_get() the
+ * PID of a qTD, which asserts that it is IN or OUT on an endpoint other
+ * than 0; the reserved code 3 (read as OUT after "bad token") and SETUP
+ * on such an endpoint become OUT.  (A guest can abort QEMU 10.0 with
+ * either: found by usb-ncm-dl-ehci-fuzz once its qTDs ran.)
+ */
+static uint32_t ehci_raw_token(const uint32_t *raw)
+{
+    unsigned pid = raw[0] >> 8 & 3, ep = raw[1] >> 8 & 0xf;
+
+    return pid == 3 || (pid == 2 && ep) ? raw[0] & ~(3u << 8) : raw[0];
+}
+
 static void ek_queue(Hcd *h, const HcdTd *tds, unsigned n,
                      const uint32_t *raw, HcdChain *c)
 {
@@ -673,7 +688,7 @@ static void ek_queue(Hcd *h, const HcdTd *tds, unsigned n,
         qtd = zalloc(h, 32);
         wl(h, qtd, EHCI_T);
         wl(h, qtd + 4, EHCI_T);
-        wl(h, qtd + 8, raw ? raw[0] : tok);
+        wl(h, qtd + 8, raw ? ehci_raw_token(raw) : tok);
         for (p = 0; p < 5; p++) {
             wl(h, qtd + 12 + 4 * p, (tds[i].buf & ~0xfffull) + p * 4096 +
                                     (p ? 0 : tds[i].buf & 0xfff));
