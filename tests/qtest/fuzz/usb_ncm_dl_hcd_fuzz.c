@@ -16,12 +16,19 @@
  * UHCI: QH and TD lists off the frame list; OHCI: control, bulk and
  * interrupt ED lists with general TDs; EHCI: async QH ring and periodic
  * interrupt QHs with qTD chains, and the companion UHCI's schedule for a
- * port that was handed over.  The harness does not wait for completions:
- * what the controller and the device make of a schedule is the point.
+ * port that was handed over.  The operations do not wait for completions
+ * (what the controller and the device make of a schedule is the point);
+ * the NCM oracle (ncm-oracle.c) reads back what completed: every
+ * GET_DESCRIPTOR reply and, from alternate setting 1 on, every bulk IN
+ * TD, until an operation it cannot follow (oracle_follows()).
  *
- * Each input runs in the process on a reset machine, set up again; with
- * USB_NCM_FUZZ_FORK=1 in a child forked from a parent in which the
- * device is already configured (usb_ncm_dl_fork.c).
+ * Each input runs in the process and starts from a controller reset
+ * through the controller's registers, the device's port reset and its
+ * enumeration (hcd_begin()); the machine is reset every
+ * USB_NCM_FUZZ_RESET_EVERY inputs or when the device did not answer its
+ * enumeration (hcd_end()).  With USB_NCM_FUZZ_FORK=1 an input runs in a
+ * child forked from a parent in which the device is already configured
+ * (usb_ncm_dl_fork.c).
  *
  * Copyright (c) 2026 The usb-ncm-dl authors
  *
