@@ -53,6 +53,18 @@ NcmFuzzCounters *ncm_fuzz_counters(void)
     return counters;
 }
 
+unsigned ncm_fuzz_reset_every(void)
+{
+    static int every = -1;
+
+    if (every < 0) {
+        const char *env = getenv("USB_NCM_FUZZ_RESET_EVERY");
+
+        every = env ? MAX(atoi(env), 1) : 64;
+    }
+    return every;
+}
+
 bool ncm_fork_enabled(void)
 {
     const char *env = getenv("USB_NCM_FUZZ_FORK");

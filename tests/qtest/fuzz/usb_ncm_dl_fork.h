@@ -54,4 +54,10 @@ typedef struct NcmFuzzCounters {
 
 NcmFuzzCounters *ncm_fuzz_counters(void);
 
+/*
+ * Inputs between two machine resets: USB_NCM_FUZZ_RESET_EVERY, 64 unless
+ * set (at least 1).  In between, an input starts from a controller reset.
+ */
+unsigned ncm_fuzz_reset_every(void);
+
 #endif /* USB_NCM_DL_FORK_H */

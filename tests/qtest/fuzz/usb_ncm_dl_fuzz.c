@@ -605,17 +605,6 @@ static void ncm_fuzz_begin(NcmFuzz *f, QTestState *s)
  * what an input leaves for the next is what a guest leaves behind a
  * controller reset: a state the fuzzer should reach anyway.
  */
-static unsigned reset_every(void)
-{
-    static int every = -1;
-
-    if (every < 0) {
-        const char *env = getenv("USB_NCM_FUZZ_RESET_EVERY");
-
-        every = env ? MAX(atoi(env), 1) : 64;
-    }
-    return every;
-}
 
 /* Every x-fault-* property back to its default, the link up */
 static void ncm_faults_clear(NcmFuzz *f)
@@ -675,7 +664,7 @@ static void ncm_fuzz_end(NcmFuzz *f)
     alloc_destroy(&f->alloc);
     sock_drain();
     ncm_fuzz_active = false;
-    if (!f->dead && ++since_reset < reset_every()) {
+    if (!f->dead && ++since_reset < ncm_fuzz_reset_every()) {
         if (f->faults_set) {
             ncm_faults_clear(f);
         }
