@@ -17,13 +17,17 @@
  * loads it into the device and, when the load is accepted, runs transfers.
  * A refused stream is an accepted outcome.
  *
- * Each input runs in the process, on a reset machine with a device
- * created again.  With USB_NCM_FUZZ_FORK=1 it runs instead in a child
- * process forked from a parent in which the device is already enumerated
- * (the way QEMU's fork-based fuzzers ran); the child hands libFuzzer's
- * coverage counters back through shared memory.  Not the default: the
- * fork of the 160 MB ASan process costs more than the reset and the
- * enumeration (make bench-fuzz: 14 against 56 inputs/s here).
+ * Each input runs in the process and starts from a controller reset
+ * (USBCMD.HCRST, through the libqos driver) and the device's enumeration;
+ * the machine is reset and the device created again every
+ * USB_NCM_FUZZ_RESET_EVERY inputs (64), and after an input that left the
+ * controller unanswering (ncm_fuzz_end()).  With USB_NCM_FUZZ_FORK=1 an
+ * input runs instead in a child process forked from a parent in which
+ * the device is already enumerated (the way QEMU's fork-based fuzzers
+ * ran); the child hands libFuzzer's coverage counters back through shared
+ * memory.  Not the default: the fork of the 160 MB ASan process costs
+ * more than both resets (make bench-fuzz writes the rates of the three
+ * ways into docs/findings.md).
  *
  * Copyright (c) 2026 The usb-ncm-dl authors
  *
