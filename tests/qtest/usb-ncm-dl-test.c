@@ -36,6 +36,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     ncm_add_oracle_cases();
     ncm_add_ehci_cases();
+    ncm_add_ohci_cases();
 
     if (!qtest_has_device("qemu-xhci") ||
         !qtest_has_device("usb-ncm-dl")) {

@@ -330,5 +330,7 @@ void ncm_add_stream_cases(bool ss);    /* streams.c: xHCI streams on */
 void ncm_add_oracle_cases(void);
 /* ehci.c: qTDs QEMU's EHCI must not abort on */
 void ncm_add_ehci_cases(void);
+/* ohci.c: an isochronous TD QEMU's OHCI must not abort on */
+void ncm_add_ohci_cases(void);
 
 #endif
