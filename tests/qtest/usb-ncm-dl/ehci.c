@@ -18,9 +18,7 @@
 
 #include "qemu/osdep.h"
 #include "fixture.h"
-#include "libqos/malloc-pc.h"
 
-#define EHCI_DEVFN          QPCI_DEVFN(5, 0)
 #define EHCI_USBCMD         0x00
 #define EHCI_USBSTS         0x04
 #define EHCI_ASYNCLISTADDR  0x18
@@ -43,72 +41,56 @@ typedef struct EhciPid {
 
 static void test_ehci_qtd_pid(const void *data)
 {
+    NcmHcMachine m;
     const EhciPid *c = data;
-    g_autofree char *fw = ncm_firmware_args();
-    QTestState *qts;
-    QGuestAllocator alloc;
-    QPCIBus *bus;
-    QPCIDevice *pdev;
-    QPCIBar bar;
     uint64_t qh, qtd, buf;
     uint32_t op, sts;
     int i;
 
-    qts = qtest_initf("-nodefaults%s -netdev hubport,id=n0,hubid=0 "
-                      "-device usb-ehci,id=ehci,addr=05.0 "
-                      "-device usb-ncm-dl,bus=ehci.0,netdev=n0", fw);
-    pc_alloc_init(&alloc, qts, 0);
-    bus = qpci_new_pc(qts, NULL);
-    pdev = qpci_device_find(bus, EHCI_DEVFN);
-    g_assert(pdev);
-    qpci_device_enable(pdev);
-    bar = qpci_iomap(pdev, 0, NULL);
-    op = qpci_io_readb(pdev, bar, 0);
+    ncm_hc_machine_start(&m, "usb-ehci,id=ehci", "bus=ehci.0");
+    op = qpci_io_readb(m.pdev, m.bar, 0);
 
     /* the port to EHCI, reset: the device at address 0, high speed */
-    qpci_io_writel(pdev, bar, op + EHCI_CONFIGFLAG, 1);
-    qpci_io_writel(pdev, bar, op + EHCI_PORTSC0,
+    qpci_io_writel(m.pdev, m.bar, op + EHCI_CONFIGFLAG, 1);
+    qpci_io_writel(m.pdev, m.bar, op + EHCI_PORTSC0,
                    EHCI_PORT_POWER | EHCI_PORT_RESET);
-    qtest_clock_step(qts, 50 * 1000 * 1000);
-    qpci_io_writel(pdev, bar, op + EHCI_PORTSC0, EHCI_PORT_POWER);
-    qtest_clock_step(qts, 10 * 1000 * 1000);
-    g_assert(qpci_io_readl(pdev, bar, op + EHCI_PORTSC0) & EHCI_PORT_PED);
+    qtest_clock_step(m.qts, 50 * 1000 * 1000);
+    qpci_io_writel(m.pdev, m.bar, op + EHCI_PORTSC0, EHCI_PORT_POWER);
+    qtest_clock_step(m.qts, 10 * 1000 * 1000);
+    g_assert(qpci_io_readl(m.pdev, m.bar, op + EHCI_PORTSC0) & EHCI_PORT_PED);
 
     /* a queue head for the endpoint, looping to itself, and one qTD */
-    buf = guest_alloc(&alloc, 4096);
-    qtd = guest_alloc(&alloc, 64);
-    qh = guest_alloc(&alloc, 64);
-    qtest_memset(qts, buf, 0, 4096);
-    qtest_memset(qts, qtd, 0, 64);
-    qtest_memset(qts, qh, 0, 64);
-    qtest_writel(qts, qtd + 0, EHCI_T);
-    qtest_writel(qts, qtd + 4, EHCI_T);
-    qtest_writel(qts, qtd + 8, QTD_ACTIVE | c->pid << 8 | 3u << 10 |
+    buf = guest_alloc(&m.alloc, 4096);
+    qtd = guest_alloc(&m.alloc, 64);
+    qh = guest_alloc(&m.alloc, 64);
+    qtest_memset(m.qts, buf, 0, 4096);
+    qtest_memset(m.qts, qtd, 0, 64);
+    qtest_memset(m.qts, qh, 0, 64);
+    qtest_writel(m.qts, qtd + 0, EHCI_T);
+    qtest_writel(m.qts, qtd + 4, EHCI_T);
+    qtest_writel(m.qts, qtd + 8, QTD_ACTIVE | c->pid << 8 | 3u << 10 |
                  8u << 16);
-    qtest_writel(qts, qtd + 12, (uint32_t)buf);
-    qtest_writel(qts, qh + 0, (uint32_t)qh | EHCI_QH_TYPE);
+    qtest_writel(m.qts, qtd + 12, (uint32_t)buf);
+    qtest_writel(m.qts, qh + 0, (uint32_t)qh | EHCI_QH_TYPE);
     /* address 0, the endpoint, high speed, head of the list, 512 bytes */
-    qtest_writel(qts, qh + 4, c->endpoint << 8 | 2u << 12 | 1u << 15 |
+    qtest_writel(m.qts, qh + 4, c->endpoint << 8 | 2u << 12 | 1u << 15 |
                  512u << 16);
-    qtest_writel(qts, qh + 8, 1u << 30);
-    qtest_writel(qts, qh + 16, (uint32_t)qtd);
-    qtest_writel(qts, qh + 20, EHCI_T);
-    qpci_io_writel(pdev, bar, op + EHCI_ASYNCLISTADDR, (uint32_t)qh);
-    qpci_io_writel(pdev, bar, op + EHCI_USBCMD,
+    qtest_writel(m.qts, qh + 8, 1u << 30);
+    qtest_writel(m.qts, qh + 16, (uint32_t)qtd);
+    qtest_writel(m.qts, qh + 20, EHCI_T);
+    qpci_io_writel(m.pdev, m.bar, op + EHCI_ASYNCLISTADDR, (uint32_t)qh);
+    qpci_io_writel(m.pdev, m.bar, op + EHCI_USBCMD,
                    EHCI_CMD_RUN | EHCI_CMD_ASYNC | 8u << 16);
     for (i = 0; i < 20; i++) {
-        qtest_clock_step(qts, 1000 * 1000);
+        qtest_clock_step(m.qts, 1000 * 1000);
     }
 
     /* QEMU is alive; the controller stopped on the qTD and halted */
-    sts = qpci_io_readl(pdev, bar, op + EHCI_USBSTS);
+    sts = qpci_io_readl(m.pdev, m.bar, op + EHCI_USBSTS);
     g_test_message("USBSTS after the qTD: 0x%08x", sts);
     g_assert(sts & EHCI_STS_HALTED);
 
-    g_free(pdev);
-    qpci_free_pc(bus);
-    alloc_destroy(&alloc);
-    qtest_quit(qts);
+    ncm_hc_machine_stop(&m);
 }
 
 void ncm_add_ehci_cases(void)

@@ -8,6 +8,7 @@
 
 #include "qemu/osdep.h"
 #include "fixture.h"
+#include "libqos/malloc-pc.h"
 
 #define SOCK_TIMEOUT_MS         5000
 
@@ -367,6 +368,30 @@ char *ncm_firmware_args(void)
         }
     }
     return g_string_free(s, false);
+}
+
+void ncm_hc_machine_start(NcmHcMachine *m, const char *hc,
+                          const char *dev_opts)
+{
+    g_autofree char *fw = ncm_firmware_args();
+
+    m->qts = qtest_initf("-nodefaults%s -netdev hubport,id=n0,hubid=0 "
+                         "-device %s,addr=05.0 "
+                         "-device usb-ncm-dl,%s,netdev=n0", fw, hc, dev_opts);
+    pc_alloc_init(&m->alloc, m->qts, 0);
+    m->bus = qpci_new_pc(m->qts, NULL);
+    m->pdev = qpci_device_find(m->bus, QPCI_DEVFN(5, 0));
+    g_assert(m->pdev);
+    qpci_device_enable(m->pdev);
+    m->bar = qpci_iomap(m->pdev, 0, NULL);
+}
+
+void ncm_hc_machine_stop(NcmHcMachine *m)
+{
+    g_free(m->pdev);
+    qpci_free_pc(m->bus);
+    alloc_destroy(&m->alloc);
+    qtest_quit(m->qts);
 }
 
 int ncm_class_in(NcmEnv *e, uint8_t req, uint16_t value, void *buf,

@@ -328,6 +328,24 @@ void ncm_add_stream_cases(bool ss);    /* streams.c: xHCI streams on */
                                        /* a device that has none */
 /* oracle.c: the NCM 1.0 / USB ch. 9 oracle on hand-made input, no QEMU */
 void ncm_add_oracle_cases(void);
+/*
+ * A machine with the USB host controller @hc (its -device driver and
+ * options) in PCI slot 5 and usb-ncm-dl on it (@dev_opts: its bus and
+ * port), on a hubport netdev, for the tests that drive a controller by
+ * its registers: the controller found, enabled and BAR 0 mapped.
+ */
+typedef struct NcmHcMachine {
+    QTestState *qts;
+    QGuestAllocator alloc;
+    QPCIBus *bus;
+    QPCIDevice *pdev;
+    QPCIBar bar;
+} NcmHcMachine;
+
+void ncm_hc_machine_start(NcmHcMachine *m, const char *hc,
+                          const char *dev_opts);
+void ncm_hc_machine_stop(NcmHcMachine *m);
+
 /* ehci.c: qTDs QEMU's EHCI must not abort on */
 void ncm_add_ehci_cases(void);
 /* ohci.c: an isochronous TD QEMU's OHCI must not abort on */

@@ -15,9 +15,7 @@
 
 #include "qemu/osdep.h"
 #include "fixture.h"
-#include "libqos/malloc-pc.h"
 
-#define OHCI_DEVFN          QPCI_DEVFN(5, 0)
 #define OHCI_CONTROL        0x04
 #define OHCI_HCCA           0x18
 #define OHCI_FMNUMBER       0x3c
@@ -32,69 +30,53 @@
 
 static void test_ohci_iso_setup(void)
 {
-    g_autofree char *fw = ncm_firmware_args();
-    QTestState *qts;
-    QGuestAllocator alloc;
-    QPCIBus *bus;
-    QPCIDevice *pdev;
-    QPCIBar bar;
+    NcmHcMachine m;
     uint64_t hcca, ed, td, tail, buf;
     uint32_t frame;
     int i;
 
-    qts = qtest_initf("-nodefaults%s -netdev hubport,id=n0,hubid=0 "
-                      "-device pci-ohci,id=ohci,addr=05.0 "
-                      "-device usb-ncm-dl,bus=ohci.0,port=1,netdev=n0", fw);
-    pc_alloc_init(&alloc, qts, 0);
-    bus = qpci_new_pc(qts, NULL);
-    pdev = qpci_device_find(bus, OHCI_DEVFN);
-    g_assert(pdev);
-    qpci_device_enable(pdev);
-    bar = qpci_iomap(pdev, 0, NULL);
+    ncm_hc_machine_start(&m, "pci-ohci,id=ohci", "bus=ohci.0,port=1");
 
-    hcca = guest_alloc(&alloc, 512);
-    ed = guest_alloc(&alloc, 16);
-    td = guest_alloc(&alloc, 32);
-    tail = guest_alloc(&alloc, 32);
-    buf = guest_alloc(&alloc, 4096);
+    hcca = guest_alloc(&m.alloc, 512);
+    ed = guest_alloc(&m.alloc, 16);
+    td = guest_alloc(&m.alloc, 32);
+    tail = guest_alloc(&m.alloc, 32);
+    buf = guest_alloc(&m.alloc, 4096);
     hcca = ROUND_UP(hcca, 256);
-    qtest_memset(qts, hcca, 0, 256);
-    qtest_memset(qts, td, 0, 32);
-    qtest_memset(qts, tail, 0, 32);
-    qpci_io_writel(pdev, bar, OHCI_HCCA, (uint32_t)hcca);
-    qpci_io_writel(pdev, bar, OHCI_CONTROL,
+    qtest_memset(m.qts, hcca, 0, 256);
+    qtest_memset(m.qts, td, 0, 32);
+    qtest_memset(m.qts, tail, 0, 32);
+    qpci_io_writel(m.pdev, m.bar, OHCI_HCCA, (uint32_t)hcca);
+    qpci_io_writel(m.pdev, m.bar, OHCI_CONTROL,
                    OHCI_CTL_OPER | OHCI_CTL_PLE | OHCI_CTL_IE);
-    qpci_io_writel(pdev, bar, OHCI_RHPORT1, OHCI_PORT_PPS);
-    qpci_io_writel(pdev, bar, OHCI_RHPORT1, OHCI_PORT_PRS);
-    qtest_clock_step(qts, 20 * 1000 * 1000);
-    g_assert(qpci_io_readl(pdev, bar, OHCI_RHPORT1) & OHCI_PORT_PES);
+    qpci_io_writel(m.pdev, m.bar, OHCI_RHPORT1, OHCI_PORT_PPS);
+    qpci_io_writel(m.pdev, m.bar, OHCI_RHPORT1, OHCI_PORT_PRS);
+    qtest_clock_step(m.qts, 20 * 1000 * 1000);
+    g_assert(qpci_io_readl(m.pdev, m.bar, OHCI_RHPORT1) & OHCI_PORT_PES);
 
     /* an isochronous TD for address 0, endpoint 1, direction 00b */
-    frame = qpci_io_readl(pdev, bar, OHCI_FMNUMBER) & 0xffff;
-    qtest_writel(qts, td + 0, 0xfu << 28 | ((frame + 2) & 0xffff));
-    qtest_writel(qts, td + 4, (uint32_t)buf & ~0xfffu);
-    qtest_writel(qts, td + 8, (uint32_t)tail);
-    qtest_writel(qts, td + 12, (uint32_t)buf + 63);
-    qtest_writel(qts, td + 16, 0xe000);
-    qtest_writel(qts, ed + 0, 1u << 7 | OHCI_ED_F | 64u << 16);
-    qtest_writel(qts, ed + 4, (uint32_t)tail);
-    qtest_writel(qts, ed + 8, (uint32_t)td);
-    qtest_writel(qts, ed + 12, 0);
+    frame = qpci_io_readl(m.pdev, m.bar, OHCI_FMNUMBER) & 0xffff;
+    qtest_writel(m.qts, td + 0, 0xfu << 28 | ((frame + 2) & 0xffff));
+    qtest_writel(m.qts, td + 4, (uint32_t)buf & ~0xfffu);
+    qtest_writel(m.qts, td + 8, (uint32_t)tail);
+    qtest_writel(m.qts, td + 12, (uint32_t)buf + 63);
+    qtest_writel(m.qts, td + 16, 0xe000);
+    qtest_writel(m.qts, ed + 0, 1u << 7 | OHCI_ED_F | 64u << 16);
+    qtest_writel(m.qts, ed + 4, (uint32_t)tail);
+    qtest_writel(m.qts, ed + 8, (uint32_t)td);
+    qtest_writel(m.qts, ed + 12, 0);
     for (i = 0; i < 32; i++) {
-        qtest_writel(qts, hcca + 4 * i, (uint32_t)ed);
+        qtest_writel(m.qts, hcca + 4 * i, (uint32_t)ed);
     }
     for (i = 0; i < 10; i++) {
-        qtest_clock_step(qts, 1000 * 1000);
+        qtest_clock_step(m.qts, 1000 * 1000);
     }
 
     /* QEMU is alive and the schedule went on */
-    g_assert_cmpuint(qpci_io_readl(pdev, bar, OHCI_FMNUMBER) & 0xffff, !=,
+    g_assert_cmpuint(qpci_io_readl(m.pdev, m.bar, OHCI_FMNUMBER) & 0xffff, !=,
                      frame);
 
-    g_free(pdev);
-    qpci_free_pc(bus);
-    alloc_destroy(&alloc);
-    qtest_quit(qts);
+    ncm_hc_machine_stop(&m);
 }
 
 void ncm_add_ohci_cases(void)
