@@ -598,18 +598,6 @@ static void ncm_fuzz_begin(NcmFuzz *f, QTestState *s)
     f->xfers = g_ptr_array_new();
 }
 
-/*
- * Inputs between two machine resets (USB_NCM_FUZZ_RESET_EVERY, 64 unless
- * set; 1 resets the machine after every input, as the targets did before).
- * In between, an input starts where a guest whose driver reloads starts:
- * the controller reset through USBCMD.HCRST (every slot disabled, every
- * transfer cancelled), the device reset by its enumeration's port reset,
- * the x-fault-* properties and the link put back.  That costs a fraction
- * of a machine reset and the device's creation (make bench-fuzz), and
- * what an input leaves for the next is what a guest leaves behind a
- * controller reset: a state the fuzzer should reach anyway.
- */
-
 /* Every x-fault-* property back to its default, the link up */
 static void ncm_faults_clear(NcmFuzz *f)
 {
@@ -649,6 +637,17 @@ static void ncm_faults_clear(NcmFuzz *f)
     flush_events(f->qts);
 }
 
+/*
+ * Inputs between two machine resets (USB_NCM_FUZZ_RESET_EVERY, 64 unless
+ * set; 1 resets the machine after every input, as the targets did before).
+ * In between, an input starts where a guest whose driver reloads starts:
+ * the controller reset through USBCMD.HCRST (every slot disabled, every
+ * transfer cancelled), the device reset by its enumeration's port reset,
+ * the x-fault-* properties and the link put back.  That costs a fraction
+ * of a machine reset and the device's creation (make bench-fuzz), and
+ * what an input leaves for the next is what a guest leaves behind a
+ * controller reset: a state the fuzzer should reach anyway.
+ */
 static void ncm_fuzz_end(NcmFuzz *f)
 {
     static unsigned since_reset;
