@@ -291,6 +291,14 @@ void qxhci_abandon_devices(QXhci *x);
 typedef void QXhciEventHook(void *opaque, uint64_t ptr, uint32_t status,
                             uint32_t control);
 void qxhci_set_event_hook(QXhci *x, QXhciEventHook *hook, void *opaque);
+/*
+ * Called after every doorbell the driver rings (a command, a request or
+ * a transfer handed to the controller) and after every request or
+ * transfer it saw complete, with nothing of the driver's half done: a
+ * test may migrate the machine there (qxhci_migrated()).  NULL stops it.
+ */
+typedef void QXhciCheckpoint(QXhci *x, void *opaque);
+void qxhci_set_checkpoint(QXhci *x, QXhciCheckpoint *fn, void *opaque);
 void qxhci_abandon(QXhci *x);
 
 #endif /* LIBQOS_XHCI_DRIVER_H */

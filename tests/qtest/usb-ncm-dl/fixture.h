@@ -117,6 +117,18 @@ struct NcmEnv {
         uint32_t in_size;       /* SET_NTB_INPUT_SIZE, else dwNtbInMaxSize */
         uint16_t in_max_dgrams; /* its 8-byte form's wNtbInMaxDatagrams */
     } neg;
+    /* migrate.c: NCM_QTEST_MIGRATE=each, and what outlives a migration */
+    struct {
+        bool on;                /* migrate at every driver checkpoint */
+        bool busy;
+        bool link_down;         /* set_link off: the destination too */
+        unsigned done;          /* migrations in this case */
+        unsigned blocked;       /* ... refused by a fault's blocker */
+        QDict *stats_offset;    /* x-stats lost to destinations so far */
+        GByteArray *sent;       /* written to the netdev socket, from the */
+        GArray *sent_frames;    /* ... first frame QEMU may not have read */
+        GByteArray *recv_carry; /* read from an old socket, not taken */
+    } mig;
 };
 
 /* Frames */
@@ -246,13 +258,32 @@ void ncm_fault_set(NcmEnv *e, const char *prop, uint32_t value);
 void ncm_fault_corrupt(NcmEnv *e, const char *how);
 
 /*
- * Migration (lifecycle.c): save the machine to @file, load it into a new
+ * Migration (migrate.c): save the machine to @file, load it into a new
  * QEMU with @props for the adapter; NULL when the destination refused
  * it.  ncm_follow_migration() moves the test to the destination.
  */
+void ncm_migrate_save(NcmEnv *e, const char *file);
+QTestState *ncm_migrate_load(NcmEnv *e, const char *file,
+                             const char *props, int *sock);
 QTestState *ncm_migrate_via_file(NcmEnv *e, const char *file,
                                  const char *props, int *sock);
 void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock);
+/*
+ * NCM_QTEST_MIGRATE=each: the machine migrates at every checkpoint of
+ * the xHCI driver from ncm_migrate_each_start() to ..._end(); x-stats
+ * (ncm_stats) and the netdev socket carry on across it.
+ */
+bool ncm_migrate_each_wanted(void);
+void ncm_migrate_each_start(NcmEnv *e);
+void ncm_migrate_each_end(NcmEnv *e);
+void ncm_migrate_stats_adjust(NcmEnv *e, QDict *stats);
+void ncm_migrate_note_sent(NcmEnv *e, const uint8_t *buf, size_t len,
+                           const uint32_t *frame_starts, unsigned nframes);
+size_t ncm_migrate_take_carried(NcmEnv *e, uint8_t *buf, size_t len);
+/* x-stats as the device reports it (ncm_stats: across migrations) */
+QDict *ncm_stats_raw(NcmEnv *e);
+/* Bytes to the netdev socket as they are (ncm_sock_send_frames frames) */
+void ncm_sock_write_raw(NcmEnv *e, const uint8_t *buf, size_t len);
 
 /* Virtual time in ns (clock_step refuses a step of 0, so step by 1 ns) */
 int64_t ncm_clock_ns(NcmEnv *e);
