@@ -762,6 +762,41 @@ static NetClientInfo usb_ncm_net_info = {
 
 #define NCM_IN_COALESCE_US_MAX 100000
 
+/*
+ * A string descriptor is UTF-16 text of at most 126 code units: bLength is
+ * a byte, 2 + 2 * 126 = 254.  usb_desc_string() encodes UTF-8 and cuts
+ * what does not fit; rather than cut, a string property that is not
+ * UTF-8 or does not fit is refused, naming it.
+ */
+#define USB_NCM_STRING_UNITS_MAX 126
+
+static bool usb_ncm_check_string(const char *prop, const char *value,
+                                 Error **errp)
+{
+    const char *p;
+    size_t units = 0;
+
+    if (!value) {
+        return true;
+    }
+    if (!g_utf8_validate(value, -1, NULL)) {
+        error_setg(errp, "%s is not valid UTF-8: a USB string descriptor "
+                   "holds UTF-16 text, at most %d code units", prop,
+                   USB_NCM_STRING_UNITS_MAX);
+        return false;
+    }
+    for (p = value; *p; p = g_utf8_next_char(p)) {
+        units += g_utf8_get_char(p) > 0xffff ? 2 : 1;
+    }
+    if (units > USB_NCM_STRING_UNITS_MAX) {
+        error_setg(errp, "%s is %zu UTF-16 code units long: a USB string "
+                   "descriptor holds at most %d", prop, units,
+                   USB_NCM_STRING_UNITS_MAX);
+        return false;
+    }
+    return true;
+}
+
 /* The function checks its own configuration; these are the glue's. */
 static bool usb_ncm_check_properties(USBNcmState *s, Error **errp)
 {
@@ -769,6 +804,11 @@ static bool usb_ncm_check_properties(USBNcmState *s, Error **errp)
 
     if (why) {
         error_setg(errp, "%s", why);
+        return false;
+    }
+    if (!usb_ncm_check_string("manufacturer", s->manufacturer, errp) ||
+        !usb_ncm_check_string("product", s->product, errp) ||
+        !usb_ncm_check_string("serial", s->dev.serial, errp)) {
         return false;
     }
     if (s->in_coalesce.max_us > NCM_IN_COALESCE_US_MAX) {
@@ -1164,8 +1204,9 @@ static const char *const usb_ncm_property_help[][2] = {
                         "be an OHCI, which allows one per controller)" },
     { "vendorid", "idVendor (0: the model's own)" },
     { "productid", "idProduct (0: the model's own)" },
-    { "manufacturer", "manufacturer string" },
-    { "product", "product string" },
+    { "manufacturer", "manufacturer string, UTF-8, at most 126 UTF-16 "
+                      "code units" },
+    { "product", "product string, UTF-8, at most 126 UTF-16 code units" },
 };
 
 /*

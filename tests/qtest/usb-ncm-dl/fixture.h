@@ -381,5 +381,7 @@ void ncm_hc_machine_stop(NcmHcMachine *m);
 void ncm_add_ehci_cases(void);
 /* ohci.c: an isochronous TD QEMU's OHCI must not abort on */
 void ncm_add_ohci_cases(void);
+/* desc.c: descriptor strings at their limits (the core and the adapter) */
+void ncm_add_desc_cases(void);
 
 #endif
