@@ -1199,6 +1199,10 @@ static int endpoint_cancel_dci(QXhciDevice *d, unsigned dci)
     if (cc == QXHCI_CC_CONTEXT_STATE_ERROR) {
         cc = qxhci_command(d->xhci, 0, 0, TRB_TYPE(TRB_RESET_EP) |
                            TRB_SLOT(d->slot) | TRB_EP(dci), NULL);
+        /* neither running nor halted: stopped already */
+        if (cc == QXHCI_CC_CONTEXT_STATE_ERROR) {
+            cc = QXHCI_CC_SUCCESS;
+        }
     }
     if (cc != QXHCI_CC_SUCCESS) {
         return cc;
@@ -1208,6 +1212,12 @@ static int endpoint_cancel_dci(QXhciDevice *d, unsigned dci)
     cancel_pending(d, dci);
     d->rings[dci]->used = 0;
     return ring_skip_all(d, dci);
+}
+
+int qxhci_endpoint_stop(QXhciDevice *d, uint8_t ep)
+{
+    return qxhci_command(d->xhci, 0, 0, TRB_TYPE(TRB_STOP_EP) |
+                         TRB_SLOT(d->slot) | TRB_EP(ep_dci(ep)), NULL);
 }
 
 int qxhci_endpoint_cancel(QXhciDevice *d, uint8_t ep)

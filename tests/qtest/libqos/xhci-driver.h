@@ -238,6 +238,11 @@ int qxhci_transfer_sync(QXhciDevice *d, uint8_t ep, void *data,
  * to the enqueue pointer.  Also recovers a halted endpoint.
  */
 int qxhci_endpoint_cancel(QXhciDevice *d, uint8_t ep);
+/*
+ * Stop Endpoint alone: its TDs stay where they are until
+ * qxhci_endpoint_cancel() (or a doorbell) follows.
+ */
+int qxhci_endpoint_stop(QXhciDevice *d, uint8_t ep);
 int qxhci_endpoint_max_packet(QXhciDevice *d, uint8_t ep);
 
 /*
