@@ -276,6 +276,12 @@ void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock);
 bool ncm_migrate_each_wanted(void);
 void ncm_migrate_each_start(NcmEnv *e);
 void ncm_migrate_each_end(NcmEnv *e);
+/*
+ * The case changes the machine's configuration (device_del, blockdev-add)
+ * in a way a destination's command line does not follow: no more
+ * migrations in it from here.
+ */
+void ncm_migrate_each_stop(NcmEnv *e, const char *why);
 void ncm_migrate_stats_adjust(NcmEnv *e, QDict *stats);
 void ncm_migrate_note_sent(NcmEnv *e, const uint8_t *buf, size_t len,
                            const uint32_t *frame_starts, unsigned nframes);

@@ -38,6 +38,7 @@ static void test_device_del(NcmEnv *e, const NcmCase *c)
     in = qxhci_submit(e->dev, e->ep_in.address, NULL, 2048);
     qxhci_step(e->xhci);
 
+    ncm_migrate_each_stop(e, "device_del");
     qtest_qmp_device_del(e->qts, "ncm0");
     g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
     g_assert(!(qxhci_portsc(e->xhci, e->port) & 1));
@@ -269,6 +270,7 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
                         ==, QXHCI_CC_SUCCESS);
         break;
     case QEV_DEVICE_DEL:
+        ncm_migrate_each_stop(e, "device_del");
         qtest_qmp_device_del(e->qts, "ncm0");
         g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
         g_assert(e->dev->gone);
@@ -1098,6 +1100,7 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
     }
     qobject_unref(rsp);
     g_assert(qmp_job_wait(e->qts, "c0"));
+    ncm_migrate_each_stop(e, "blockdev-add");
     qtest_qmp_assert_success(e->qts, "{'execute': 'blockdev-add', "
                              "'arguments': {'driver': 'file', "
                              "'node-name': 'f0', 'filename': %s}}", img);

@@ -383,6 +383,15 @@ void ncm_migrate_each_start(NcmEnv *e)
     e->mig.on = true;
 }
 
+void ncm_migrate_each_stop(NcmEnv *e, const char *why)
+{
+    if (e->mig.on) {
+        g_test_message("migrate-each: stops after %u migrations: %s",
+                       e->mig.done, why);
+        e->mig.on = false;
+    }
+}
+
 void ncm_migrate_each_end(NcmEnv *e)
 {
     if (!e->mig.stats_offset) {
