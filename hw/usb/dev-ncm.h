@@ -273,7 +273,6 @@ struct USBNcmState {
     struct {
         int32_t configuration;
         int32_t altsetting[NCM_IF_COUNT];
-        bool loading;               /* replaying the USB configuration */
     } mig;
     bool wake_bulk_in;
     bool wake_notify;
