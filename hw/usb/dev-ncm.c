@@ -938,7 +938,8 @@ static void usb_ncm_instance_init(Object *obj)
 /*
  * Migration: the USB side.  The function describes its own state
  * (VMSTATE_NCM_FUNCTION, ncm-function-vmstate.c); what is here is what
- * the USB core does not carry.  Debug counters and fault injection are
+ * the USB core does not carry, and the configuration in the form streams
+ * had before the core carried it.  Debug counters and fault injection are
  * no state of a real device and stay out of the stream: while a fault
  * is active, migration is blocked (dev-ncm-faults.c).
  */
