@@ -513,25 +513,13 @@ static void usb_ncm_handle_reset(USBDevice *dev)
     usb_ncm_hand_back(s);
     /* nothing is parked now; the speed may have changed with the port */
     s->may_park = usb_ncm_controller_lets_packets_wait(s);
+    /*
+     * The function starts over with the data path off: usb_device_reset()
+     * unconfigures the device after this (USB 2.0 9.1.1.3) without a
+     * set_interface callback.
+     */
     ncm_function_reset(&s->fn);
     usb_ncm_flush_rx(s);
-    /*
-     * A reset device is unconfigured (USB 2.0 9.1.1.3); QEMU's USB core
-     * keeps the configuration and alternate settings until the next
-     * SET_CONFIGURATION, so that a migration before it would carry
-     * configuration 1 with the data path off, which the destination
-     * refuses (usb_ncm_post_load()).  The function is reset already: no
-     * SET_INTERFACE callback (mig.loading).
-     */
-    if (dev->configuration) {
-        USBPacket p = { 0 };
-
-        s->mig.loading = true;
-        usb_desc_handle_control(dev, &p,
-                                DeviceOutRequest | USB_REQ_SET_CONFIGURATION,
-                                0, 0, 0, NULL);
-        s->mig.loading = false;
-    }
 }
 
 /* After usb_desc_ep_init(): usb_ncm_handle_control() handed back first. */
@@ -540,7 +528,7 @@ static void usb_ncm_set_interface(USBDevice *dev, int iface,
 {
     USBNcmState *s = USB_NCM_BASE(dev);
 
-    if (iface != NCM_IF_DATA || s->mig.loading) {
+    if (iface != NCM_IF_DATA) {
         return;
     }
     ncm_function_set_data_alt(&s->fn, alt_new);
@@ -990,7 +978,8 @@ static void usb_ncm_instance_init(Object *obj)
 /*
  * Migration: the USB side.  The function describes its own state
  * (VMSTATE_NCM_FUNCTION, ncm-function-vmstate.c); what is here is what
- * the USB core does not carry.  Debug counters and fault injection are
+ * the USB core does not carry, and the configuration in the form streams
+ * had before the core carried it.  Debug counters and fault injection are
  * no state of a real device and stay out of the stream: while a fault
  * is active, migration is blocked (dev-ncm-faults.c).
  */
@@ -1018,33 +1007,40 @@ static int usb_ncm_pre_load(void *opaque)
 }
 
 /*
- * The USB core does not migrate the configuration and alternate settings
- * (they decide the endpoints' types and packet sizes): replay them.
+ * The USB core restores the configuration and alternate settings from
+ * its own subsection (USBDevice/configuration, hw/usb/bus.c).  A stream
+ * from a source whose core did not send them has this device's copy
+ * only, which the core then puts in place the same way; when both came,
+ * they must agree.
  */
-static int usb_ncm_load_usb_config(USBNcmState *s)
+static const char *usb_ncm_load_usb_config(USBNcmState *s)
 {
-    USBPacket p = { 0 };
-    int i, ret = 0;
+    int i;
 
-    if (s->mig.configuration != 0 && s->mig.configuration != 1) {
-        return -1;
-    }
-    s->mig.loading = true;
-    ret = usb_desc_handle_control(&s->dev, &p,
-                                  DeviceOutRequest | USB_REQ_SET_CONFIGURATION,
-                                  s->mig.configuration, 0, 0, NULL);
-    for (i = 0; ret >= 0 && s->mig.configuration && i < NCM_IF_COUNT; i++) {
-        if (s->mig.altsetting[i] < 0 || s->mig.altsetting[i] > 1) {
-            ret = -1;
-            break;
+    if (s->dev.configuration == 0 && s->mig.configuration != 0) {
+        Error *err = NULL;
+        int alts[NCM_IF_COUNT];
+
+        for (i = 0; i < NCM_IF_COUNT; i++) {
+            alts[i] = s->mig.altsetting[i];
         }
-        ret = usb_desc_handle_control(&s->dev, &p,
-                                      InterfaceOutRequest |
-                                      USB_REQ_SET_INTERFACE,
-                                      s->mig.altsetting[i], i, 0, NULL);
+        if (usb_desc_load_config(&s->dev, s->mig.configuration, alts,
+                                 NCM_IF_COUNT, &err) < 0) {
+            error_report("usb-ncm: mig.configuration: %s",
+                         error_get_pretty(err));
+            error_free(err);
+            return "configuration or alternate setting out of range";
+        }
     }
-    s->mig.loading = false;
-    return ret < 0 ? -1 : 0;
+    if (s->dev.configuration != s->mig.configuration) {
+        return "mig.configuration disagrees with USBDevice's";
+    }
+    for (i = 0; i < NCM_IF_COUNT; i++) {
+        if (s->dev.altsetting[i] != s->mig.altsetting[i]) {
+            return "mig.altsetting disagrees with USBDevice's";
+        }
+    }
+    return NULL;
 }
 
 /*
@@ -1061,27 +1057,6 @@ static const char *usb_ncm_check_migrated_usb(USBNcmState *s)
     return NULL;
 }
 
-/*
- * USBDevice.state 'notattached' says the device was off the bus (a
- * replug fault) when the source stopped, and hw/usb/bus.c loads it as
- * detached.  The controller's port, loaded from the same stream, may
- * still have it connected: the controller then skips the device and the
- * guest's transfers never complete, with nothing to tell it why.  Tell
- * the port it is empty, as usb_detach() did on the source: the guest
- * sees the disconnect, and the device comes back as after a replug
- * (usb_ncm_faults_post_load()).  A port that already shows no device
- * just reports that again.
- */
-static void usb_ncm_post_load_detached(USBNcmState *s)
-{
-    USBPort *port = s->dev.port;
-
-    if (s->dev.attached || !port || port->dev != &s->dev) {
-        return;
-    }
-    port->ops->detach(port);
-}
-
 /* After the function's own post_load accepted its part of the stream */
 static int usb_ncm_post_load(void *opaque, int version_id)
 {
@@ -1090,8 +1065,8 @@ static int usb_ncm_post_load(void *opaque, int version_id)
 
     usb_ncm_in_coalesce_forget(s);      /* the destination's host */
     why = usb_ncm_check_migrated_usb(s);
-    if (!why && usb_ncm_load_usb_config(s) < 0) {
-        why = "configuration or alternate setting out of range";
+    if (!why) {
+        why = usb_ncm_load_usb_config(s);
     }
     if (!why && s->fn.data_active !=
         (s->dev.configuration == 1 && s->dev.altsetting[NCM_IF_DATA] == 1)) {
@@ -1103,7 +1078,10 @@ static int usb_ncm_post_load(void *opaque, int version_id)
     }
     usb_ncm_update_link(s);
     s->may_park = usb_ncm_controller_lets_packets_wait(s);
-    usb_ncm_post_load_detached(s);
+    /*
+     * A device off the bus (a replug fault) was loaded detached, and
+     * hw/usb/bus.c told its port: it comes back as after a replug.
+     */
     usb_ncm_faults_post_load(s);
     /* whatever the controller waits for, wake it once */
     s->in.nakd = s->out.nakd = s->notify_nakd = true;

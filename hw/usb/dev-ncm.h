@@ -269,11 +269,15 @@ struct USBNcmState {
     /* x-fault-*: dev-ncm-faults.c's, opaque here; NULL until realize */
     USBNcmFaults *faults;
     VMChangeStateEntry *vmstate_change;
-    /* what migration carries in another form than the USB core keeps */
+    /*
+     * The configuration as this device's stream carried it before the
+     * core's USBDevice/configuration subsection did: still sent, for a
+     * destination that reads it, and from a source without the
+     * subsection put in place through usb_desc_load_config().
+     */
     struct {
         int32_t configuration;
         int32_t altsetting[NCM_IF_COUNT];
-        bool loading;               /* replaying the USB configuration */
     } mig;
     bool wake_bulk_in;
     bool wake_notify;
