@@ -434,7 +434,7 @@ static void test_notify_alt(NcmEnv *e, const NcmCase *c)
  * (migrate.c), whatever NCM_QTEST_MIGRATE says: a migration between Stop
  * Endpoint and Set TR Dequeue Pointer had the device's wakeup after the
  * load restart the stopped notification endpoint, and the speed change
- * went into the TD being taken back (patches/0026).
+ * went into the TD being taken back (patches/0028).
  */
 static void test_notify_alt_migrating(NcmEnv *e, const NcmCase *c)
 {
@@ -479,7 +479,7 @@ static void test_notify_link(NcmEnv *e, const NcmCase *c)
  * A device's wakeup does not restart an endpoint the host stopped (xHCI
  * 1.2, 4.6.9: only a doorbell does).  A notification that comes between
  * Stop Endpoint and Set TR Dequeue Pointer waits for the host's next TD;
- * patches/0026 makes QEMU's xHCI leave a stopped endpoint alone on a
+ * patches/0028 makes QEMU's xHCI leave a stopped endpoint alone on a
  * device's wakeup (notify/after-alt-setting-migrating is the case that
  * failed before it); here a migration and news come in that window.
  */

@@ -5,7 +5,7 @@
  * 126 code units.  QEMU's desc.c computed bLength in a uint8_t as
  * strlen() * 2 + 2, so a 127-byte string read back with bLength 0, and it
  * copied each byte of a UTF-8 string into a code unit of its own
- * (patches/0025 encodes UTF-16 and stops at 126 units).
+ * (patches/0027 encodes UTF-16 and stops at 126 units).
  *
  * desc/usb-tablet-serial-*: the core, through a device of QEMU's own (the
  * "serial" property every USB device has), 0..255 characters and UTF-8.
