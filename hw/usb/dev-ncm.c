@@ -711,6 +711,7 @@ static ssize_t usb_ncm_receive(NetClientState *nc, const uint8_t *buf,
     }
     switch (ncm_function_rx(&s->fn, buf, size)) {
     case NCM_RX_QUEUED:
+        s->packet_stats.rx_frames_taken++;
         usb_ncm_schedule_wakeup(s, true, false);
         return size;
     case NCM_RX_BUSY:
@@ -718,6 +719,7 @@ static ssize_t usb_ncm_receive(NetClientState *nc, const uint8_t *buf,
         return 0;
     case NCM_RX_DROPPED:
     default:
+        s->packet_stats.rx_frames_taken++;
         return size;
     }
 }
@@ -1003,6 +1005,9 @@ static int usb_ncm_pre_load(void *opaque)
 
     /* the debug counters (x-stats) do not migrate: from zero again */
     memset(&s->packet_stats, 0, sizeof(s->packet_stats));
+    /* what the host was learnt to keep queued, unless the stream says */
+    s->in_coalesce.host_queue = 0;
+    s->in_coalesce.since_ns = 0;
     return 0;
 }
 
@@ -1063,7 +1068,7 @@ static int usb_ncm_post_load(void *opaque, int version_id)
     USBNcmState *s = opaque;
     const char *why;
 
-    usb_ncm_in_coalesce_forget(s);      /* the destination's host */
+    timer_del(s->in_coalesce.timer);    /* the wakeup looks again */
     why = usb_ncm_check_migrated_usb(s);
     if (!why) {
         why = usb_ncm_load_usb_config(s);
@@ -1119,6 +1124,47 @@ static const VMStateDescription vmstate_usb_ncm_func_remote_wakeup = {
     },
 };
 
+/*
+ * IN coalescing learns how many transfers the host keeps queued, and
+ * when it started keeping the NTB it builds: the same guest goes on after
+ * a migration, and without these the destination would answer its
+ * transfers as a new host's until it learnt them again.
+ */
+static bool usb_ncm_in_coalesce_needed(void *opaque)
+{
+    USBNcmState *s = opaque;
+
+    return s->in_coalesce.host_queue || s->in_coalesce.since_ns;
+}
+
+static int usb_ncm_in_coalesce_post_load(void *opaque, int version_id)
+{
+    USBNcmState *s = opaque;
+    USBNcmInCoalesce *c = &s->in_coalesce;
+
+    if (c->host_queue > NCM_IN_QUEUE_COUNT_MAX || c->since_ns < 0 ||
+        c->since_ns > qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL)) {
+        error_report("usb-ncm %s: migrated in-coalesce state out of range "
+                     "(host_queue %u, since_ns %" PRId64 ")",
+                     s->fn.cfg.name, c->host_queue, c->since_ns);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static const VMStateDescription vmstate_usb_ncm_in_coalesce = {
+    .name = "usb-ncm/in-coalesce",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = usb_ncm_in_coalesce_needed,
+    .post_load = usb_ncm_in_coalesce_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(in_coalesce.host_queue, USBNcmState),
+        VMSTATE_INT64(in_coalesce.since_ns, USBNcmState),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_usb_ncm = {
     .name = "usb-ncm",
     .version_id = 1,
@@ -1135,6 +1181,7 @@ static const VMStateDescription vmstate_usb_ncm = {
     },
     .subsections = (const VMStateDescription * const []) {
         &vmstate_usb_ncm_func_remote_wakeup,
+        &vmstate_usb_ncm_in_coalesce,
         NULL
     },
 };

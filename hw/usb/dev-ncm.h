@@ -188,7 +188,8 @@ typedef struct USBNcmDescriptors {
     X(packets_adopted)          /* queued behind a cancelled packet */ \
     X(replugs)                  /* fault: dropped off the bus */ \
     X(in_coalesced)             /* IN NTBs kept for more datagrams */ \
-    X(in_coalesce_timeouts)     /* ... until in-coalesce-us passed */
+    X(in_coalesce_timeouts)     /* ... until in-coalesce-us passed */ \
+    X(rx_frames_taken)          /* from the netdev, queued or dropped */
 
 typedef struct USBNcmPacketCounters {
     USB_NCM_PACKET_COUNTERS(NCM_COUNTER_FIELD)

@@ -31,7 +31,7 @@ LOGS=$NCM_BUILD/check-logs/qtest
 CASE_TIMEOUT=${CHECK_QTEST_CASE_TIMEOUT:-300}
 
 if [ "$filter" != --one ] &&
-   ! QEMU_TARGETS="qemu-system-x86_64 $TEST" \
+   ! QEMU_TARGETS="qemu-system-x86_64 $TEST tests/qtest/usb-core-test tests/qtest/usb-core-migration-test" \
      bash "$NCM_TOP/scripts/setup/build-qemu.sh" >&2; then
     echo "FAIL: qtest/build (QEMU or $TEST did not build; see above)"
     exit 1
@@ -43,13 +43,14 @@ fi
 
 export QTEST_QEMU_BINARY=$NCM_BUILD/qemu/qemu-system-x86_64
 
-# run_one PATH [each]: one case in its own process; its verdict line
+# run_one BIN PATH [each]: one case of BIN in its own process; its
+# verdict line
 run_one() {
-    local path=$1 mode=${2:-} log rc result why note name prefix=qtest
+    local bin=$1 path=$2 mode=${3:-} log rc result why note name prefix=qtest
     [ "$mode" = each ] && prefix=qtest-migrate-each
     log=$LOGS/$prefix$(echo "$path" | tr '/' '_').log
     NCM_QTEST_MIGRATE=$mode timeout --kill-after=10 "$CASE_TIMEOUT" \
-        "$BIN" --tap -k -p "$path" >"$log" 2>&1
+        "$bin" --tap -k -p "$path" >"$log" 2>&1
     rc=$?
     name="$prefix${path}"
     # a sanitizer report (SANITIZE=1; QEMU's or the test's own) fails the
@@ -94,7 +95,7 @@ run_one() {
 
 # (xargs runs this script again for each case)
 if [ "$filter" = --one ]; then
-    run_one "$2" "${3:-}"
+    run_one "$2" "$3" "${4:-}"
     exit
 fi
 
@@ -115,8 +116,19 @@ step "running ${#cases[@]} qtest case(s), one process each, $JOBS at a time" >&2
 failed=0
 if [ "${CHECK_QTEST_PLAIN:-1}" != 0 ]; then
     printf '%s\n' "${cases[@]}" |
-        xargs -d '\n' -P "$JOBS" -I{} bash "$0" --one {} || failed=1
+        xargs -d '\n' -P "$JOBS" -I{} bash "$0" --one "$BIN" {} || failed=1
 fi
+
+# The USB core's own tests, in QEMU's style (patches/0025, 0026): the
+# reset that unconfigures, the configuration and a detached device
+# restored on load
+for core in usb-core-test usb-core-migration-test; do
+    cbin=$NCM_BUILD/qemu/tests/qtest/$core
+    [ -x "$cbin" ] || continue
+    "$cbin" -l 2>/dev/null | grep '^/' | grep -E -- "${filter:-.}" |
+        xargs -d '\n' -P "$JOBS" -I{} bash "$0" --one "$cbin" {} ||
+        failed=1
+done
 
 # Migrate-each (tests/qtest/usb-ncm-dl/migrate.c): a share of the cases
 # that drive the adapter through the fixture again, the machine saved and
@@ -135,7 +147,7 @@ if [ "$share" != 0 ]; then
          "picks them again)" >&2
     if [ "${#each[@]}" -gt 0 ]; then
         printf '%s\n' "${each[@]}" |
-            xargs -d '\n' -P "$JOBS" -I{} bash "$0" --one {} each ||
+            xargs -d '\n' -P "$JOBS" -I{} bash "$0" --one "$BIN" {} each ||
             failed=1
     fi
 fi

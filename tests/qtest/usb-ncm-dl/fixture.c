@@ -688,6 +688,7 @@ void ncm_stop(NcmEnv *e)
     qtest_shutdown(e->qs);
     qobject_unref(e->mark);
     ncm_oracle_free(e->oracle);
+    g_free(e->mig.props);
     g_free(e);
 }
 
@@ -963,7 +964,14 @@ bool ncm_parks_packets(NcmEnv *e)
 
 QDict *ncm_stats_raw(NcmEnv *e)
 {
-    QDict *rsp = qom_get(e, "x-stats");
+    return ncm_stats_raw_of(e->qts);
+}
+
+QDict *ncm_stats_raw_of(QTestState *qts)
+{
+    QDict *rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': %s, 'property': 'x-stats'}}",
+                           NCM_QOM_PATH);
     QDict *stats = qdict_get_qdict(rsp, "return");
 
     g_assert(stats);

@@ -121,12 +121,21 @@ struct NcmEnv {
     struct {
         bool on;                /* migrate at every driver checkpoint */
         bool busy;
+        bool stopped;           /* ncm_migrate_each_stop() */
         bool link_down;         /* set_link off: the destination too */
         unsigned done;          /* migrations in this case */
         unsigned blocked;       /* ... refused by a fault's blocker */
+        unsigned skipped;       /* ... the source waiting after its own */
+        int64_t src_clock_ns;   /* the source's virtual clock at the save */
+        bool src_running;       /* ... and whether it ran */
+        char *props;            /* the adapter's -device properties now */
         QDict *stats_offset;    /* x-stats lost to destinations so far */
+        QDict *loaded_stats;    /* the destination's before it ran */
+        QDict *src_stats;       /* the source's once it stopped */
+        GByteArray *resend;     /* frames for the destination's socket */
         GByteArray *sent;       /* written to the netdev socket, from the */
-        GArray *sent_frames;    /* ... first frame QEMU may not have read */
+        GArray *sent_frames;    /* ... first frame the device has not taken */
+        uint64_t frames_sent;   /* frames written to the socket in all */
         GByteArray *recv_carry; /* read from an old socket, not taken */
     } mig;
 };
@@ -288,6 +297,7 @@ void ncm_migrate_note_sent(NcmEnv *e, const uint8_t *buf, size_t len,
 size_t ncm_migrate_take_carried(NcmEnv *e, uint8_t *buf, size_t len);
 /* x-stats as the device reports it (ncm_stats: across migrations) */
 QDict *ncm_stats_raw(NcmEnv *e);
+QDict *ncm_stats_raw_of(QTestState *qts);
 /* Bytes to the netdev socket as they are (ncm_sock_send_frames frames) */
 void ncm_sock_write_raw(NcmEnv *e, const uint8_t *buf, size_t len);
 

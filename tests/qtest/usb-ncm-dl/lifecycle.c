@@ -628,6 +628,8 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     ncm_assert_deltas(e, { "in_rescued_datagrams", rx->len });
     src_stats = ncm_stats(e);
     ncm_follow_migration(e, dst, sock);
+    /* what follows reads the destination's own counters */
+    ncm_migrate_each_stop(e, "the case's own migration");
     /* the counters GET_ETHERNET_STATISTIC reports came along */
     ncm_assert_eth_stats_kept(e, src_stats);
     /* the debug counters did not: they start from zero */
