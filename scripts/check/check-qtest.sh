@@ -41,13 +41,16 @@ fi
     exit 1
 }
 
-export QTEST_QEMU_BINARY=$NCM_BUILD/qemu/qemu-system-x86_64
+# (NCM_QTEST_SRC_QEMU: the source of a cross-version run, below)
+export QTEST_QEMU_BINARY=${NCM_QTEST_SRC_QEMU:-$NCM_BUILD/qemu/qemu-system-x86_64}
 
-# run_one BIN PATH [each]: one case of BIN in its own process; its
-# verdict line
+# run_one BIN PATH [each|cross]: one case of BIN in its own process;
+# its verdict line.  cross: migrate-each with the destinations on the
+# other QEMU (NCM_QTEST_QEMU_OTHER) and the older machine type both know
 run_one() {
     local bin=$1 path=$2 mode=${3:-} log rc result why note name prefix=qtest
     [ "$mode" = each ] && prefix=qtest-migrate-each
+    [ "$mode" = cross ] && prefix=qtest-migrate-$CROSS_NAME && mode=each
     log=$LOGS/$prefix$(echo "$path" | tr '/' '_').log
     NCM_QTEST_MIGRATE=$mode timeout --kill-after=10 "$CASE_TIMEOUT" \
         "$bin" --tap -k -p "$path" >"$log" 2>&1
@@ -150,5 +153,31 @@ if [ "$share" != 0 ]; then
             xargs -d '\n' -P "$JOBS" -I{} bash "$0" --one "$BIN" {} each ||
             failed=1
     fi
+fi
+# Across QEMU versions: with both builds there (QEMU_VERSION=10.2 make
+# qemu builds the other), a few cases whose machine goes from this
+# QEMU to the other one at every step, on the 10.0 machine type, and
+# back (CHECK_QTEST_CROSS=0: none).  A stream of one version that the
+# other refuses fails the case with the field named.
+other=$NCM_TOP/build/10.2/qemu/qemu-system-x86_64
+[ "$QEMU_VERSION" = 10.0 ] || other=$NCM_TOP/build/qemu/qemu-system-x86_64
+cross_cases=(super/migrate/mid-transfer super/migrate/queued-in-tds
+             super/rx/frames super/tx/64k-ntb super/notify/set-link
+             high/migrate/mid-transfer)
+if [ "${CHECK_QTEST_CROSS:-1}" != 0 ] && [ -x "$other" ] &&
+   [ "$other" != "$QTEST_QEMU_BINARY" ]; then
+    this_v=$(cat "$NCM_BUILD/qemu-src/VERSION")
+    other_v=$("$other" --version | sed -n 's/.*version \([0-9.]*\).*/\1/p')
+    step "migrate-each across versions: $this_v <-> $other_v," \
+         "machine pc-i440fx-10.0" >&2
+    export NCM_QTEST_MACHINE=pc-i440fx-10.0 NCM_QTEST_QEMU_OTHER=$other
+    export NCM_QTEST_QEMU_THIS=$QTEST_QEMU_BINARY CROSS_NAME
+    for c in "${cross_cases[@]}"; do
+        CROSS_NAME=$this_v-to-$other_v NCM_QTEST_MIGRATE_DST=NCM_QTEST_QEMU_OTHER \
+            bash "$0" --one "$BIN" "/x86_64/usb-ncm-dl/$c" cross || failed=1
+        CROSS_NAME=$other_v-to-$this_v NCM_QTEST_SRC_QEMU=$other \
+            NCM_QTEST_MIGRATE_DST=NCM_QTEST_QEMU_THIS \
+            bash "$0" --one "$BIN" "/x86_64/usb-ncm-dl/$c" cross || failed=1
+    done
 fi
 exit "$failed"
