@@ -107,6 +107,28 @@ static bool migrate_save(NcmEnv *e, const char *file, char **why)
 }
 
 /*
+ * The destination QEMU: the binary the environment variable that
+ * NCM_QTEST_MIGRATE_DST names says, else QTEST_QEMU_BINARY.  (libqtest
+ * has a call for this, but it was renamed between QEMU 10.0 and 10.2:
+ * QTEST_QEMU_BINARY is set around qtest_init() instead.)
+ */
+static QTestState *migrate_start_destination(const char *args)
+{
+    const char *var = g_getenv("NCM_QTEST_MIGRATE_DST");
+    const char *bin = var ? g_getenv(var) : NULL;
+    g_autofree char *saved = g_strdup(g_getenv("QTEST_QEMU_BINARY"));
+    QTestState *dst;
+
+    if (!bin) {
+        return qtest_init(args);
+    }
+    g_setenv("QTEST_QEMU_BINARY", bin, true);
+    dst = qtest_init(args);
+    g_setenv("QTEST_QEMU_BINARY", saved, true);
+    return dst;
+}
+
+/*
  * Start a destination with @props for the adapter (the binary named by
  * the environment variable NCM_QTEST_MIGRATE_DST names, else the
  * source's) and load @file there.  Returns it, or NULL (and it is gone)
@@ -130,7 +152,7 @@ static QTestState *migrate_load(NcmEnv *e, const char *file,
                            fw, sv[1], e->c->super ? "" : ",p3=0",
                            e->c->model, props ? "," : "", props ? props : "",
                            machine ? " -machine " : "", machine ?: "");
-    dst = qtest_init_with_env(g_getenv("NCM_QTEST_MIGRATE_DST"), args, true);
+    dst = migrate_start_destination(args);
     close(sv[1]);
     /*
      * With -accel qtest the virtual clock is qtest's own and does not
