@@ -1,0 +1,63 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Runs INSIDE a virtme-ng guest (scripts/kernel/vng-ncm.sh passes it to
+# `vng --exec`; the guest sees the host's files, so this is the repo's own
+# copy): load xhci_pci and cdc_ncm, wait for the usb-ncm-dl interface,
+# give it 10.0.2.15/24 (QEMU's -netdev user network), ping 10.0.2.2 and
+# print one line the host reads:
+#
+#   vng-ncm-guest: kernel=6.1.0-57-amd64 iface=enx525400123456 bind="CDC NCM (SEND ZLP)" carrier=1 ping=5/5 rc=0
+#
+# Exit status: 0 bound and every ping answered, 1 bound but pings were
+# lost (or no carrier), 2 cdc_ncm did not bind.  POSIX sh: the guest runs
+# the host's userland, but nothing here needs bash.
+#
+#   sh vng-ncm-guest.sh [PINGS]        (default 5)
+
+PINGS=${1:-5}
+
+say() { echo "vng-ncm-guest: $*"; }
+
+for m in xhci_pci cdc_ncm; do
+    modprobe "$m" 2>/dev/null || say "modprobe $m failed (built in?)"
+done
+
+# the interface cdc_ncm drives, once udev has renamed it (enx<mac>)
+iface=""
+i=0
+while [ "$i" -lt 30 ]; do
+    command -v udevadm >/dev/null 2>&1 && udevadm settle -t 5 2>/dev/null
+    for n in /sys/class/net/*; do
+        d=$(readlink -f "$n/device/driver" 2>/dev/null)
+        case $d in */cdc_ncm) iface=${n##*/} ;; esac
+    done
+    [ -n "$iface" ] && break
+    sleep 1
+    i=$((i + 1))
+done
+bind=$(dmesg | grep "register 'cdc_ncm'" | grep -o 'CDC NCM[^,]*' | head -n 1)
+dmesg | grep -E "cdc_ncm|usb 2-1: New USB device|usb 2-1: Product" | sed 's/^/    /'
+if [ -z "$iface" ]; then
+    say "kernel=$(uname -r) iface=none bind=\"$bind\" carrier=0 ping=0/$PINGS rc=2"
+    exit 2
+fi
+
+ip link set "$iface" up
+ip addr add 10.0.2.15/24 dev "$iface" 2>/dev/null
+carrier=0
+i=0
+while [ "$i" -lt 20 ]; do
+    carrier=$(cat "/sys/class/net/$iface/carrier" 2>/dev/null || echo 0)
+    [ "$carrier" = 1 ] && break
+    sleep 0.5
+    i=$((i + 1))
+done
+out=$(ping -c "$PINGS" -i 0.5 -W 2 -I "$iface" 10.0.2.2 2>&1)
+echo "$out" | tail -n 2 | sed 's/^/    /'
+got=$(echo "$out" | sed -n 's/.* \([0-9][0-9]*\) \(packets \)\{0,1\}received.*/\1/p')
+got=${got:-0}
+rc=1
+[ "$carrier" = 1 ] && [ "$got" = "$PINGS" ] && rc=0
+say "kernel=$(uname -r) iface=$iface bind=\"$bind\" carrier=$carrier ping=$got/$PINGS rc=$rc"
+exit "$rc"
