@@ -25,6 +25,8 @@
 # before), QEMU (default build/qemu/qemu-system-x86_64), VNG_NCM_PROPS (more
 # device properties, as for scripts/kernel/vng-ncm.sh).
 #
+# Before that, and also where tuxrun cannot run: that the wrapper starts our
+# QEMU with the dock on the bus (its monitor's "info usb" on q35).
 # Where tuxrun is not installed (it is published on PyPI only: neither
 # Debian nor npm has it) or an input is missing, the leg is one SKIP line
 # with the reason and the command line it would have run.
@@ -51,6 +53,18 @@ qemu_firmware_args "$QEMU"
 } >"$BIN/qemu-system-x86_64.tmp"
 chmod 0755 "$BIN/qemu-system-x86_64.tmp"
 mv "$BIN/qemu-system-x86_64.tmp" "$BIN/qemu-system-x86_64"
+
+# the wrapper, as lava-run would start it (tuxrun's machine, the monitor
+# asked what is on the USB bus): it must run our QEMU with the dock
+usb=$(printf 'info usb\nquit\n' |
+      timeout 60 "$BIN/qemu-system-x86_64" -M q35 -cpu Nehalem -smp 2 -nodefaults \
+          -display none -monitor stdio -S -accel tcg 2>&1 | tr -d '\r')
+if grep -q 'Product USB-NCM-DL' <<<"$usb"; then
+    echo "PASS: tuxrun/qemu-wrapper-has-dock"
+else
+    echo "FAIL: tuxrun/qemu-wrapper-has-dock ($BIN/qemu-system-x86_64 -M q35: $(grep -v '^(qemu)' <<<"$usb" | head -n 3 | tr '\n' ' '))"
+    exit 1
+fi
 
 GUEST_CMD='cat /sys/class/net/*/uevent; dmesg | grep cdc_ncm'
 cmd=(tuxrun --runtime null --device qemu-x86_64

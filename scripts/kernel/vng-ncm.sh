@@ -215,9 +215,10 @@ LOG=$OUT/$(printf '%s' "${KVER:-$(basename "$RUN")}" | tr -c 'A-Za-z0-9._-' _).l
 cmd+=(--exec "sh $NCM_TOP/scripts/kernel/vng-ncm-guest.sh $VNG_PINGS")
 step "vng $VNG_V booting ${KVER:-$RUN} on qemu-xhci + usb-ncm-dl ($ACCEL_WHY; about a minute under TCG)"
 note "QEMU: $QEMU"
-note "log: ${LOG#"$NCM_TOP"/}"
-{ printf '%q ' "${cmd[@]}"; echo; } >"$LOG"
-timeout -k 10 "$VNG_TIMEOUT" "${cmd[@]}" </dev/null >>"$LOG" 2>&1
+note "log: ${LOG#"$NCM_TOP"/} (the command: $(basename "$LOG").cmd)"
+# (the command apart: vng's QEMU reopens its stdout, the log, truncating it)
+{ printf '%q ' "${cmd[@]}"; echo; } >"$LOG.cmd"
+timeout -k 10 "$VNG_TIMEOUT" "${cmd[@]}" </dev/null >"$LOG" 2>&1
 rc=$?
 tr -d '\r' <"$LOG" | grep -a '^    \|^vng-ncm-guest:'
 line=$(tr -d '\r' <"$LOG" | grep -a '^vng-ncm-guest: kernel=' | tail -n 1)
