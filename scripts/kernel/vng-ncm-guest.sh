@@ -5,7 +5,7 @@
 # `vng --exec`; the guest sees the host's files, so this is the repo's own
 # copy): load xhci_pci and cdc_ncm, wait for the usb-ncm-dl interface,
 # give it 10.0.2.15/24 (QEMU's -netdev user network), ping 10.0.2.2 and
-# print one line the host reads:
+# print one line the host reads (last):
 #
 #   vng-ncm-guest: kernel=6.1.0-57-amd64 iface=enx525400123456 bind="CDC NCM (SEND ZLP)" carrier=1 ping=5/5 rc=0
 #
@@ -13,9 +13,18 @@
 # lost (or no carrier), 2 cdc_ncm did not bind.  POSIX sh: the guest runs
 # the host's userland, but nothing here needs bash.
 #
-#   sh vng-ncm-guest.sh [PINGS]        (default 5)
+#   sh vng-ncm-guest.sh ping [PINGS]            (default 5)
+#   sh vng-ncm-guest.sh zlp PORT SECONDS        the ZLP merge scenario's
+#       guest half: the pings, then tx_max raised to the device's
+#       dwNtbOutMaxSize (what DisplayLink's udev rule does) and iperf3 up to
+#       the host's server on 10.0.2.2:PORT; the line gets tx_max=,
+#       up_mbps= and up_rc= (the device's counters are read on the host)
 
-PINGS=${1:-5}
+SCN=${1:-ping}
+case $SCN in
+zlp) PINGS=3 PORT=${2:?port} SECS=${3:-8} ;;
+*) PINGS=${2:-5} ;;
+esac
 
 say() { echo "vng-ncm-guest: $*"; }
 
@@ -59,5 +68,18 @@ got=$(echo "$out" | sed -n 's/.* \([0-9][0-9]*\) \(packets \)\{0,1\}received.*/\
 got=${got:-0}
 rc=1
 [ "$carrier" = 1 ] && [ "$got" = "$PINGS" ] && rc=0
-say "kernel=$(uname -r) iface=$iface bind=\"$bind\" carrier=$carrier ping=$got/$PINGS rc=$rc"
+extra=""
+if [ "$SCN" = zlp ]; then
+    d=/sys/class/net/$iface/cdc_ncm
+    max=$(cat "$d/dwNtbOutMaxSize" 2>/dev/null)
+    [ -z "$max" ] || echo "$max" > "$d/tx_max" 2>/dev/null
+    tx=$(cat "$d/tx_max" 2>/dev/null)
+    up=$(iperf3 -c 10.0.2.2 -p "$PORT" -t "$SECS" 2>&1)
+    urc=$?
+    echo "$up" | tail -n 4 | sed 's/^/    /'
+    mbps=$(echo "$up" | sed -n 's/.* \([0-9.]*\) Mbits\/sec.*receiver.*/\1/p' | tail -n 1)
+    extra=" dwNtbOutMaxSize=${max:-?} tx_max=${tx:-?} up_mbps=${mbps:-?} up_rc=$urc"
+    [ "$urc" = 0 ] || rc=1
+fi
+say "kernel=$(uname -r) iface=$iface bind=\"$bind\" carrier=$carrier ping=$got/$PINGS$extra rc=$rc"
 exit "$rc"

@@ -7,6 +7,10 @@
 #
 #   scripts/kernel/vng-ncm.sh [KERNEL]              the check (make vng):
 #                                                   one boot, one verdict line
+#   scripts/kernel/vng-ncm.sh --scenario zlp [KERNEL]
+#                                                   make scenario's zlp-merge
+#                                                   under vng (make vng
+#                                                   SCENARIO=zlp)
 #   scripts/kernel/vng-ncm.sh [KERNEL] -- VNG-ARGS  vng on the dock with your
 #                                                   own arguments (--exec CMD;
 #                                                   none: a shell)
@@ -34,14 +38,22 @@
 #   VNG_NCM_PROPS  more usb-ncm-dl properties (",zlp=required,...")
 #   VNG_PINGS      pings to 10.0.2.2 (5); VNG_TIMEOUT seconds for the boot (300)
 #
+# Scenarios (--scenario or SCENARIO): ping (default): cdc_ncm binds and
+# 10.0.2.2 answers; zlp (zlp-merge): as scripts/kernel/scenario.sh's
+# zlp-merge, the ZLP-required firmware model with dwNtbOutMaxSize 32768,
+# tx_max raised to it in the guest, iperf3 up to the host for VNG_IPERF_TIME
+# seconds (8); the device's counters are read over QMP once the guest has
+# powered off (-no-shutdown; tests/guest/qmp-stats.py): a datagram lost in
+# a merged transfer is a dropout.
 # The check's last line is its verdict (scripts/kernel/scenario.sh's form):
 #   verdict=0 scenario=vng-ping kernel=6.1.0-57-amd64 bind="CDC NCM (SEND ZLP)" iface=enx525400123456 ping=5/5 ...
-# Exit status 0 bound and answered, 1 not (cdc_ncm did not bind, pings
-# lost), 125 could not test (no vng, no kernel, the guest did not boot).
+# Exit status 0 bound and answered (zlp: and nothing lost), 1 not
+# (cdc_ncm did not bind, pings lost; zlp: datagrams lost), 125 could not
+# test (no vng, no kernel, the guest did not boot, no counters).
 # The whole vng output is in build/vng/<kernel>.log.
 set -uo pipefail
 . "$(dirname "$0")/../setup/common.sh"
-. "$NCM_TOP/tests/guest/accel.sh"
+. "$NCM_TOP/tests/guest/lib.sh"
 
 QEMU=${QEMU:-$NCM_BUILD/qemu/qemu-system-x86_64}
 VNG_PINGS=${VNG_PINGS:-5}
@@ -51,10 +63,12 @@ T0=$SECONDS
 
 mode=check
 run=${VNG_RUN:-}
+scn=${SCENARIO:-ping}
 extra=()
 while [ $# -gt 0 ]; do
     case $1 in
     --print-opts) mode=print ;;
+    --scenario) scn=${2:?--scenario needs a name: ping or zlp}; shift ;;
     -h|--help) sed -n '3,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     --) shift; mode=vng; extra=("$@"); break ;;
     -*) die "unknown option '$1'" "usage: scripts/kernel/vng-ncm.sh [--print-opts] [KERNEL] [-- VNG-ARGS]" ;;
@@ -63,13 +77,18 @@ while [ $# -gt 0 ]; do
     shift
 done
 run=${run:-${KERNEL_PACKAGE:-linux-image-amd64}}
+case $scn in
+ping) ;;
+zlp|zlp-merge) scn=zlp ;;
+*) die "unknown scenario '$scn'" "use ping or zlp (make scenario has the others, on its own guest)" ;;
+esac
 
 # verdict RC FIGURES...: the one line, then exit RC
 verdict() {
     local rc=$1
     shift
-    printf 'verdict=%s scenario=vng-ping kernel=%s %s seconds=%s\n' \
-        "$rc" "${KVER:-?}" "$*" "$((SECONDS - T0))"
+    printf 'verdict=%s scenario=vng-%s kernel=%s %s seconds=%s\n' "$rc" "$scn" \
+        "${KVER:-?}" "$*" "$((SECONDS - T0))"
     exit "$rc"
 }
 # cannot MESSAGE HINT...: in check mode a verdict 125, else an error
@@ -115,7 +134,8 @@ vng_opts() {
     qopts=("${QEMU_FW_ARGS[@]}"
         -device qemu-xhci,id=ncmxhci
         -netdev user,id=ncmnet
-        -device "usb-ncm-dl,bus=ncmxhci.0,netdev=ncmnet${VNG_NCM_PROPS:-}")
+        -device "usb-ncm-dl,bus=ncmxhci.0,netdev=ncmnet${VNG_NCM_PROPS:-}"
+        "$@")
     # one token an option: vng joins them with spaces and hands the line
     # to a shell, so none may hold a space
     for o in "${qopts[@]}"; do
@@ -174,7 +194,16 @@ deb_kernel_dir() {
     KVER=${RUN##*/vmlinuz-}
 }
 
-vng_opts
+SOCK=""
+if [ "$mode" = check ] && [ "$scn" = zlp ]; then
+    # the firmware model and NTB size of scenario.sh's zlp-merge, an id for
+    # qom-get, and QEMU kept after the guest's poweroff for the counters
+    VNG_NCM_PROPS=",id=ncm,zlp=required,ntb-out-max-size=32768${VNG_NCM_PROPS:-}"
+    SOCK=$(mktemp -u /tmp/ncm-vng-qmp.XXXXXX)
+    vng_opts -no-shutdown -qmp "unix:$SOCK,server=on,wait=off"
+else
+    vng_opts
+fi
 if [ "$mode" = print ]; then
     printf '%s\n' "${VNG_OPTS[@]}"
     exit 0
@@ -212,14 +241,25 @@ fi
 
 mkdir -p "$OUT"
 LOG=$OUT/$(printf '%s' "${KVER:-$(basename "$RUN")}" | tr -c 'A-Za-z0-9._-' _).log
-cmd+=(--exec "sh $NCM_TOP/scripts/kernel/vng-ncm-guest.sh $VNG_PINGS")
-step "vng $VNG_V booting ${KVER:-$RUN} on qemu-xhci + usb-ncm-dl ($ACCEL_WHY; about a minute under TCG)"
+[ "$scn" = ping ] || LOG=${LOG%/*}/$scn-${LOG##*/}
+if [ "$scn" = zlp ]; then
+    trap 'guest_iperf_stop; rm -f "$SOCK"' EXIT
+    guest_iperf_start "$LOG.iperf3-server.log"
+    cmd+=(--exec "sh $NCM_TOP/scripts/kernel/vng-ncm-guest.sh zlp $GUEST_IPERF_PORT ${VNG_IPERF_TIME:-8}")
+    python3 "$NCM_TOP/tests/guest/qmp-stats.py" "$SOCK" /machine/peripheral/ncm \
+        "$VNG_TIMEOUT" >"$LOG.stats.json" 2>"$LOG.stats.err" &
+    QPID=$!
+else
+    cmd+=(--exec "sh $NCM_TOP/scripts/kernel/vng-ncm-guest.sh ping $VNG_PINGS")
+fi
+step "vng $VNG_V booting ${KVER:-$RUN} on qemu-xhci + usb-ncm-dl${VNG_NCM_PROPS:-}, scenario $scn ($ACCEL_WHY; about a minute under TCG)"
 note "QEMU: $QEMU"
 note "log: ${LOG#"$NCM_TOP"/} (the command: $(basename "$LOG").cmd)"
 # (the command apart: vng's QEMU reopens its stdout, the log, truncating it)
 { printf '%q ' "${cmd[@]}"; echo; } >"$LOG.cmd"
 timeout -k 10 "$VNG_TIMEOUT" "${cmd[@]}" </dev/null >"$LOG" 2>&1
 rc=$?
+[ -z "${QPID:-}" ] || wait "$QPID" 2>/dev/null
 tr -d '\r' <"$LOG" | grep -a '^    \|^vng-ncm-guest:'
 line=$(tr -d '\r' <"$LOG" | grep -a '^vng-ncm-guest: kernel=' | tail -n 1)
 rel=${LOG#"$NCM_TOP"/}
@@ -233,6 +273,22 @@ KVER=$(sed -n 's/^kernel=\([^ ]*\).*/\1/p' <<<"$line")
 figs=${line#kernel=* }
 figs=${figs% rc=*}
 grc=$(sed -n 's/.* rc=\([0-9]*\)$/\1/p' <<<"$line")
+acc="vng=$VNG_V accel=$ACCEL_NAME log=$rel"
+if [ "$scn" = zlp ] && [ "$grc" != 2 ]; then
+    # scenario.sh's zlp-merge verdict, from the device's counters
+    [ -s "$LOG.stats.json" ] ||
+        verdict 125 "why=no-device-counters $figs $acc"
+    lost=$(guest_stat "$LOG" out_merge_lost_datagrams)
+    ovf=$(guest_stat "$LOG" out_overflow_bytes)
+    merged=$(guest_stat "$LOG" out_merged_transfers)
+    out=$(guest_stat "$LOG" out_datagrams)
+    figs="$figs out=${out:-?} merged=${merged:-?} lost=${lost:-?} overflow_bytes=${ovf:-?}"
+    uprc=$(sed -n 's/.* up_rc=\([0-9]*\).*/\1/p' <<<"$figs")
+    if [ "${lost:-0}" != 0 ] || [ "${ovf:-0}" != 0 ] || [ "${uprc:-1}" != 0 ]; then
+        verdict 1 "$figs $acc"
+    fi
+    verdict 0 "$figs $acc"
+fi
 case $grc in
 0) verdict 0 "$figs vng=$VNG_V accel=$ACCEL_NAME log=$rel" ;;
 2) verdict 1 "why=cdc_ncm-did-not-bind $figs vng=$VNG_V accel=$ACCEL_NAME log=$rel" ;;
