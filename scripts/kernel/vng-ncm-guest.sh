@@ -77,7 +77,13 @@ if [ "$SCN" = zlp ]; then
     up=$(iperf3 -c 10.0.2.2 -p "$PORT" -t "$SECS" 2>&1)
     urc=$?
     echo "$up" | tail -n 4 | sed 's/^/    /'
-    mbps=$(echo "$up" | sed -n 's/.* \([0-9.]*\) Mbits\/sec.*receiver.*/\1/p' | tail -n 1)
+    # the receiver's rate, in Mbit/s whatever unit iperf3 chose
+    mbps=$(echo "$up" | awk '/receiver/ {
+        for (i = 1; i < NF; i++) if ($(i + 1) ~ /bits\/sec$/) { v = $i; u = $(i + 1) } }
+        END { if (u == "") exit
+              if (u ~ /^K/) v /= 1000; else if (u ~ /^G/) v *= 1000
+              else if (u ~ /^bits/) v /= 1000000
+              printf "%.3g\n", v }')
     extra=" dwNtbOutMaxSize=${max:-?} tx_max=${tx:-?} up_mbps=${mbps:-?} up_rc=$urc"
     [ "$urc" = 0 ] || rc=1
 fi
