@@ -194,7 +194,7 @@ deb_kernel_dir() {
     KVER=${RUN##*/vmlinuz-}
 }
 
-SOCK=""
+SOCK="" QPID=""
 if [ "$mode" = check ] && [ "$scn" = zlp ]; then
     # the firmware model and NTB size of scenario.sh's zlp-merge, an id for
     # qom-get, and QEMU kept after the guest's poweroff for the counters
@@ -259,7 +259,7 @@ note "log: ${LOG#"$NCM_TOP"/} (the command: $(basename "$LOG").cmd)"
 { printf '%q ' "${cmd[@]}"; echo; } >"$LOG.cmd"
 timeout -k 10 "$VNG_TIMEOUT" "${cmd[@]}" </dev/null >"$LOG" 2>&1
 rc=$?
-[ -z "${QPID:-}" ] || wait "$QPID" 2>/dev/null
+[ -z "$QPID" ] || wait "$QPID" 2>/dev/null
 tr -d '\r' <"$LOG" | grep -a '^    \|^vng-ncm-guest:'
 line=$(tr -d '\r' <"$LOG" | grep -a '^vng-ncm-guest: kernel=' | tail -n 1)
 rel=${LOG#"$NCM_TOP"/}
