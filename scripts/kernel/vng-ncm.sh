@@ -259,7 +259,16 @@ note "log: ${LOG#"$NCM_TOP"/} (the command: $(basename "$LOG").cmd)"
 { printf '%q ' "${cmd[@]}"; echo; } >"$LOG.cmd"
 timeout -k 10 "$VNG_TIMEOUT" "${cmd[@]}" </dev/null >"$LOG" 2>&1
 rc=$?
-[ -z "$QPID" ] || wait "$QPID" 2>/dev/null
+if [ -n "$QPID" ]; then
+    # qmp-stats.py quits QEMU once it has the counters; if QEMU never
+    # came up it would wait for its deadline: not past vng's own end
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        kill -0 "$QPID" 2>/dev/null || break
+        sleep 1
+    done
+    kill "$QPID" 2>/dev/null
+    wait "$QPID" 2>/dev/null
+fi
 tr -d '\r' <"$LOG" | grep -a '^    \|^vng-ncm-guest:'
 line=$(tr -d '\r' <"$LOG" | grep -a '^vng-ncm-guest: kernel=' | tail -n 1)
 rel=${LOG#"$NCM_TOP"/}
