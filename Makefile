@@ -25,7 +25,7 @@ else
 GUEST_IMAGE := guest-image
 endif
 
-.PHONY: all qemu install deps guest-image run shell record replay check check-unit check-tools check-fuzz \
+.PHONY: all qemu install deps guest-image run shell record replay replay-loop check check-migrate-each check-unit check-tools check-fuzz \
         check-qtest check-guest check-dropout soak fuzz bench-codec \
         fuzz-device fuzz-coverage bench-fuzz fuzz-campaign check-fuzz-device bench bench-scaling profile repro-dropout \
         series series-verify clean kernel deps-kernel scenario bisect bisect-packages \
@@ -111,6 +111,11 @@ record: qemu guest-image
 replay: qemu
 	@REPLAY=replay bash tests/guest/run-guest.sh
 
+# one record/replay scenario recorded and replayed REPLAY_LOOP times (10)
+# in a row: SCENARIO=ehci|xhci|uhci|ohci|dropout (tests/guest/replay-loop.sh)
+replay-loop: qemu guest-image
+	@bash tests/guest/replay-loop.sh $(or $(SCENARIO),ehci) $(or $(REPLAY_LOOP),10)
+
 check:
 	@bash scripts/check/check.sh all
 
@@ -125,6 +130,11 @@ check-fuzz:
 
 check-qtest:
 	@bash scripts/check/check.sh qtest
+
+# every case of the qtest fixture with the machine migrated at every step
+# (NCM_QTEST_MIGRATE=each; make check runs a seeded share of them)
+check-migrate-each:
+	@CHECK_QTEST_PLAIN=0 CHECK_QTEST_MIGRATE_SHARE=100 bash scripts/check/check.sh qtest
 
 check-guest:
 	@$(WITH_KERNEL) bash scripts/check/check.sh guest

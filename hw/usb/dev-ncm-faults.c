@@ -77,6 +77,9 @@ static void usb_ncm_get_stats(Object *obj, Visitor *v, const char *name,
  * Every fault's state, here only: dev-ncm.c asks through
  * usb_ncm_faults_*(), the function through its NcmFaultHooks.
  */
+/* Changes queued while a replay event is due to apply them */
+#define NCM_FAULT_PENDING_MAX 16
+
 struct USBNcmFaults {
     USBNcmState *s;
     bool link_down;                 /* forced down on top of the netdev */
@@ -94,6 +97,22 @@ struct USBNcmFaults {
     uint32_t replug_seed;
     bool replug_down;
     Error *blocker;                 /* installed while a fault is active */
+    /*
+     * Under record/replay a change from the monitor is not applied in
+     * the monitor's command but queued here and applied in apply_bh, a
+     * replay event.  The command runs wherever the host's timing puts it
+     * between the events the log holds (a packet from the netdev that
+     * came in while the VM was stopped, say), and the replay cannot put
+     * it back there; the bottom half runs where the log says.  The
+     * replay sets the same property at the recorded instruction count
+     * (replay-break), so that its event matches the recorded one.
+     */
+    QEMUBH *apply_bh;
+    struct {
+        unsigned which;             /* a USBNcmFault, or NCM_FAULT__MAX */
+        uint32_t value;             /* ... the NcmInCorruption for it */
+    } pending[NCM_FAULT_PENDING_MAX];
+    unsigned npending;
 };
 
 /* What the function asks (NcmFaultHooks) */
@@ -377,6 +396,53 @@ static uint32_t usb_ncm_fault_get(USBNcmFaults *f, USBNcmFault which)
     }
 }
 
+/* @which: a USBNcmFault, or NCM_FAULT__MAX for x-fault-corrupt-in */
+static void usb_ncm_fault_apply(USBNcmFaults *f, unsigned which,
+                                uint32_t value)
+{
+    if (which == NCM_FAULT__MAX) {
+        f->corrupt = value;
+        f->corrupt_remaining = MAX(f->corrupt_remaining, 1);
+        trace_usb_ncm_fault(f->s->fn.cfg.name, "x-fault-corrupt-in", value);
+    } else {
+        usb_ncm_fault_set(f, which, value);
+        trace_usb_ncm_fault(f->s->fn.cfg.name, usb_ncm_fault_names[which],
+                            value);
+    }
+    usb_ncm_faults_update(f->s);
+}
+
+static void usb_ncm_fault_apply_bh(void *opaque)
+{
+    USBNcmFaults *f = opaque;
+    unsigned i, n = f->npending;
+
+    f->npending = 0;
+    for (i = 0; i < n; i++) {
+        usb_ncm_fault_apply(f, f->pending[i].which, f->pending[i].value);
+    }
+}
+
+/* A change from the monitor: now, or at a recorded point (apply_bh) */
+static void usb_ncm_fault_change(USBNcmFaults *f, unsigned which,
+                                 uint32_t value, Error **errp)
+{
+    if (!replay_events_enabled()) {
+        usb_ncm_fault_apply(f, which, value);
+        return;
+    }
+    if (f->npending == NCM_FAULT_PENDING_MAX) {
+        error_setg(errp, "usb-ncm %s: %u fault changes are already waiting "
+                   "for the VM to run; continue it first", f->s->fn.cfg.name,
+                   f->npending);
+        return;
+    }
+    f->pending[f->npending].which = which;
+    f->pending[f->npending].value = value;
+    f->npending++;
+    replay_bh_schedule_event(f->apply_bh);
+}
+
 /* @opaque: the USBNcmFault, as a pointer */
 static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
                                   void *opaque, Error **errp)
@@ -395,9 +461,7 @@ static void usb_ncm_set_fault_u32(Object *obj, Visitor *v, const char *name,
         !usb_ncm_faults_block(s->faults, errp)) {
         return;
     }
-    usb_ncm_fault_set(s->faults, GPOINTER_TO_UINT(opaque), value);
-    trace_usb_ncm_fault(s->fn.cfg.name, name, value);
-    usb_ncm_faults_update(s);
+    usb_ncm_fault_change(s->faults, GPOINTER_TO_UINT(opaque), value, errp);
 }
 
 static void usb_ncm_get_fault_u32(Object *obj, Visitor *v, const char *name,
@@ -435,9 +499,7 @@ static void usb_ncm_set_fault_corrupt(Object *obj, const char *value,
             if (i != NCM_CORRUPT_NONE && !usb_ncm_faults_block(f, errp)) {
                 return;
             }
-            f->corrupt = i;
-            f->corrupt_remaining = MAX(f->corrupt_remaining, 1);
-            usb_ncm_faults_update(s);
+            usb_ncm_fault_change(f, NCM_FAULT__MAX, i, errp);
             return;
         }
         g_string_append_printf(names, "%s%s", i ? ", " : "",
@@ -474,6 +536,8 @@ void usb_ncm_faults_realize(USBNcmState *s)
                                  f);
     f->replug_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, usb_ncm_replug_timer,
                                    f);
+    f->apply_bh = qemu_bh_new_guarded(usb_ncm_fault_apply_bh, f,
+                                      &DEVICE(s)->mem_reentrancy_guard);
     f->replug_ms = 200;
     f->replug_seed = 1;
     s->faults = f;
@@ -493,6 +557,7 @@ void usb_ncm_faults_unrealize(USBNcmState *s)
     timer_free(f->link_timer);
     timer_free(f->busy_timer);
     timer_free(f->replug_timer);
+    qemu_bh_delete(f->apply_bh);
     ncm_function_set_fault_hooks(&s->fn, NULL, NULL);
     s->faults = NULL;
     g_free(f);

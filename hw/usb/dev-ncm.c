@@ -513,25 +513,13 @@ static void usb_ncm_handle_reset(USBDevice *dev)
     usb_ncm_hand_back(s);
     /* nothing is parked now; the speed may have changed with the port */
     s->may_park = usb_ncm_controller_lets_packets_wait(s);
+    /*
+     * The function starts over with the data path off: usb_device_reset()
+     * unconfigures the device after this (USB 2.0 9.1.1.3) without a
+     * set_interface callback.
+     */
     ncm_function_reset(&s->fn);
     usb_ncm_flush_rx(s);
-    /*
-     * A reset device is unconfigured (USB 2.0 9.1.1.3); QEMU's USB core
-     * keeps the configuration and alternate settings until the next
-     * SET_CONFIGURATION, so that a migration before it would carry
-     * configuration 1 with the data path off, which the destination
-     * refuses (usb_ncm_post_load()).  The function is reset already: no
-     * SET_INTERFACE callback (mig.loading).
-     */
-    if (dev->configuration) {
-        USBPacket p = { 0 };
-
-        s->mig.loading = true;
-        usb_desc_handle_control(dev, &p,
-                                DeviceOutRequest | USB_REQ_SET_CONFIGURATION,
-                                0, 0, 0, NULL);
-        s->mig.loading = false;
-    }
 }
 
 /* After usb_desc_ep_init(): usb_ncm_handle_control() handed back first. */
@@ -540,7 +528,7 @@ static void usb_ncm_set_interface(USBDevice *dev, int iface,
 {
     USBNcmState *s = USB_NCM_BASE(dev);
 
-    if (iface != NCM_IF_DATA || s->mig.loading) {
+    if (iface != NCM_IF_DATA) {
         return;
     }
     ncm_function_set_data_alt(&s->fn, alt_new);
@@ -723,6 +711,7 @@ static ssize_t usb_ncm_receive(NetClientState *nc, const uint8_t *buf,
     }
     switch (ncm_function_rx(&s->fn, buf, size)) {
     case NCM_RX_QUEUED:
+        s->packet_stats.rx_frames_taken++;
         usb_ncm_schedule_wakeup(s, true, false);
         return size;
     case NCM_RX_BUSY:
@@ -730,6 +719,7 @@ static ssize_t usb_ncm_receive(NetClientState *nc, const uint8_t *buf,
         return 0;
     case NCM_RX_DROPPED:
     default:
+        s->packet_stats.rx_frames_taken++;
         return size;
     }
 }
@@ -762,6 +752,41 @@ static NetClientInfo usb_ncm_net_info = {
 
 #define NCM_IN_COALESCE_US_MAX 100000
 
+/*
+ * A string descriptor is UTF-16 text of at most 126 code units: bLength is
+ * a byte, 2 + 2 * 126 = 254.  usb_desc_string() encodes UTF-8 and cuts
+ * what does not fit; rather than cut, a string property that is not
+ * UTF-8 or does not fit is refused, naming it.
+ */
+#define USB_NCM_STRING_UNITS_MAX 126
+
+static bool usb_ncm_check_string(const char *prop, const char *value,
+                                 Error **errp)
+{
+    const char *p;
+    size_t units = 0;
+
+    if (!value) {
+        return true;
+    }
+    if (!g_utf8_validate(value, -1, NULL)) {
+        error_setg(errp, "%s is not valid UTF-8: a USB string descriptor "
+                   "holds UTF-16 text, at most %d code units", prop,
+                   USB_NCM_STRING_UNITS_MAX);
+        return false;
+    }
+    for (p = value; *p; p = g_utf8_next_char(p)) {
+        units += g_utf8_get_char(p) > 0xffff ? 2 : 1;
+    }
+    if (units > USB_NCM_STRING_UNITS_MAX) {
+        error_setg(errp, "%s is %zu UTF-16 code units long: a USB string "
+                   "descriptor holds at most %d", prop, units,
+                   USB_NCM_STRING_UNITS_MAX);
+        return false;
+    }
+    return true;
+}
+
 /* The function checks its own configuration; these are the glue's. */
 static bool usb_ncm_check_properties(USBNcmState *s, Error **errp)
 {
@@ -769,6 +794,11 @@ static bool usb_ncm_check_properties(USBNcmState *s, Error **errp)
 
     if (why) {
         error_setg(errp, "%s", why);
+        return false;
+    }
+    if (!usb_ncm_check_string("manufacturer", s->manufacturer, errp) ||
+        !usb_ncm_check_string("product", s->product, errp) ||
+        !usb_ncm_check_string("serial", s->dev.serial, errp)) {
         return false;
     }
     if (s->in_coalesce.max_us > NCM_IN_COALESCE_US_MAX) {
@@ -950,7 +980,8 @@ static void usb_ncm_instance_init(Object *obj)
 /*
  * Migration: the USB side.  The function describes its own state
  * (VMSTATE_NCM_FUNCTION, ncm-function-vmstate.c); what is here is what
- * the USB core does not carry.  Debug counters and fault injection are
+ * the USB core does not carry, and the configuration in the form streams
+ * had before the core carried it.  Debug counters and fault injection are
  * no state of a real device and stay out of the stream: while a fault
  * is active, migration is blocked (dev-ncm-faults.c).
  */
@@ -974,37 +1005,47 @@ static int usb_ncm_pre_load(void *opaque)
 
     /* the debug counters (x-stats) do not migrate: from zero again */
     memset(&s->packet_stats, 0, sizeof(s->packet_stats));
+    /* what the host was learnt to keep queued, unless the stream says */
+    s->in_coalesce.host_queue = 0;
+    s->in_coalesce.since_ns = 0;
     return 0;
 }
 
 /*
- * The USB core does not migrate the configuration and alternate settings
- * (they decide the endpoints' types and packet sizes): replay them.
+ * The USB core restores the configuration and alternate settings from
+ * its own subsection (USBDevice/configuration, hw/usb/bus.c).  A stream
+ * from a source whose core did not send them has this device's copy
+ * only, which the core then puts in place the same way; when both came,
+ * they must agree.
  */
-static int usb_ncm_load_usb_config(USBNcmState *s)
+static const char *usb_ncm_load_usb_config(USBNcmState *s)
 {
-    USBPacket p = { 0 };
-    int i, ret = 0;
+    int i;
 
-    if (s->mig.configuration != 0 && s->mig.configuration != 1) {
-        return -1;
-    }
-    s->mig.loading = true;
-    ret = usb_desc_handle_control(&s->dev, &p,
-                                  DeviceOutRequest | USB_REQ_SET_CONFIGURATION,
-                                  s->mig.configuration, 0, 0, NULL);
-    for (i = 0; ret >= 0 && s->mig.configuration && i < NCM_IF_COUNT; i++) {
-        if (s->mig.altsetting[i] < 0 || s->mig.altsetting[i] > 1) {
-            ret = -1;
-            break;
+    if (s->dev.configuration == 0 && s->mig.configuration != 0) {
+        Error *err = NULL;
+        int alts[NCM_IF_COUNT];
+
+        for (i = 0; i < NCM_IF_COUNT; i++) {
+            alts[i] = s->mig.altsetting[i];
         }
-        ret = usb_desc_handle_control(&s->dev, &p,
-                                      InterfaceOutRequest |
-                                      USB_REQ_SET_INTERFACE,
-                                      s->mig.altsetting[i], i, 0, NULL);
+        if (usb_desc_load_config(&s->dev, s->mig.configuration, alts,
+                                 NCM_IF_COUNT, &err) < 0) {
+            error_report("usb-ncm: mig.configuration: %s",
+                         error_get_pretty(err));
+            error_free(err);
+            return "configuration or alternate setting out of range";
+        }
     }
-    s->mig.loading = false;
-    return ret < 0 ? -1 : 0;
+    if (s->dev.configuration != s->mig.configuration) {
+        return "mig.configuration disagrees with USBDevice's";
+    }
+    for (i = 0; i < NCM_IF_COUNT; i++) {
+        if (s->dev.altsetting[i] != s->mig.altsetting[i]) {
+            return "mig.altsetting disagrees with USBDevice's";
+        }
+    }
+    return NULL;
 }
 
 /*
@@ -1021,37 +1062,16 @@ static const char *usb_ncm_check_migrated_usb(USBNcmState *s)
     return NULL;
 }
 
-/*
- * USBDevice.state 'notattached' says the device was off the bus (a
- * replug fault) when the source stopped, and hw/usb/bus.c loads it as
- * detached.  The controller's port, loaded from the same stream, may
- * still have it connected: the controller then skips the device and the
- * guest's transfers never complete, with nothing to tell it why.  Tell
- * the port it is empty, as usb_detach() did on the source: the guest
- * sees the disconnect, and the device comes back as after a replug
- * (usb_ncm_faults_post_load()).  A port that already shows no device
- * just reports that again.
- */
-static void usb_ncm_post_load_detached(USBNcmState *s)
-{
-    USBPort *port = s->dev.port;
-
-    if (s->dev.attached || !port || port->dev != &s->dev) {
-        return;
-    }
-    port->ops->detach(port);
-}
-
 /* After the function's own post_load accepted its part of the stream */
 static int usb_ncm_post_load(void *opaque, int version_id)
 {
     USBNcmState *s = opaque;
     const char *why;
 
-    usb_ncm_in_coalesce_forget(s);      /* the destination's host */
+    timer_del(s->in_coalesce.timer);    /* the wakeup looks again */
     why = usb_ncm_check_migrated_usb(s);
-    if (!why && usb_ncm_load_usb_config(s) < 0) {
-        why = "configuration or alternate setting out of range";
+    if (!why) {
+        why = usb_ncm_load_usb_config(s);
     }
     if (!why && s->fn.data_active !=
         (s->dev.configuration == 1 && s->dev.altsetting[NCM_IF_DATA] == 1)) {
@@ -1063,7 +1083,10 @@ static int usb_ncm_post_load(void *opaque, int version_id)
     }
     usb_ncm_update_link(s);
     s->may_park = usb_ncm_controller_lets_packets_wait(s);
-    usb_ncm_post_load_detached(s);
+    /*
+     * A device off the bus (a replug fault) was loaded detached, and
+     * hw/usb/bus.c told its port: it comes back as after a replug.
+     */
     usb_ncm_faults_post_load(s);
     /* whatever the controller waits for, wake it once */
     s->in.nakd = s->out.nakd = s->notify_nakd = true;
@@ -1101,6 +1124,47 @@ static const VMStateDescription vmstate_usb_ncm_func_remote_wakeup = {
     },
 };
 
+/*
+ * IN coalescing learns how many transfers the host keeps queued, and
+ * when it started keeping the NTB it builds: the same guest goes on after
+ * a migration, and without these the destination would answer its
+ * transfers as a new host's until it learnt them again.
+ */
+static bool usb_ncm_in_coalesce_needed(void *opaque)
+{
+    USBNcmState *s = opaque;
+
+    return s->in_coalesce.host_queue || s->in_coalesce.since_ns;
+}
+
+static int usb_ncm_in_coalesce_post_load(void *opaque, int version_id)
+{
+    USBNcmState *s = opaque;
+    USBNcmInCoalesce *c = &s->in_coalesce;
+
+    if (c->host_queue > NCM_IN_QUEUE_COUNT_MAX || c->since_ns < 0 ||
+        c->since_ns > qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL)) {
+        error_report("usb-ncm %s: migrated in-coalesce state out of range "
+                     "(host_queue %u, since_ns %" PRId64 ")",
+                     s->fn.cfg.name, c->host_queue, c->since_ns);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static const VMStateDescription vmstate_usb_ncm_in_coalesce = {
+    .name = "usb-ncm/in-coalesce",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = usb_ncm_in_coalesce_needed,
+    .post_load = usb_ncm_in_coalesce_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(in_coalesce.host_queue, USBNcmState),
+        VMSTATE_INT64(in_coalesce.since_ns, USBNcmState),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_usb_ncm = {
     .name = "usb-ncm",
     .version_id = 1,
@@ -1117,6 +1181,7 @@ static const VMStateDescription vmstate_usb_ncm = {
     },
     .subsections = (const VMStateDescription * const []) {
         &vmstate_usb_ncm_func_remote_wakeup,
+        &vmstate_usb_ncm_in_coalesce,
         NULL
     },
 };
@@ -1164,8 +1229,9 @@ static const char *const usb_ncm_property_help[][2] = {
                         "be an OHCI, which allows one per controller)" },
     { "vendorid", "idVendor (0: the model's own)" },
     { "productid", "idProduct (0: the model's own)" },
-    { "manufacturer", "manufacturer string" },
-    { "product", "product string" },
+    { "manufacturer", "manufacturer string, UTF-8, at most 126 UTF-16 "
+                      "code units" },
+    { "product", "product string, UTF-8, at most 126 UTF-16 code units" },
 };
 
 /*

@@ -188,7 +188,8 @@ typedef struct USBNcmDescriptors {
     X(packets_adopted)          /* queued behind a cancelled packet */ \
     X(replugs)                  /* fault: dropped off the bus */ \
     X(in_coalesced)             /* IN NTBs kept for more datagrams */ \
-    X(in_coalesce_timeouts)     /* ... until in-coalesce-us passed */
+    X(in_coalesce_timeouts)     /* ... until in-coalesce-us passed */ \
+    X(rx_frames_taken)          /* from the netdev, queued or dropped */
 
 typedef struct USBNcmPacketCounters {
     USB_NCM_PACKET_COUNTERS(NCM_COUNTER_FIELD)
@@ -269,11 +270,15 @@ struct USBNcmState {
     /* x-fault-*: dev-ncm-faults.c's, opaque here; NULL until realize */
     USBNcmFaults *faults;
     VMChangeStateEntry *vmstate_change;
-    /* what migration carries in another form than the USB core keeps */
+    /*
+     * The configuration as this device's stream carried it before the
+     * core's USBDevice/configuration subsection did: still sent, for a
+     * destination that reads it, and from a source without the
+     * subsection put in place through usb_desc_load_config().
+     */
     struct {
         int32_t configuration;
         int32_t altsetting[NCM_IF_COUNT];
-        bool loading;               /* replaying the USB configuration */
     } mig;
     bool wake_bulk_in;
     bool wake_notify;

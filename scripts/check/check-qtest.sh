@@ -8,6 +8,10 @@
 #
 #   scripts/check/check-qtest.sh [REGEX]      only the cases whose path matches
 #
+# CHECK_QTEST_JOBS cases at once (the cores); then a share of the fixture's
+# cases again in migrate-each mode (CHECK_QTEST_MIGRATE_SHARE percent, 10;
+# CHECK_QTEST_MIGRATE_SEED picks which, printed), as "qtest-migrate-each/...".
+#
 # Output contract, relied on by scripts/check/check.sh: one line per case at
 # column 0,
 #   PASS: qtest/<g_test path>
@@ -26,7 +30,8 @@ BIN=$NCM_BUILD/qemu/$TEST
 LOGS=$NCM_BUILD/check-logs/qtest
 CASE_TIMEOUT=${CHECK_QTEST_CASE_TIMEOUT:-300}
 
-if ! QEMU_TARGETS="qemu-system-x86_64 $TEST" \
+if [ "$filter" != --one ] &&
+   ! QEMU_TARGETS="qemu-system-x86_64 $TEST tests/qtest/usb-core-test tests/qtest/usb-core-migration-test" \
      bash "$NCM_TOP/scripts/setup/build-qemu.sh" >&2; then
     echo "FAIL: qtest/build (QEMU or $TEST did not build; see above)"
     exit 1
@@ -37,30 +42,21 @@ fi
 }
 
 export QTEST_QEMU_BINARY=$NCM_BUILD/qemu/qemu-system-x86_64
-rm -rf "$LOGS"
-mkdir -p "$LOGS"
 
-mapfile -t cases < <("$BIN" -l 2>/dev/null | grep '^/' |
-                     grep -E -- "${filter:-.}")
-if [ "${#cases[@]}" = 0 ]; then
-    echo "FAIL: qtest/list (no case of $TEST matched '${filter:-.}';" \
-         "is usb-ncm-dl in $QTEST_QEMU_BINARY?)"
-    exit 1
-fi
-step "running ${#cases[@]} qtest case(s), one process each" >&2
-
-failed=0
-for path in "${cases[@]}"; do
-    log=$LOGS/$(echo "${path#/}" | tr '/' '_').log
-    timeout --kill-after=10 "$CASE_TIMEOUT" "$BIN" --tap -k -p "$path" \
-        >"$log" 2>&1
+# run_one BIN PATH [each]: one case of BIN in its own process; its
+# verdict line
+run_one() {
+    local bin=$1 path=$2 mode=${3:-} log rc result why note name prefix=qtest
+    [ "$mode" = each ] && prefix=qtest-migrate-each
+    log=$LOGS/$prefix$(echo "$path" | tr '/' '_').log
+    NCM_QTEST_MIGRATE=$mode timeout --kill-after=10 "$CASE_TIMEOUT" \
+        "$bin" --tap -k -p "$path" >"$log" 2>&1
     rc=$?
-    name="qtest${path}"
+    name="$prefix${path}"
     # a sanitizer report (SANITIZE=1; QEMU's or the test's own) fails the
     # case whatever the test said (scripts/setup/sanitize.sh)
     if ! sanitizer_fail "$name" "$log"; then
-        failed=1
-        continue
+        return 1
     fi
     result=$(grep -E "^(not )?ok [0-9]+ " "$log" | head -n 1)
     case $result in
@@ -74,7 +70,7 @@ for path in "${cases[@]}"; do
             rm -f "$log"
         else
             echo "FAIL: $name (exit status $rc after ok; log: $log)"
-            failed=1
+            return 1
         fi
         ;;
     *)
@@ -92,8 +88,67 @@ for path in "${cases[@]}"; do
             [ -z "$note" ] || why="$why; $note"
         fi
         echo "FAIL: $name ($why; log: $log)"
-        failed=1
+        return 1
         ;;
     esac
+}
+
+# (xargs runs this script again for each case)
+if [ "$filter" = --one ]; then
+    run_one "$2" "$3" "${4:-}"
+    exit
+fi
+
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
+
+mapfile -t cases < <("$BIN" -l 2>/dev/null | grep '^/' |
+                     grep -E -- "${filter:-.}")
+if [ "${#cases[@]}" = 0 ]; then
+    echo "FAIL: qtest/list (no case of $TEST matched '${filter:-.}';" \
+         "is usb-ncm-dl in $QTEST_QEMU_BINARY?)"
+    exit 1
+fi
+# Each case is a process of its own (qtest accel: QEMU and the test
+# each busy in turn), so as many run at once as there are cores.
+JOBS=${CHECK_QTEST_JOBS:-$(nproc)}
+step "running ${#cases[@]} qtest case(s), one process each, $JOBS at a time" >&2
+failed=0
+if [ "${CHECK_QTEST_PLAIN:-1}" != 0 ]; then
+    printf '%s\n' "${cases[@]}" |
+        xargs -d '\n' -P "$JOBS" -I{} bash "$0" --one "$BIN" {} || failed=1
+fi
+
+# The USB core's own tests, in QEMU's style (patches/0025, 0026): the
+# reset that unconfigures, the configuration and a detached device
+# restored on load
+for core in usb-core-test usb-core-migration-test; do
+    cbin=$NCM_BUILD/qemu/tests/qtest/$core
+    [ -x "$cbin" ] || continue
+    "$cbin" -l 2>/dev/null | grep '^/' | grep -E -- "${filter:-.}" |
+        xargs -d '\n' -P "$JOBS" -I{} bash "$0" --one "$cbin" {} ||
+        failed=1
 done
+
+# Migrate-each (tests/qtest/usb-ncm-dl/migrate.c): a share of the cases
+# that drive the adapter through the fixture again, the machine saved and
+# loaded into a new QEMU at every step; which ones a seed decides, printed
+# so that a failure can be run again (CHECK_QTEST_MIGRATE_SEED=...).
+# make check-migrate-each runs them all (CHECK_QTEST_MIGRATE_SHARE=100).
+share=${CHECK_QTEST_MIGRATE_SHARE:-10}
+seed=${CHECK_QTEST_MIGRATE_SEED:-$((RANDOM * 32768 + RANDOM))}
+if [ "$share" != 0 ]; then
+    mapfile -t each < <(printf '%s\n' "${cases[@]}" |
+        grep -E '^/x86_64/usb-ncm-dl/(super|high)/' |
+        awk -v seed="$seed" -v share="$share" \
+            'BEGIN { srand(seed) } rand() * 100 < share')
+    step "migrate-each: ${#each[@]} case(s) (share $share %, seed $seed:" \
+         "CHECK_QTEST_MIGRATE_SEED=$seed CHECK_QTEST_MIGRATE_SHARE=$share" \
+         "picks them again)" >&2
+    if [ "${#each[@]}" -gt 0 ]; then
+        printf '%s\n' "${each[@]}" |
+            xargs -d '\n' -P "$JOBS" -I{} bash "$0" --one "$BIN" {} each ||
+            failed=1
+    fi
+fi
 exit "$failed"

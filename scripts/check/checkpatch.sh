@@ -3,8 +3,9 @@
 #
 # QEMU's scripts/checkpatch.pl on every C file we own, one PASS/FAIL line
 # per file; then the record/replay lint of the device's files, the table
-# check and the knob index.  Paths are given relative to the repo so that checkpatch applies
-# its tests/ rules to the tests.
+# check, the USB core API check and the knob index.  Paths are given
+# relative to the repo so that checkpatch applies its tests/ rules to the
+# tests.
 set -uo pipefail
 . "$(dirname "$0")/../setup/common.sh"
 
@@ -28,6 +29,8 @@ done < <(git ls-files 'hw/*.c' 'hw/*.h' 'include/*.h' 'tests/*.c' 'tests/*.h' |
 python3 "$NCM_TOP/scripts/check/determinism.py" || rc=1
 # one source of truth per table (scripts/check/check-tables.sh)
 bash "$NCM_TOP/scripts/check/check-tables.sh" || rc=1
+# the USB core's work stays in the core (scripts/check/check-core-api.sh)
+bash "$NCM_TOP/scripts/check/check-core-api.sh" || rc=1
 # every environment knob indexed, docs/knobs.md current (scripts/check/knobs.sh)
 bash "$NCM_TOP/scripts/check/knobs.sh" || rc=1
 exit $rc

@@ -97,6 +97,62 @@ for c in "${bad_cases[@]}"; do
     fi
 done
 
+# String properties that end up in string descriptors: UTF-8 of at most
+# 126 UTF-16 code units (bLength is a byte: 2 + 2 * 126 = 254); what fits
+# reads back in the qtests (tests/qtest/usb-ncm-dl/desc.c).  Counted in
+# units, not bytes or characters: 126 two-byte characters fit, a
+# character beyond the BMP takes two units.
+digits() { local s=""; while [ "${#s}" -lt "$1" ]; do s+=0123456789; done
+           printf '%s' "${s:0:$1}"; }
+repeat() { local s="" i; for ((i = 0; i < $2; i++)); do s+=$1; done
+           printf '%s' "$s"; }
+for prop in manufacturer product serial; do
+    for n in 0 1 126; do
+        out=$(qemu_try -device "usb-ncm-dl,netdev=n0,bus=xhci.0,$prop=$(digits "$n")")
+        if [ $? = 0 ] && ! grep -qi 'error' <<<"$out"; then
+            echo "PASS: device/realize/$prop-$n"
+        else
+            echo "FAIL: device/realize/$prop-$n ($(head -n 2 <<<"$out" | tr '\n' ' '))"
+        fi
+    done
+    long="UTF-16 code units long: a USB string descriptor holds at most 126"
+    for c in "127|$(digits 127)|$prop is 127 $long" \
+             "128|$(digits 128)|$prop is 128 $long" \
+             "255|$(digits 255)|$prop is 255 $long" \
+             "utf8-127|$(repeat é 127)|$prop is 127 $long" \
+             "pairs-127|$(repeat 𝄞 63)x|$prop is 127 $long" \
+             "not-utf8|$(printf 'caf\xe9')|$prop is not valid UTF-8: a USB string descriptor holds UTF-16 text, at most 126 code units"; do
+        name=${c%%|*}
+        rest=${c#*|}
+        value=${rest%%|*}
+        want=${rest#*|}
+        out=$(qemu_try -device "usb-ncm-dl,netdev=n0,bus=xhci.0,$prop=$value")
+        rc=$?
+        if [ "$rc" != 0 ] && grep -qF "$want" <<<"$out"; then
+            echo "PASS: device/rejects/$prop-$name"
+        else
+            echo "FAIL: device/rejects/$prop-$name (rc $rc, wanted '$want'," \
+                 "got: $(head -n 2 <<<"$out" | tr '\n' ' ' | cut -c1-200))"
+        fi
+    done
+done
+# mac takes six hex pairs joined by ':' or '-', nothing else
+for n in 0 1 126 127 128 255; do
+    out=$(qemu_try -device "usb-ncm-dl,netdev=n0,bus=xhci.0,mac=$(digits "$n")")
+    rc=$?
+    if [ "$rc" != 0 ] && grep -qF "Property 'usb-ncm-dl.mac' doesn't take value" <<<"$out"; then
+        echo "PASS: device/rejects/mac-$n"
+    else
+        echo "FAIL: device/rejects/mac-$n (rc $rc: $(head -n 2 <<<"$out" | tr '\n' ' ' | cut -c1-200))"
+    fi
+done
+out=$(qemu_try -device "usb-ncm-dl,netdev=n0,bus=xhci.0,mac=52:54:00:12:34:5é")
+if [ $? != 0 ] && grep -qF "doesn't take value" <<<"$out"; then
+    echo "PASS: device/rejects/mac-utf8"
+else
+    echo "FAIL: device/rejects/mac-utf8 ($(head -n 2 <<<"$out" | tr '\n' ' '))"
+fi
+
 # The migration ABI: -dump-vmstate against the golden file, no debug
 # counter in it (tests/device/check-vmstate.py)
 python3 "$NCM_TOP/tests/device/check-vmstate.py" "$QEMU"

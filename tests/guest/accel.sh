@@ -14,18 +14,28 @@
 # holds until the machine reboots: it is cached with the boot id, so the
 # probe costs at most NCM_ACCEL_PROBE_S once per machine boot.
 #
+# Where the kernel says which KVM /dev/kvm is, no probe is needed: a
+# paravirtual KVM (the kvm_pvm module, KVM nested inside a VM without
+# hardware virtualization) hangs an ordinary guest kernel after "Probing
+# EDD" and aborts -cpu host/max on MSR 0x10a, so with kvm_pvm loaded and
+# neither kvm_intel nor kvm_amd (whose /dev/kvm runs ordinary guests) it
+# is refused at once, like a missing /dev/kvm.  Any other /dev/kvm is
+# probed.
+#
 #   ACCEL=auto   KVM if the probe boot works, else TCG, saying why
 #   ACCEL=kvm    KVM, or stop at once saying why it cannot be used
 #   ACCEL=tcg    TCG, no probe
 #
 # Environment for tests (tests/tools/test_accel.py): NCM_KVM_DEV
 # (/dev/kvm), NCM_BOOT_ID_FILE (/proc/sys/kernel/random/boot_id),
-# NCM_ACCEL_CACHE (NCM_CACHE/accel-probe), NCM_ACCEL_PROBE_S.
+# NCM_ACCEL_CACHE (NCM_CACHE/accel-probe), NCM_ACCEL_PROBE_S,
+# NCM_SYS_MODULE_DIR (/sys/module).
 
 NCM_KVM_DEV=${NCM_KVM_DEV:-/dev/kvm}
 NCM_BOOT_ID_FILE=${NCM_BOOT_ID_FILE:-/proc/sys/kernel/random/boot_id}
 NCM_ACCEL_CACHE=${NCM_ACCEL_CACHE:-$NCM_CACHE/accel-probe}
 NCM_ACCEL_PROBE_S=${NCM_ACCEL_PROBE_S:-20}
+NCM_SYS_MODULE_DIR=${NCM_SYS_MODULE_DIR:-/sys/module}
 
 # qemu_firmware_args QEMU: the -L options QEMU needs for SeaBIOS and the
 # option ROMs: none for an installed QEMU (scripts/setup/install-qemu.sh
@@ -50,6 +60,11 @@ accel_kvm_blocker() {
     elif [ ! -e "$NCM_KVM_DEV" ]; then
         echo "$NCM_KVM_DEV does not exist (no KVM in this kernel, or" \
              "virtualization is off in the firmware or the hypervisor)"
+    elif [ -d "$NCM_SYS_MODULE_DIR/kvm_pvm" ] &&
+         [ ! -d "$NCM_SYS_MODULE_DIR/kvm_intel" ] &&
+         [ ! -d "$NCM_SYS_MODULE_DIR/kvm_amd" ]; then
+        echo "$NCM_KVM_DEV is a paravirtual KVM (module kvm_pvm, no" \
+             "kvm_intel or kvm_amd), which hangs ordinary guest kernels"
     elif ! { : <>"$NCM_KVM_DEV"; } 2>/dev/null; then
         echo "$NCM_KVM_DEV cannot be opened read-write by $(id -un)" \
              "(add the user to group kvm)"

@@ -273,7 +273,7 @@ guest_cues_wait() {
 }
 
 guest_run_logged() {
-    local log=$1 tmo=$2 rc pidfile qmp
+    local log=$1 tmo=$2 rc pidfile qmp errexit=
     mkdir -p "$(dirname "$log")"
     pidfile=$(mktemp -u /tmp/ncm-qemu-pid.XXXXXX)
     qmp=$(mktemp -u /tmp/ncm-qemu-qmp.XXXXXX)
@@ -283,6 +283,10 @@ guest_run_logged() {
         printf ' %q' "${GUEST_CMD[@]}"
         printf '\n'
     } > "$log"
+    # the caller's errexit back afterwards: a runner without set -e (such
+    # as run-replay-test.sh) must not get it from here, or its next
+    # failing command ends it before it prints its FAIL lines
+    [[ $- == *e* ]] && errexit=1
     set +e
     # (stderr of the group: bash's "Killed" notice when QEMU is killed)
     {
@@ -291,7 +295,7 @@ guest_run_logged() {
             guest_console "$log" "$pidfile" "$qmp"
         rc=${PIPESTATUS[0]}
     } 2>/dev/null
-    set -e
+    [ -z "$errexit" ] || set -e
     rm -f "$pidfile" "$qmp"
     [ "$rc" = 124 ] && printf '# timed out after %ss\n' "$tmo" >> "$log"
     # SANITIZE=1: an ASan/UBSan report on the console is a FAIL of its own

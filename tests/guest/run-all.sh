@@ -66,7 +66,8 @@ soak_leg() {
 # DEV "dev": DEVICE is the last argument.  LABEL names the run in the
 # times of the summary, % standing for the item (its colons as dashes).
 leg() {
-    local label=$1 devices=$2 runner=$3 dev=$4 items=$5 item t0 args
+    local label=$1 devices=$2 runner=$3 dev=$4 items=$5 item t0 args rc
+    local before name
     # shellcheck disable=SC2254 # DEVICES is a pattern
     case $DEVICE in $devices) ;; *) return 0 ;; esac
     for item in $items; do
@@ -80,13 +81,27 @@ leg() {
             status=1
             continue
         fi
+        name=${label//%/${item//:/-}}
+        before=$(wc -l <"$out")
+        rc=0
         if declare -F "$runner" >/dev/null; then
-            "$runner" "${args[@]}" 2>&1 | tee -a "$out" || status=1
+            "$runner" "${args[@]}" 2>&1 | tee -a "$out" || rc=$?
         else
             bash "$NCM_TOP/tests/guest/$runner" "${args[@]}" 2>&1 |
-                tee -a "$out" || status=1
+                tee -a "$out" || rc=$?
         fi
-        timing+=("${label//%/${item//:/-}} $((SECONDS - t0))s")
+        # A run that failed (killed, timed out, a script error) without a
+        # FAIL line of its own still counts, with what it printed last
+        if [ "$rc" != 0 ]; then
+            status=1
+            if ! tail -n +"$((before + 1))" "$out" | grep -q '^FAIL: '; then
+                echo "FAIL: guest/$name/exit ($runner $item exited" \
+                     "with status $rc and no FAIL line; its last line:" \
+                     "$(tail -n +"$((before + 1))" "$out" | grep -av '^$' |
+                        tail -n 1 | cut -c1-160))" | tee -a "$out"
+            fi
+        fi
+        timing+=("$name $((SECONDS - t0))s")
     done
 }
 

@@ -160,6 +160,14 @@ ncm.port=$GUEST_IPERF_PORT ncm.time=$time ncm.ping=5 ncm.carrier_wait=10"
         wait "$qpid" 2>/dev/null
         rm -f "$sock"
         guest_iperf_stop
+        if [ "$mode" = replay ]; then
+            # a replay that stalls is killed at GUEST_TIMEOUT: say where
+            runner_check "$name/replay-ends" "$([ "$rc" = 0 ] && echo 0 || echo 1)" \
+                "the replay of $ctrl ended with QEMU status $rc$([ "$rc" = 124 ] &&
+                echo " (killed at ${GUEST_TIMEOUT}s)") after $((SECONDS - t0))s;" \
+                "last console line: '$(replay_console "$LOG" | grep -av '^$' |
+                tail -n 1 | cut -c1-120)'; ${LOG#"$NCM_TOP"/}"
+        fi
         if [ "$mode" = record ]; then
             if ! grep -aq 'NCMTEST phase=done' "$LOG" || [ ! -s "$LOG.stats.json" ]; then
                 runner_check "$name/recorded" 1 "the recorded run did not finish (QEMU status $rc; $(guest_qemu_error "$LOG")); ${LOG#"$NCM_TOP"/}"

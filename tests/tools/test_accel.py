@@ -6,7 +6,9 @@
 # KVM, reaches /init, hangs, or exits with an error, as FAKE_KVM says.
 # Each case checks the choice, the reason given and how many probe boots
 # were made, so a probe that is skipped, not cached, cached across reboots
-# or trusted when the guest hangs fails here.
+# or trusted when the guest hangs fails here.  A fake /sys/module
+# (NCM_SYS_MODULE_DIR, kvm and kvm_intel unless a case says otherwise)
+# says which KVM /dev/kvm is: with kvm_pvm alone, no probe boot is made.
 import os
 import subprocess
 import tempfile
@@ -62,6 +64,8 @@ class AccelTest(unittest.TestCase):
         self.set_boot("11111111-aaaa")
         self.count = os.path.join(d, "count")
         self.cache = os.path.join(d, "cache", "accel-probe")
+        self.modules = os.path.join(d, "module")
+        self.set_modules("kvm", "kvm_intel")
 
     def tearDown(self):
         self.tmp.cleanup()
@@ -69,6 +73,13 @@ class AccelTest(unittest.TestCase):
     def set_boot(self, bid):
         with open(self.boot_id, "w") as f:
             f.write(bid + "\n")
+
+    def set_modules(self, *names):
+        if os.path.isdir(self.modules):
+            for n in os.listdir(self.modules):
+                os.rmdir(os.path.join(self.modules, n))
+        for n in names:
+            os.makedirs(os.path.join(self.modules, n))
 
     def boots(self):
         if not os.path.exists(self.count):
@@ -81,7 +92,8 @@ class AccelTest(unittest.TestCase):
                    FAKE_BUILT="1" if built else "0",
                    FAKE_QEMU_BIN=self.qemu, FAKE_COUNT=self.count,
                    NCM_KVM_DEV=self.kvm, NCM_BOOT_ID_FILE=self.boot_id,
-                   NCM_ACCEL_CACHE=self.cache, NCM_ACCEL_PROBE_S="2")
+                   NCM_ACCEL_CACHE=self.cache, NCM_ACCEL_PROBE_S="2",
+                   NCM_SYS_MODULE_DIR=self.modules)
         env.pop("REPLAY", None)
         env.update(extra)
         t0 = time.monotonic()
@@ -159,6 +171,61 @@ class AccelTest(unittest.TestCase):
         open(self.kvm, "w").close()
         r = self.pick("auto", "works")
         self.assertEqual(r.get("accel"), "kvm", r["out"])
+
+    PVM_WHY = "is a paravirtual KVM (module kvm_pvm"
+
+    def test_pvm_auto_takes_tcg_at_once(self):
+        self.set_modules("kvm", "kvm_pvm")
+        r = self.pick("auto", "hang", NCM_ACCEL_PROBE_S="20")
+        self.assertEqual(r.get("accel"), "tcg", r["out"])
+        self.assertEqual(r["why"], "ACCEL=auto: TCG, because " + self.kvm +
+                         " " + self.PVM_WHY + ", no kvm_intel or kvm_amd),"
+                         " which hangs ordinary guest kernels")
+        self.assertEqual(self.boots(), 0)
+        self.assertLess(r["secs"], 2)
+        # a blocker, not a verdict: nothing cached, so that once the
+        # machine has a hardware KVM it is probed
+        self.assertFalse(os.path.exists(self.cache))
+        self.set_modules("kvm", "kvm_intel")
+        r = self.pick("auto", "works")
+        self.assertEqual(r.get("accel"), "kvm", r["out"])
+        self.assertEqual(self.boots(), 1)
+
+    def test_pvm_kvm_refused_with_the_same_reason(self):
+        self.set_modules("kvm", "kvm_pvm")
+        auto = self.pick("auto", "works")
+        reason = auto["why"].split("because ", 1)[1]
+        r = self.pick("kvm", "works", NCM_ACCEL_PROBE_S="20")
+        self.assertNotEqual(r["rc"], 0)
+        self.assertNotIn("ACCEL_RESULT", r["out"])
+        self.assertIn("ACCEL=kvm: KVM does not work here: " + reason,
+                      r["out"])
+        self.assertEqual(self.boots(), 0)
+        self.assertLess(r["secs"], 2)
+
+    def test_hardware_kvm_still_probed(self):
+        for vendor in ("kvm_intel", "kvm_amd"):
+            self.set_modules("kvm", vendor)
+            os.path.exists(self.cache) and os.unlink(self.cache)
+            n = self.boots()
+            r = self.pick("auto", "hang")
+            self.assertEqual(r.get("accel"), "tcg", r["out"])
+            self.assertIn("did not reach /init in 2 s", r["why"])
+            self.assertEqual(self.boots(), n + 1)
+        # kvm_pvm beside a vendor module: which one /dev/kvm is cannot be
+        # told from /sys/module, so the probe decides
+        self.set_modules("kvm", "kvm_pvm", "kvm_intel")
+        os.unlink(self.cache)
+        r = self.pick("auto", "works")
+        self.assertEqual(r.get("accel"), "kvm", r["out"])
+        self.assertEqual(self.boots(), 3)
+        # no module directory at all (another architecture, a built-in
+        # KVM without parameters): probed as before
+        self.set_modules()
+        os.unlink(self.cache)
+        r = self.pick("auto", "works")
+        self.assertEqual(r.get("accel"), "kvm", r["out"])
+        self.assertEqual(self.boots(), 4)
 
     def test_replay_needs_tcg(self):
         r = self.pick("auto", "works", REPLAY="record")

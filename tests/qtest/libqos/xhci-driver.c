@@ -158,7 +158,16 @@ struct QXhci {
 
     QXhciEventHook *event_hook;
     void *event_hook_opaque;
+    QXhciCheckpoint *checkpoint;
+    void *checkpoint_opaque;
 };
+
+static void checkpoint(QXhci *x)
+{
+    if (x->checkpoint) {
+        x->checkpoint(x, x->checkpoint_opaque);
+    }
+}
 
 /* Time */
 
@@ -195,6 +204,7 @@ static void ir0_writel(QXhci *x, uint32_t off, uint32_t val)
 static void doorbell(QXhci *x, int slot, uint32_t target)
 {
     qpci_io_writel(x->pdev, x->bar, x->db + 4 * slot, target);
+    checkpoint(x);
 }
 
 static uint64_t zalloc(QXhci *x, size_t size)
@@ -1040,6 +1050,7 @@ bool qxhci_wait(QXhciTransfer *t, int64_t timeout_ns)
     for (;;) {
         qxhci_poll(x);
         if (t->done) {
+            checkpoint(x);
             return true;
         }
         if (!t->dev || waited >= timeout_ns ||
@@ -1133,6 +1144,12 @@ void qxhci_ring_doorbell_stream(QXhciDevice *d, uint8_t ep, uint16_t stream)
     doorbell(d->xhci, d->slot, ep_dci(ep) | (uint32_t)stream << 16);
 }
 
+void qxhci_set_checkpoint(QXhci *x, QXhciCheckpoint *fn, void *opaque)
+{
+    x->checkpoint = fn;
+    x->checkpoint_opaque = opaque;
+}
+
 void qxhci_set_event_hook(QXhci *x, QXhciEventHook *hook, void *opaque)
 {
     x->event_hook = hook;
@@ -1182,6 +1199,10 @@ static int endpoint_cancel_dci(QXhciDevice *d, unsigned dci)
     if (cc == QXHCI_CC_CONTEXT_STATE_ERROR) {
         cc = qxhci_command(d->xhci, 0, 0, TRB_TYPE(TRB_RESET_EP) |
                            TRB_SLOT(d->slot) | TRB_EP(dci), NULL);
+        /* neither running nor halted: stopped already */
+        if (cc == QXHCI_CC_CONTEXT_STATE_ERROR) {
+            cc = QXHCI_CC_SUCCESS;
+        }
     }
     if (cc != QXHCI_CC_SUCCESS) {
         return cc;
@@ -1191,6 +1212,12 @@ static int endpoint_cancel_dci(QXhciDevice *d, unsigned dci)
     cancel_pending(d, dci);
     d->rings[dci]->used = 0;
     return ring_skip_all(d, dci);
+}
+
+int qxhci_endpoint_stop(QXhciDevice *d, uint8_t ep)
+{
+    return qxhci_command(d->xhci, 0, 0, TRB_TYPE(TRB_STOP_EP) |
+                         TRB_SLOT(d->slot) | TRB_EP(ep_dci(ep)), NULL);
 }
 
 int qxhci_endpoint_cancel(QXhciDevice *d, uint8_t ep)

@@ -238,6 +238,11 @@ int qxhci_transfer_sync(QXhciDevice *d, uint8_t ep, void *data,
  * to the enqueue pointer.  Also recovers a halted endpoint.
  */
 int qxhci_endpoint_cancel(QXhciDevice *d, uint8_t ep);
+/*
+ * Stop Endpoint alone: its TDs stay where they are until
+ * qxhci_endpoint_cancel() (or a doorbell) follows.
+ */
+int qxhci_endpoint_stop(QXhciDevice *d, uint8_t ep);
 int qxhci_endpoint_max_packet(QXhciDevice *d, uint8_t ep);
 
 /*
@@ -291,6 +296,14 @@ void qxhci_abandon_devices(QXhci *x);
 typedef void QXhciEventHook(void *opaque, uint64_t ptr, uint32_t status,
                             uint32_t control);
 void qxhci_set_event_hook(QXhci *x, QXhciEventHook *hook, void *opaque);
+/*
+ * Called after every doorbell the driver rings (a command, a request or
+ * a transfer handed to the controller) and after every request or
+ * transfer it saw complete, with nothing of the driver's half done: a
+ * test may migrate the machine there (qxhci_migrated()).  NULL stops it.
+ */
+typedef void QXhciCheckpoint(QXhci *x, void *opaque);
+void qxhci_set_checkpoint(QXhci *x, QXhciCheckpoint *fn, void *opaque);
 void qxhci_abandon(QXhci *x);
 
 #endif /* LIBQOS_XHCI_DRIVER_H */

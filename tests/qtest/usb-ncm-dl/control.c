@@ -429,6 +429,21 @@ static void test_notify_alt(NcmEnv *e, const NcmCase *c)
     }
 }
 
+/*
+ * The same with the machine migrated at every step of the driver
+ * (migrate.c), whatever NCM_QTEST_MIGRATE says: a migration between Stop
+ * Endpoint and Set TR Dequeue Pointer had the device's wakeup after the
+ * load restart the stopped notification endpoint, and the speed change
+ * went into the TD being taken back (patches/0028).
+ */
+static void test_notify_alt_migrating(NcmEnv *e, const NcmCase *c)
+{
+    if (!e->mig.on) {
+        ncm_migrate_each_start(e);
+    }
+    test_notify_alt(e, c);
+}
+
 static void test_notify_link(NcmEnv *e, const NcmCase *c)
 {
     QXhciTransfer *t;
@@ -458,6 +473,55 @@ static void test_notify_link(NcmEnv *e, const NcmCase *c)
 
     /* and the data path still works */
     ncm_check_marker(e, 800);
+}
+
+/*
+ * A device's wakeup does not restart an endpoint the host stopped (xHCI
+ * 1.2, 4.6.9: only a doorbell does).  A notification that comes between
+ * Stop Endpoint and Set TR Dequeue Pointer waits for the host's next TD;
+ * patches/0028 makes QEMU's xHCI leave a stopped endpoint alone on a
+ * device's wakeup (notify/after-alt-setting-migrating is the case that
+ * failed before it); here a migration and news come in that window.
+ */
+static void test_notify_stopped_endpoint(NcmEnv *e, const NcmCase *c)
+{
+    g_autofree char *file = g_strdup_printf("%s/usb-ncm-stopped-%d",
+                                            g_get_tmp_dir(), getpid());
+    QXhciTransfer *t;
+    QTestState *dst;
+    uint8_t b[16];
+    int sock = -1;
+
+    ncm_set_alt(e, 1);
+    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
+    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+
+    /* a TD NAK'd for want of news, and the host takes it back ... */
+    t = qxhci_submit(e->dev, e->ep_notify.address, NULL, 16);
+    g_assert(!qxhci_wait(t, 100 * 1000 * 1000));
+    g_assert_cmpint(qxhci_endpoint_stop(e->dev, e->ep_notify.address), ==,
+                    QXHCI_CC_SUCCESS);
+    /*
+     * ... the machine migrates meanwhile (the device wakes its endpoints
+     * on the destination) and there is news (it wakes the endpoint) ...
+     */
+    ncm_set_link(e, false);
+    ncm_step(e, 0);
+    dst = ncm_migrate_via_file(e, file, NULL, &sock);
+    unlink(file);
+    g_assert(dst);
+    ncm_follow_migration(e, dst, sock);
+    ncm_step(e, 0);
+    ncm_step(e, 0);
+    /* ... the TD is skipped with Set TR Dequeue Pointer */
+    g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_notify.address), ==,
+                    QXHCI_CC_SUCCESS);
+    qxhci_transfer_free(t);
+
+    /* the news is in the next TD */
+    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), false);
+    g_assert_cmpuint(ncm_notify_read(e, b, 100 * 1000 * 1000), ==, 0);
+    ncm_set_link(e, true);
 }
 
 /*
@@ -729,6 +793,10 @@ void ncm_add_control_cases(bool ss)
                  test_unsupported_request, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "alt-setting/resets-data-state", test_alt_reset,
                  NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "notify/after-alt-setting-migrating",
+                 test_notify_alt_migrating, NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "notify/wakeup-leaves-stopped-endpoint",
+                 test_notify_stopped_endpoint, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "notify/after-alt-setting", test_notify_alt,
                  NULL, NULL);
     ncm_add_case(ss, NCM_DL, "notify/set-link", test_notify_link, NULL,

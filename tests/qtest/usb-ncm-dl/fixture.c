@@ -72,7 +72,7 @@ void ncm_frames_assert_equal(GPtrArray *got, GPtrArray *want)
 
 /* The socket side of the netdev */
 
-static void sock_write_all(NcmEnv *e, const uint8_t *buf, size_t len)
+void ncm_sock_write_raw(NcmEnv *e, const uint8_t *buf, size_t len)
 {
     gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
     size_t off = 0;
@@ -94,17 +94,20 @@ static void sock_write_all(NcmEnv *e, const uint8_t *buf, size_t len)
 void ncm_sock_send_frames(NcmEnv *e, GPtrArray *frames)
 {
     g_autoptr(GByteArray) buf = g_byte_array_new();
+    g_autofree uint32_t *starts = g_new(uint32_t, frames->len + 1);
     unsigned i;
 
     for (i = 0; i < frames->len; i++) {
         GByteArray *f = g_ptr_array_index(frames, i);
         uint8_t len[4];
 
+        starts[i] = buf->len;
         stl_be_p(len, f->len);
         g_byte_array_append(buf, len, 4);
         g_byte_array_append(buf, f->data, f->len);
     }
-    sock_write_all(e, buf->data, buf->len);
+    ncm_migrate_note_sent(e, buf->data, buf->len, starts, frames->len);
+    ncm_sock_write_raw(e, buf->data, buf->len);
 }
 
 /* Bytes written to the socket that QEMU has not read yet, or -1. */
@@ -163,7 +166,7 @@ static bool sock_read_exact(NcmEnv *e, uint8_t *buf, size_t len,
 {
     gint64 deadline = g_get_monotonic_time() +
                       (gint64)timeout_ms * G_TIME_SPAN_MILLISECOND;
-    size_t off = 0;
+    size_t off = ncm_migrate_take_carried(e, buf, len);
 
     while (off < len) {
         struct pollfd pfd = { .fd = e->sock, .events = POLLIN };
@@ -651,6 +654,8 @@ NcmEnv *ncm_start(const NcmCase *c)
         .xfer_ring_trbs = 16,
         .max_slots = 8,
     };
+    /* a machine type both QEMUs of a cross-version migration know */
+    const char *machine = g_getenv("NCM_QTEST_MACHINE");
     int sv[2];
 
     e->c = c;
@@ -659,9 +664,10 @@ NcmEnv *ncm_start(const NcmCase *c)
     e->qs = qtest_pc_boot("-nodefaults%s -netdev socket,id=n0,fd=%d "
                           "-device qemu-xhci,id=xhci,addr=04.0%s "
                           "-device %s,id=ncm0,bus=xhci.0,netdev=n0,"
-                          "mac=" NCM_MAC_STR "%s%s",
+                          "mac=" NCM_MAC_STR "%s%s%s%s",
                           fw, sv[1], c->super ? "" : ",p3=0", c->model,
-                          c->props ? "," : "", c->props ? c->props : "");
+                          c->props ? "," : "", c->props ? c->props : "",
+                          machine ? " -machine " : "", machine ?: "");
     close(sv[1]);
     e->sock = sv[0];
     e->qts = e->qs->qts;
@@ -682,6 +688,7 @@ void ncm_stop(NcmEnv *e)
     qtest_shutdown(e->qs);
     qobject_unref(e->mark);
     ncm_oracle_free(e->oracle);
+    g_free(e->mig.props);
     g_free(e);
 }
 
@@ -908,6 +915,7 @@ void ncm_expect_connection(const uint8_t *b, uint32_t len, bool up)
 
 void ncm_set_link(NcmEnv *e, bool up)
 {
+    e->mig.link_down = !up;
     qtest_qmp_assert_success(e->qts, "{'execute': 'set_link', 'arguments':"
                              " {'name': 'ncm0', 'up': %i}}", up);
 }
@@ -954,15 +962,30 @@ bool ncm_parks_packets(NcmEnv *e)
     return strcmp(v, "off") != 0;
 }
 
-/* Every counter of the "x-stats" property */
-QDict *ncm_stats(NcmEnv *e)
+QDict *ncm_stats_raw(NcmEnv *e)
 {
-    QDict *rsp = qom_get(e, "x-stats");
+    return ncm_stats_raw_of(e->qts);
+}
+
+QDict *ncm_stats_raw_of(QTestState *qts)
+{
+    QDict *rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': %s, 'property': 'x-stats'}}",
+                           NCM_QOM_PATH);
     QDict *stats = qdict_get_qdict(rsp, "return");
 
     g_assert(stats);
     qobject_ref(stats);
     qobject_unref(rsp);
+    return stats;
+}
+
+/* Every counter of the "x-stats" property, across migrate-each's moves */
+QDict *ncm_stats(NcmEnv *e)
+{
+    QDict *stats = ncm_stats_raw(e);
+
+    ncm_migrate_stats_adjust(e, stats);
     return stats;
 }
 
@@ -1274,7 +1297,11 @@ static void run_case(const void *data)
     const NcmCase *c = data;
     NcmEnv *e = ncm_start(c);
 
+    if (ncm_migrate_each_wanted()) {
+        ncm_migrate_each_start(e);
+    }
     c->fn(e, c);
+    ncm_migrate_each_end(e);
     ncm_sock_expect_silence(e, 0);
     ncm_assert_alive(e);
     ncm_stop(e);

@@ -117,6 +117,27 @@ struct NcmEnv {
         uint32_t in_size;       /* SET_NTB_INPUT_SIZE, else dwNtbInMaxSize */
         uint16_t in_max_dgrams; /* its 8-byte form's wNtbInMaxDatagrams */
     } neg;
+    /* migrate.c: NCM_QTEST_MIGRATE=each, and what outlives a migration */
+    struct {
+        bool on;                /* migrate at every driver checkpoint */
+        bool busy;
+        bool stopped;           /* ncm_migrate_each_stop() */
+        bool link_down;         /* set_link off: the destination too */
+        unsigned done;          /* migrations in this case */
+        unsigned blocked;       /* ... refused by a fault's blocker */
+        unsigned skipped;       /* ... the source waiting after its own */
+        int64_t src_clock_ns;   /* the source's virtual clock at the save */
+        bool src_running;       /* ... and whether it ran */
+        char *props;            /* the adapter's -device properties now */
+        QDict *stats_offset;    /* x-stats lost to destinations so far */
+        QDict *loaded_stats;    /* the destination's before it ran */
+        QDict *src_stats;       /* the source's once it stopped */
+        GByteArray *resend;     /* frames for the destination's socket */
+        GByteArray *sent;       /* written to the netdev socket, from the */
+        GArray *sent_frames;    /* ... first frame the device has not taken */
+        uint64_t frames_sent;   /* frames written to the socket in all */
+        GByteArray *recv_carry; /* read from an old socket, not taken */
+    } mig;
 };
 
 /* Frames */
@@ -246,13 +267,39 @@ void ncm_fault_set(NcmEnv *e, const char *prop, uint32_t value);
 void ncm_fault_corrupt(NcmEnv *e, const char *how);
 
 /*
- * Migration (lifecycle.c): save the machine to @file, load it into a new
+ * Migration (migrate.c): save the machine to @file, load it into a new
  * QEMU with @props for the adapter; NULL when the destination refused
  * it.  ncm_follow_migration() moves the test to the destination.
  */
+void ncm_migrate_save(NcmEnv *e, const char *file);
+QTestState *ncm_migrate_load(NcmEnv *e, const char *file,
+                             const char *props, int *sock);
 QTestState *ncm_migrate_via_file(NcmEnv *e, const char *file,
                                  const char *props, int *sock);
 void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock);
+/*
+ * NCM_QTEST_MIGRATE=each: the machine migrates at every checkpoint of
+ * the xHCI driver from ncm_migrate_each_start() to ..._end(); x-stats
+ * (ncm_stats) and the netdev socket carry on across it.
+ */
+bool ncm_migrate_each_wanted(void);
+void ncm_migrate_each_start(NcmEnv *e);
+void ncm_migrate_each_end(NcmEnv *e);
+/*
+ * The case changes the machine's configuration (device_del, blockdev-add)
+ * in a way a destination's command line does not follow: no more
+ * migrations in it from here.
+ */
+void ncm_migrate_each_stop(NcmEnv *e, const char *why);
+void ncm_migrate_stats_adjust(NcmEnv *e, QDict *stats);
+void ncm_migrate_note_sent(NcmEnv *e, const uint8_t *buf, size_t len,
+                           const uint32_t *frame_starts, unsigned nframes);
+size_t ncm_migrate_take_carried(NcmEnv *e, uint8_t *buf, size_t len);
+/* x-stats as the device reports it (ncm_stats: across migrations) */
+QDict *ncm_stats_raw(NcmEnv *e);
+QDict *ncm_stats_raw_of(QTestState *qts);
+/* Bytes to the netdev socket as they are (ncm_sock_send_frames frames) */
+void ncm_sock_write_raw(NcmEnv *e, const uint8_t *buf, size_t len);
 
 /* Virtual time in ns (clock_step refuses a step of 0, so step by 1 ns) */
 int64_t ncm_clock_ns(NcmEnv *e);
@@ -350,5 +397,7 @@ void ncm_hc_machine_stop(NcmHcMachine *m);
 void ncm_add_ehci_cases(void);
 /* ohci.c: an isochronous TD QEMU's OHCI must not abort on */
 void ncm_add_ohci_cases(void);
+/* desc.c: descriptor strings at their limits (the core and the adapter) */
+void ncm_add_desc_cases(void);
 
 #endif

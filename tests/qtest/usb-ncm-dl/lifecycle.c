@@ -38,6 +38,7 @@ static void test_device_del(NcmEnv *e, const NcmCase *c)
     in = qxhci_submit(e->dev, e->ep_in.address, NULL, 2048);
     qxhci_step(e->xhci);
 
+    ncm_migrate_each_stop(e, "device_del");
     qtest_qmp_device_del(e->qts, "ncm0");
     g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
     g_assert(!(qxhci_portsc(e->xhci, e->port) & 1));
@@ -269,6 +270,7 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
                         ==, QXHCI_CC_SUCCESS);
         break;
     case QEV_DEVICE_DEL:
+        ncm_migrate_each_stop(e, "device_del");
         qtest_qmp_device_del(e->qts, "ncm0");
         g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
         g_assert(e->dev->gone);
@@ -487,83 +489,6 @@ typedef enum MigCase {
     MIG_REFUSE_DATAGRAMS,   /* the stream's IN builder holds 1025 */
 } MigCase;
 
-static QDict *migrate_status(QTestState *qts)
-{
-    QDict *rsp = qtest_qmp(qts, "{'execute': 'query-migrate'}");
-    QDict *ret = qdict_get_qdict(rsp, "return");
-
-    g_assert(ret);
-    qobject_ref(ret);
-    qobject_unref(rsp);
-    return ret;
-}
-
-/* Poll query-migrate on @qts until it says completed or failed. */
-static bool migrate_wait(QTestState *qts)
-{
-    gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
-
-    for (;;) {
-        g_autoptr(QDict) st = migrate_status(qts);
-        const char *status = qdict_get_try_str(st, "status");
-
-        if (status && !strcmp(status, "completed")) {
-            return true;
-        }
-        if (status && !strcmp(status, "failed")) {
-            g_test_message("migration failed: %s",
-                           qdict_get_try_str(st, "error-desc") ?: "?");
-            return false;
-        }
-        g_assert(g_get_monotonic_time() < deadline);
-        g_usleep(10 * 1000);
-    }
-}
-
-/*
- * Save the machine to @file and stop the source; start a destination
- * with @props for the adapter and load it there.  Returns the
- * destination, or NULL (and it is gone) when it refused the state.
- */
-static void migrate_save(NcmEnv *e, const char *file)
-{
-    g_autofree char *uri = g_strdup_printf("exec:cat > %s", file);
-
-    qtest_qmp_assert_success(e->qts, "{'execute': 'migrate', 'arguments': "
-                             "{'uri': %s}}", uri);
-    g_assert(migrate_wait(e->qts));
-}
-
-static QTestState *migrate_load(NcmEnv *e, const char *file,
-                                const char *props, int *sock)
-{
-    g_autofree char *fw = ncm_firmware_args();
-    g_autofree char *in = g_strdup_printf("exec:cat %s", file);
-    QTestState *dst;
-    int sv[2];
-    bool ok;
-
-    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
-    dst = qtest_initf("-nodefaults%s -netdev socket,id=n0,fd=%d "
-                      "-device qemu-xhci,id=xhci,addr=04.0%s "
-                      "-device %s,id=ncm0,bus=xhci.0,netdev=n0,"
-                      "mac=" NCM_MAC_STR "%s%s -incoming defer",
-                      fw, sv[1], e->c->super ? "" : ",p3=0", e->c->model,
-                      props ? "," : "", props ? props : "");
-    close(sv[1]);
-    qtest_qmp_assert_success(dst, "{'execute': 'migrate-incoming', "
-                             "'arguments': {'uri': %s, "
-                             "'exit-on-error': false}}", in);
-    ok = migrate_wait(dst);
-    if (!ok) {
-        close(sv[0]);
-        qtest_quit(dst);
-        return NULL;
-    }
-    *sock = sv[0];
-    return dst;
-}
-
 /*
  * The IN builder's count of datagrams in a saved stream, edited to one
  * more than the builder's NCM_MAX_DATAGRAMS: the count precedes the
@@ -591,29 +516,6 @@ static void mig_edit_in_datagrams(const char *file, const uint32_t *lens,
     g_assert_cmpuint(i + 8 * n, <=, len);
     stl_be_p(b + i - 12, 1025);
     g_assert(g_file_set_contents(file, buf, len, NULL));
-}
-
-QTestState *ncm_migrate_via_file(NcmEnv *e, const char *file,
-                                 const char *props, int *sock)
-{
-    migrate_save(e, file);
-    return migrate_load(e, file, props, sock);
-}
-
-/* The test goes on with the destination: QEMU, netdev socket, driver. */
-void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock)
-{
-    qtest_quit(e->qts);
-    close(e->sock);
-    e->sock = sock;
-    e->qts = dst;
-    e->qs->qts = dst;
-    qpci_free_pc(e->qs->pcibus);
-    e->qs->pcibus = qpci_new_pc(dst, &e->qs->alloc);
-    g_free(e->pdev);
-    e->pdev = qpci_device_find(e->qs->pcibus, NCM_XHCI_DEVFN);
-    g_assert(e->pdev);
-    qxhci_migrated(e->xhci, dst, e->pdev);
 }
 
 static void test_migrate(NcmEnv *e, const NcmCase *c)
@@ -705,9 +607,9 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
         for (i = 0; i < 3; i++) {
             lens[i] = ((GByteArray *)g_ptr_array_index(rx, i))->len;
         }
-        migrate_save(e, file);
+        ncm_migrate_save(e, file);
         mig_edit_in_datagrams(file, lens, 3);
-        dst = migrate_load(e, file, NULL, &sock);
+        dst = ncm_migrate_load(e, file, NULL, &sock);
     } else {
         dst = ncm_migrate_via_file(e, file, dst_props, &sock);
     }
@@ -726,6 +628,8 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     ncm_assert_deltas(e, { "in_rescued_datagrams", rx->len });
     src_stats = ncm_stats(e);
     ncm_follow_migration(e, dst, sock);
+    /* what follows reads the destination's own counters */
+    ncm_migrate_each_stop(e, "the case's own migration");
     /* the counters GET_ETHERNET_STATISTIC reports came along */
     ncm_assert_eth_stats_kept(e, src_stats);
     /* the debug counters did not: they start from zero */
@@ -879,9 +783,9 @@ static void test_migrate_edited(NcmEnv *e, const NcmCase *c)
 
     ncm_set_alt(e, 1);
     ncm_check_rx_frame(e, 36500, 300);
-    migrate_save(e, file);
+    ncm_migrate_save(e, file);
     mig_edit(file, *edit);
-    dst = migrate_load(e, file, NULL, &sock);
+    dst = ncm_migrate_load(e, file, NULL, &sock);
     unlink(file);
     /* refused, and said so; the source is stopped but alive */
     g_assert(!dst);
@@ -907,9 +811,9 @@ static void test_migrate_attached(NcmEnv *e, const NcmCase *c)
     int sock = -1;
 
     ncm_set_configuration(e, 0);
-    migrate_save(e, file);
+    ncm_migrate_save(e, file);
     mig_edit(file, MIG_EDIT_USB_ATTACHED);
-    dst = migrate_load(e, file, NULL, &sock);
+    dst = ncm_migrate_load(e, file, NULL, &sock);
     unlink(file);
     g_assert(dst);
     ncm_follow_migration(e, dst, sock);
@@ -942,9 +846,9 @@ static void test_migrate_notattached(NcmEnv *e, const NcmCase *c)
 
     ncm_set_alt(e, 1);
     ncm_check_marker(e, 36900);
-    migrate_save(e, file);
+    ncm_migrate_save(e, file);
     mig_edit(file, MIG_EDIT_USB_NOTATTACHED);
-    dst = migrate_load(e, file, NULL, &sock);
+    dst = ncm_migrate_load(e, file, NULL, &sock);
     unlink(file);
     g_assert(dst);
     ncm_follow_migration(e, dst, sock);
@@ -1198,6 +1102,7 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
     }
     qobject_unref(rsp);
     g_assert(qmp_job_wait(e->qts, "c0"));
+    ncm_migrate_each_stop(e, "blockdev-add");
     qtest_qmp_assert_success(e->qts, "{'execute': 'blockdev-add', "
                              "'arguments': {'driver': 'file', "
                              "'node-name': 'f0', 'filename': %s}}", img);
