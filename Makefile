@@ -29,7 +29,7 @@ endif
         check-qtest check-guest check-dropout soak fuzz bench-codec \
         fuzz-device fuzz-coverage bench-fuzz fuzz-campaign check-fuzz-device bench bench-scaling profile repro-dropout \
         series series-verify clean kernel deps-kernel scenario bisect bisect-packages \
-        check-kernel check-kernel-loop
+        check-kernel check-kernel-loop vng check-vng tuxrun check-tuxrun
 
 all: qemu
 
@@ -73,6 +73,24 @@ bisect: qemu
 
 bisect-packages: qemu
 	@bash scripts/kernel/bisect-packages.sh
+
+# vng: boot a kernel with the developer's own virtme-ng on the dock
+# (scripts/kernel/vng-ncm.sh: KERNEL_PACKAGE or VNG_RUN names the kernel,
+# default Debian's linux-image-amd64; one verdict line); check-vng: suite
+# "vng" of make check (docs/kernel-developers.md, "virtme-ng").
+# tuxrun/check-tuxrun: the same device in a tuxrun job
+# (scripts/kernel/tuxrun-ncm.sh), a SKIP where tuxrun is not installed.
+vng: qemu
+	@bash scripts/kernel/vng-ncm.sh
+
+check-vng:
+	@bash scripts/check/check.sh vng
+
+tuxrun: qemu
+	@bash scripts/kernel/tuxrun-ncm.sh
+
+check-tuxrun:
+	@bash scripts/check/check.sh tuxrun
 
 # check-kernel: the short kernel-loop checks (part of make check);
 # check-kernel-loop: the long one (a linux-source-6.1 build, its boot, a

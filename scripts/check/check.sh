@@ -6,7 +6,7 @@
 # The last line is "N passed, N failed, N skipped"; exit status is non-zero
 # when anything failed.
 #
-#   scripts/check/check.sh [all|style|unit|tools|fuzz|fuzz-device|device|qtest|guest|dropout|kernel]...
+#   scripts/check/check.sh [all|style|unit|tools|fuzz|fuzz-device|device|qtest|guest|dropout|kernel|vng|tuxrun]...
 #
 # A full run (all suites, what make check runs) writes its results table
 # and wall time into docs/testing.md, between the markers
@@ -34,12 +34,12 @@ mkdir -p "$LOG_DIR"
 suites=${*:-all}
 write_results=${CHECK_RESULTS:-0}
 [ "$suites" = all ] && write_results=${CHECK_RESULTS:-1}
-[ "$suites" = all ] && suites="style unit tools fuzz fuzz-device device qtest guest dropout kernel"
+[ "$suites" = all ] && suites="style unit tools fuzz fuzz-device device qtest guest dropout kernel vng"
 
 needs_qemu=0
 needs_arm64=0
 for s in $suites; do
-    case $s in style|device|qtest|dropout) needs_qemu=1 ;; esac
+    case $s in style|device|qtest|dropout|vng|tuxrun) needs_qemu=1 ;; esac
     if [ "$s" = guest ]; then
         if [ "$GUEST_ARCH" = arm64 ]; then
             needs_arm64=1
@@ -135,6 +135,7 @@ for s in $suites; do
     case $s in
     guest|dropout) dep_sets="$dep_sets guest" ;;
     fuzz|fuzz-device) dep_sets="$dep_sets fuzz" ;;
+    vng) dep_sets="$dep_sets guest" ;;
     esac
     [ "$s:$needs_arm64" = guest:1 ] && dep_sets="$dep_sets arm64"
 done
@@ -189,7 +190,14 @@ for s in $suites; do
     # the kernel loop's smoke: bisect driver on a made-up history, the
     # config fragments against a Linux tree (tests/kernel/smoke.sh)
     kernel) run_suite kernel bash "$NCM_TOP/tests/kernel/smoke.sh" ;;
-    *) die "unknown suite '$s'" "use style, unit, tools, fuzz, fuzz-device, device, qtest, guest, dropout, kernel or all" ;;
+    # usb-ncm-dl under virtme-ng (scripts/kernel/vng-ncm.sh): one vng boot
+    # under TCG on make install's QEMU (its own dependency set: a vng that
+    # cannot be installed is a SKIP line, not a failure of the whole run)
+    vng) run_suite vng bash "$NCM_TOP/tests/kernel/vng-smoke.sh" ;;
+    # the same device in a tuxrun job (make check-tuxrun, not in all: a SKIP
+    # line where tuxrun is not installed, which is every machine here)
+    tuxrun) run_suite tuxrun bash "$NCM_TOP/scripts/kernel/tuxrun-ncm.sh" ;;
+    *) die "unknown suite '$s'" "use style, unit, tools, fuzz, fuzz-device, device, qtest, guest, dropout, kernel, vng, tuxrun or all" ;;
     esac
 done
 

@@ -4,7 +4,7 @@
 # Install what building QEMU with usb-ncm-dl and running its tests needs.
 # Idempotent: every step checks first and does nothing when already done.
 #
-#   scripts/setup/install-deps.sh [build|guest|arm64|kernel|fuzz|bench|replay|all]...
+#   scripts/setup/install-deps.sh [build|guest|arm64|kernel|vng|fuzz|bench|replay|all]...
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
@@ -29,6 +29,17 @@ ARM64_PKGS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross"
 # fetch-source.sh) and the arm64 cross compiler for ARCH=arm64 kernels
 KERNEL_PKGS="build-essential flex bison bc libelf-dev libssl-dev ccache git
  xz-utils cpio kmod linux-source-6.1 gcc-aarch64-linux-gnu"
+# virtme-ng (vng, scripts/kernel/vng-ncm.sh): sid's, this version and no
+# other (Architecture all; its dependencies are all in bookworm).  Fetched
+# through a private apt configuration ($NCM_CACHE/apt-vng: its own
+# sources.list, lists and cache; /etc/apt is not touched, so nothing on the
+# machine can upgrade to sid) and installed from the .deb without its
+# recommends (which would pull bookworm's qemu-system-x86 and a GUI stack).
+# udev: vng's guest runs the host's udev to find its virtio-serial ports;
+# without it vng prints nothing and exits 255.  Set "vng" is these alone
+# (what make check's vng leg needs); "kernel" includes it.
+VNG_VERSION=1.41-1
+VNG_PKGS="udev kmod iproute2 iputils-ping"
 
 [ -r /etc/debian_version ] || die "this is not a Debian machine" \
     "install QEMU's build dependencies by hand and run: make QEMU_SRC=/path/to/qemu"
@@ -92,6 +103,41 @@ install_pkgs() {
             "check that deb.debian.org is reachable, then re-run make"
 }
 
+# install_vng: virtme-ng $VNG_VERSION, unless it is installed already
+install_vng() {
+    local have A opts deb
+    have=$(dpkg-query -W -f='${Status} ${Version}' virtme-ng 2>/dev/null || true)
+    if [ "$have" = "install ok installed $VNG_VERSION" ]; then
+        note "virtme-ng $VNG_VERSION: present"
+        return
+    fi
+    [ -z "$have" ] || note "virtme-ng: '$have' found, $VNG_VERSION wanted"
+    A=$NCM_CACHE/apt-vng
+    mkdir -p "$A/lists/partial" "$A/cache/archives/partial" "$A/debs"
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main" \
+        >"$A/sources.list"
+    opts=(-o "Dir::Etc::sourcelist=$A/sources.list" -o Dir::Etc::sourceparts=-
+          -o "Dir::State::Lists=$A/lists" -o "Dir::Cache=$A/cache")
+    [ "$(id -u)" != 0 ] || opts+=(-o APT::Sandbox::User=root)
+    deb=$A/debs/virtme-ng_${VNG_VERSION}_all.deb
+    if [ ! -s "$deb" ]; then
+        step "downloading virtme-ng $VNG_VERSION (sid, private apt lists in $A)"
+        apt-get -q "${opts[@]}" update >"$A/update.log" 2>&1 ||
+            die "apt-get update of $A failed (log: $A/update.log)" \
+                "check that deb.debian.org is reachable from this machine"
+        (cd "$A/debs" && apt-get -q "${opts[@]}" download "virtme-ng=$VNG_VERSION" \
+            >"$A/download.log" 2>&1) ||
+            die "sid no longer serves virtme-ng $VNG_VERSION (log: $A/download.log)" \
+                "put virtme-ng_${VNG_VERSION}_all.deb into $A/debs by hand," \
+                "or raise VNG_VERSION in scripts/setup/install-deps.sh and check vng-ncm.sh with it"
+    fi
+    step "installing virtme-ng $VNG_VERSION (no recommends)"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+        --no-install-recommends --allow-downgrades "$deb" >/dev/null ||
+        die "apt-get install of $deb failed" \
+            "its dependencies come from bookworm: check that deb.debian.org is reachable"
+}
+
 meson_ok() {
     local v
     v=$(/usr/bin/python3 -c 'import mesonbuild.coredata as c; print(c.version)' \
@@ -118,6 +164,10 @@ for w in $want; do
     guest|all) install_pkgs guest $GUEST_PKGS ;;&
     arm64|all) install_pkgs arm64 $ARM64_PKGS ;;&
     kernel|all) install_pkgs kernel $KERNEL_PKGS ;;&
+    kernel|vng|all)
+        install_pkgs vng $VNG_PKGS
+        install_vng
+        ;;&
     fuzz|all) install_pkgs fuzz $FUZZ_PKGS ;;&
     bench|all) install_pkgs bench $BENCH_PKGS ;;&
     guest|replay|all)
@@ -128,8 +178,8 @@ for w in $want; do
         fi
         install_pkgs replay $REPLAY_PKGS
         ;;&
-    build|guest|arm64|kernel|fuzz|bench|replay|all) ;;
-    *) die "unknown dependency set '$w'" "use build, guest, arm64, kernel, fuzz, bench, replay or all" ;;
+    build|guest|arm64|kernel|vng|fuzz|bench|replay|all) ;;
+    *) die "unknown dependency set '$w'" "use build, guest, arm64, kernel, vng, fuzz, bench, replay or all" ;;
     esac
 done
 step "dependencies ready"

@@ -122,6 +122,16 @@ if [ "${NCM_QEMU_TARGET:-x86_64}" = aarch64 ] && [ "$(uname -m)" != aarch64 ]; t
     NCM_QEMU_ACCELS="--enable-tcg"
 fi
 
+# virtio-9p (virtfs): virtme-ng (scripts/kernel/vng-ncm.sh) shares the
+# host's root filesystem with its guest over it.  x86_64 builds with the
+# default compiler only (the fuzzers' clang builds boot no guest); glibc has
+# the xattr calls, so no package is needed.  Part of qemu_configure_key: a
+# build directory configured before is configured afresh once.
+NCM_QEMU_VIRTFS=""
+if [ "${NCM_QEMU_TARGET:-x86_64}" = x86_64 ] && [ -z "${NCM_QEMU_CC:-}" ]; then
+    NCM_QEMU_VIRTFS="--enable-virtfs --enable-attr"
+fi
+
 # qemu_configure SRC OBJ LOG: configure x86_64-softmmu in OBJ (the
 # NCM_QEMU_TARGET of scripts/setup/common.sh: aarch64 for ARCH=arm64), as
 # small as the device and its tests need.  Other builds of the same tree (the
@@ -145,7 +155,7 @@ qemu_configure() {
     (cd "$obj" && "$src/configure" --python=/usr/bin/python3 \
         "${cc_args[@]}" --target-list="${NCM_QEMU_TARGET:-x86_64}-softmmu" \
         --without-default-features --enable-slirp --enable-fdt=system \
-        $NCM_QEMU_ACCELS --disable-docs --disable-install-blobs \
+        $NCM_QEMU_ACCELS $NCM_QEMU_VIRTFS --disable-docs --disable-install-blobs \
         --enable-trace-backends=log "${extra[@]}") >"$log" 2>&1
 }
 
@@ -154,8 +164,10 @@ qemu_configure() {
 # (the target is in it only when it is not x86_64: the x86 build
 # directories keep the key they were configured with)
 qemu_configure_key() {
-    local target=()
+    local target=() virtfs=()
     [ "${NCM_QEMU_TARGET:-x86_64}" = x86_64 ] || target=("$NCM_QEMU_TARGET")
+    [ -z "$NCM_QEMU_VIRTFS" ] || virtfs=("$NCM_QEMU_VIRTFS")
     printf '%s\n' "$NCM_QEMU_ACCELS" "${NCM_QEMU_CC:-}" "${NCM_QEMU_CXX:-}" \
-        "${NCM_QEMU_CONFIGURE_EXTRA:-}" "${target[@]}" | sha256sum | cut -c1-16
+        "${NCM_QEMU_CONFIGURE_EXTRA:-}" "${target[@]}" "${virtfs[@]}" |
+        sha256sum | cut -c1-16
 }
