@@ -991,10 +991,14 @@ static int usb_ncm_pre_save(void *opaque)
     USBNcmState *s = opaque;
     int i;
 
-    /* off the bus (a replug fault), it comes back unconfigured */
-    s->mig.configuration = s->dev.attached ? s->dev.configuration : 0;
+    /*
+     * As the core has them (USBDevice/configuration), also off the bus:
+     * usb_detach() leaves them, and the function's state goes with them;
+     * it comes back unconfigured when the port resets it.
+     */
+    s->mig.configuration = s->dev.configuration;
     for (i = 0; i < NCM_IF_COUNT; i++) {
-        s->mig.altsetting[i] = s->dev.attached ? s->dev.altsetting[i] : 0;
+        s->mig.altsetting[i] = s->dev.altsetting[i];
     }
     return 0;
 }

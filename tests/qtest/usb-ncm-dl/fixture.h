@@ -136,6 +136,8 @@ struct NcmEnv {
         GByteArray *sent;       /* written to the netdev socket, from the */
         GArray *sent_frames;    /* ... first frame the device has not taken */
         uint64_t frames_sent;   /* frames written to the socket in all */
+        uint64_t frames_taken_before; /* by the device on earlier QEMUs */
+        uint64_t frames_taken_next;   /* ... once the destination runs */
         GByteArray *recv_carry; /* read from an old socket, not taken */
     } mig;
 };

@@ -287,8 +287,11 @@ void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock)
         qobject_unref(e->mig.stats_offset);
         e->mig.stats_offset = qdict_new();
     }
-    if (e->mig.resend && e->mig.resend->len) {
-        ncm_sock_write_raw(e, e->mig.resend->data, e->mig.resend->len);
+    if (e->mig.resend) {
+        e->mig.frames_taken_before = e->mig.frames_taken_next;
+        if (e->mig.resend->len) {
+            ncm_sock_write_raw(e, e->mig.resend->data, e->mig.resend->len);
+        }
     }
     migrate_forget_saved(e);
 }
@@ -386,15 +389,14 @@ void ncm_migrate_note_sent(NcmEnv *e, const uint8_t *buf, size_t len,
 static GByteArray *migrate_frames_not_taken(NcmEnv *e, QDict *src_stats)
 {
     GByteArray *rest = g_byte_array_new();
-    uint64_t taken = qdict_get_int(src_stats, "rx_frames_taken");
+    uint64_t taken = e->mig.frames_taken_before +
+                     qdict_get_int(src_stats, "rx_frames_taken");
     uint64_t first, skip;
     uint32_t from;
     unsigned i;
 
-    if (e->mig.stats_offset &&
-        qdict_haskey(e->mig.stats_offset, "rx_frames_taken")) {
-        taken += qdict_get_int(e->mig.stats_offset, "rx_frames_taken");
-    }
+    /* what the destination's counter, from zero, adds to */
+    e->mig.frames_taken_next = taken;
     /* e->mig.sent holds the frames from number @first on */
     first = e->mig.frames_sent - e->mig.sent_frames->len;
     g_assert_cmpuint(taken, >=, first);
