@@ -23,107 +23,8 @@
 #include "libqos/pci-pc.h"
 #include "libqos/xhci-driver.h"
 
-#define XHCI_DEVFN              QPCI_DEVFN(4, 0)
-#define REQ_GET_CONFIGURATION   8
-#define REQ_SET_CONFIGURATION   9
-#define REQ_GET_INTERFACE       10
-#define REQ_SET_INTERFACE       11
-
-typedef struct CoreEnv {
-    QOSState *qs;
-    QTestState *qts;
-    QPCIDevice *pdev;
-    QXhci *xhci;
-    QXhciDevice *dev;
-    int port;
-} CoreEnv;
-
-/*
- * Where the BIOS and option ROMs are, when QEMU was built without its
- * blobs (USB_CORE_QTEST_FIRMWARE: directories separated by ':').
- */
-static char *firmware_args(void)
-{
-    const char *dirs = g_getenv("USB_CORE_QTEST_FIRMWARE");
-    g_auto(GStrv) v = g_strsplit(dirs ? dirs :
-                                 "/usr/share/seabios:/usr/share/qemu",
-                                 ":", -1);
-    GString *s = g_string_new("");
-    int i;
-
-    for (i = 0; v[i]; i++) {
-        if (*v[i] && g_file_test(v[i], G_FILE_TEST_IS_DIR)) {
-            g_string_append_printf(s, " -L %s", v[i]);
-        }
-    }
-    return g_string_free(s, false);
-}
-
-static void core_attach(CoreEnv *e)
-{
-    e->pdev = qpci_device_find(e->qs->pcibus, XHCI_DEVFN);
-    g_assert(e->pdev);
-}
-
-static CoreEnv *core_start(const char *devices)
-{
-    CoreEnv *e = g_new0(CoreEnv, 1);
-    g_autofree char *fw = firmware_args();
-
-    e->qs = qtest_pc_boot("-nodefaults%s -device qemu-xhci,id=xhci,addr=04.0 "
-                          "%s", fw, devices);
-    e->qts = e->qs->qts;
-    core_attach(e);
-    e->xhci = qxhci_new(e->qts, e->pdev, &e->qs->alloc, NULL);
-    e->port = qxhci_find_connected_port(e->xhci);
-    g_assert_cmpint(e->port, >, 0);
-    e->dev = qxhci_device_enumerate(e->xhci, e->port);
-    g_assert(e->dev);
-    return e;
-}
-
-static void core_stop(CoreEnv *e)
-{
-    qxhci_free(e->xhci);
-    g_free(e->pdev);
-    qtest_shutdown(e->qs);
-    g_free(e);
-}
-
-/* GET_CONFIGURATION's answer */
-static int get_configuration(CoreEnv *e)
-{
-    uint8_t v = 0xff;
-    uint32_t actual = 0;
-
-    g_assert_cmpint(qxhci_control(e->dev, 0x80, REQ_GET_CONFIGURATION, 0, 0,
-                                  &v, 1, &actual), ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpuint(actual, ==, 1);
-    return v;
-}
-
-/* GET_INTERFACE's answer, or -1 when the device stalls it */
-static int get_interface(CoreEnv *e, int iface)
-{
-    uint8_t v = 0xff;
-    uint32_t actual = 0;
-    int cc;
-
-    cc = qxhci_control(e->dev, 0x81, REQ_GET_INTERFACE, 0, iface, &v, 1,
-                       &actual);
-    if (cc == QXHCI_CC_STALL) {
-        return -1;
-    }
-    g_assert_cmpint(cc, ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpuint(actual, ==, 1);
-    return v;
-}
-
-static void set_configuration(CoreEnv *e, int value)
-{
-    g_assert_cmpint(qxhci_control(e->dev, 0x00, REQ_SET_CONFIGURATION, value,
-                                  0, NULL, 0, NULL), ==, QXHCI_CC_SUCCESS);
-}
+/* The BIOS and option ROMs, for a QEMU built without its blobs */
+#define FIRMWARE_ENV            "USB_CORE_QTEST_FIRMWARE"
 
 /* Migration through a file, so that the test can edit the stream */
 
@@ -147,7 +48,7 @@ static bool migrate_wait(QTestState *qts)
     }
 }
 
-static char *migrate_save(CoreEnv *e)
+static char *migrate_save(QXhciMachine *e)
 {
     char *file = g_strdup_printf("%s/usb-core-test-%d.mig", g_get_tmp_dir(),
                                  getpid());
@@ -163,9 +64,9 @@ static char *migrate_save(CoreEnv *e)
  * Load @file into a new QEMU with @devices; true if it took the state.
  * The test then drives the destination with the same driver state.
  */
-static bool migrate_load(CoreEnv *e, const char *file, const char *devices)
+static bool migrate_load(QXhciMachine *e, const char *file, const char *devices)
 {
-    g_autofree char *fw = firmware_args();
+    g_autofree char *fw = qxhci_firmware_args(FIRMWARE_ENV);
     g_autofree char *in = g_strdup_printf("exec:cat %s", file);
     QTestState *dst;
 
@@ -178,14 +79,7 @@ static bool migrate_load(CoreEnv *e, const char *file, const char *devices)
         qtest_quit(dst);
         return false;
     }
-    qtest_quit(e->qts);
-    e->qts = dst;
-    e->qs->qts = dst;
-    qpci_free_pc(e->qs->pcibus);
-    e->qs->pcibus = qpci_new_pc(dst, &e->qs->alloc);
-    g_free(e->pdev);
-    core_attach(e);
-    qxhci_migrated(e->xhci, dst, e->pdev);
+    qxhci_machine_migrated(e, dst);
     qtest_qmp_assert_success(dst, "{'execute': 'cont'}");
     return true;
 }
@@ -211,23 +105,23 @@ static size_t stream_find(const uint8_t *buf, size_t len, const void *what,
  */
 static void test_migrate_configuration(void)
 {
-    CoreEnv *e = core_start(KBD_DEVICES);
+    QXhciMachine *e = qxhci_machine_start(FIRMWARE_ENV, KBD_DEVICES);
     g_autofree char *file = NULL;
 
-    set_configuration(e, 1);
-    g_assert_cmpint(get_configuration(e), ==, 1);
+    qxhci_set_configuration(e->dev, 1);
+    g_assert_cmpint(qxhci_get_configuration(e->dev), ==, 1);
     file = migrate_save(e);
     g_assert(migrate_load(e, file, KBD_DEVICES));
     unlink(file);
-    g_assert_cmpint(get_configuration(e), ==, 1);
-    g_assert_cmpint(get_interface(e, 0), ==, 0);
-    core_stop(e);
+    g_assert_cmpint(qxhci_get_configuration(e->dev), ==, 1);
+    g_assert_cmpint(qxhci_get_interface(e->dev, 0), ==, 0);
+    qxhci_machine_stop(e);
 }
 
 /* An unconfigured device stays so (the subsection is not sent). */
 static void test_migrate_unconfigured(void)
 {
-    CoreEnv *e = core_start(KBD_DEVICES);
+    QXhciMachine *e = qxhci_machine_start(FIRMWARE_ENV, KBD_DEVICES);
     g_autofree char *file = NULL;
     g_autofree char *buf = NULL;
     gsize len;
@@ -238,8 +132,8 @@ static void test_migrate_unconfigured(void)
                      strlen("USBDevice/configuration")));
     g_assert(migrate_load(e, file, KBD_DEVICES));
     unlink(file);
-    g_assert_cmpint(get_configuration(e), ==, 0);
-    core_stop(e);
+    g_assert_cmpint(qxhci_get_configuration(e->dev), ==, 0);
+    qxhci_machine_stop(e);
 }
 
 /*
@@ -250,7 +144,7 @@ static void test_migrate_unconfigured(void)
 static void test_migrate_refused(gconstpointer data)
 {
     int which = GPOINTER_TO_INT(data);
-    CoreEnv *e = core_start(KBD_DEVICES);
+    QXhciMachine *e = qxhci_machine_start(FIRMWARE_ENV, KBD_DEVICES);
     static const char name[] = "USBDevice/configuration";
     g_autofree char *file = NULL;
     g_autofree char *buf = NULL;
@@ -258,7 +152,7 @@ static void test_migrate_refused(gconstpointer data)
     gsize len;
     size_t at;
 
-    set_configuration(e, 1);
+    qxhci_set_configuration(e->dev, 1);
     file = migrate_save(e);
     g_assert(g_file_get_contents(file, &buf, &len, NULL));
     b = (uint8_t *)buf;
@@ -283,7 +177,7 @@ static void test_migrate_refused(gconstpointer data)
     g_assert(g_file_set_contents(file, buf, len, NULL));
     g_assert(!migrate_load(e, file, KBD_DEVICES));
     unlink(file);
-    core_stop(e);
+    qxhci_machine_stop(e);
 }
 
 /*
@@ -295,14 +189,14 @@ static void test_migrate_refused(gconstpointer data)
 static void test_migrate_detached(void)
 {
     static const char tail[] = "/usb-kbd\0\0\0\0\0\0\0\1";
-    CoreEnv *e = core_start(KBD_DEVICES);
+    QXhciMachine *e = qxhci_machine_start(FIRMWARE_ENV, KBD_DEVICES);
     g_autofree char *file = NULL;
     g_autofree char *buf = NULL;
     uint8_t *b;
     gsize len;
     size_t at;
 
-    set_configuration(e, 1);
+    qxhci_set_configuration(e->dev, 1);
     g_assert(qxhci_portsc(e->xhci, e->port) & 1);
     file = migrate_save(e);
     g_assert(g_file_get_contents(file, &buf, &len, NULL));
@@ -317,7 +211,7 @@ static void test_migrate_detached(void)
     qxhci_step(e->xhci);
     g_assert(!(qxhci_portsc(e->xhci, e->port) & 1));    /* CCS clear */
     g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
-    core_stop(e);
+    qxhci_machine_stop(e);
 }
 
 int main(int argc, char **argv)

@@ -1589,3 +1589,95 @@ void qxhci_abandon(QXhci *x)
     g_free(x->scratch_pages);
     g_free(x);
 }
+
+/* A machine for a test */
+
+char *qxhci_firmware_args(const char *fw_env)
+{
+    const char *dirs = fw_env ? g_getenv(fw_env) : NULL;
+    g_auto(GStrv) v = g_strsplit(dirs ? dirs :
+                                 "/usr/share/seabios:/usr/share/qemu",
+                                 ":", -1);
+    GString *s = g_string_new("");
+    int i;
+
+    for (i = 0; v[i]; i++) {
+        if (*v[i] && g_file_test(v[i], G_FILE_TEST_IS_DIR)) {
+            g_string_append_printf(s, " -L %s", v[i]);
+        }
+    }
+    return g_string_free(s, false);
+}
+
+QXhciMachine *qxhci_machine_start(const char *fw_env, const char *devices)
+{
+    QXhciMachine *m = g_new0(QXhciMachine, 1);
+    g_autofree char *fw = qxhci_firmware_args(fw_env);
+
+    m->qs = qtest_pc_boot("-nodefaults%s -device qemu-xhci,id=xhci,addr=04.0 "
+                          "%s", fw, devices);
+    m->qts = m->qs->qts;
+    m->pdev = qpci_device_find(m->qs->pcibus, QXHCI_MACHINE_DEVFN);
+    g_assert(m->pdev);
+    m->xhci = qxhci_new(m->qts, m->pdev, &m->qs->alloc, NULL);
+    m->port = qxhci_find_connected_port(m->xhci);
+    g_assert_cmpint(m->port, >, 0);
+    m->dev = qxhci_device_enumerate(m->xhci, m->port);
+    g_assert(m->dev);
+    return m;
+}
+
+void qxhci_machine_migrated(QXhciMachine *m, QTestState *dst)
+{
+    qtest_quit(m->qts);
+    m->qts = dst;
+    m->qs->qts = dst;
+    qpci_free_pc(m->qs->pcibus);
+    m->qs->pcibus = qpci_new_pc(dst, &m->qs->alloc);
+    g_free(m->pdev);
+    m->pdev = qpci_device_find(m->qs->pcibus, QXHCI_MACHINE_DEVFN);
+    g_assert(m->pdev);
+    qxhci_migrated(m->xhci, dst, m->pdev);
+}
+
+void qxhci_machine_stop(QXhciMachine *m)
+{
+    qxhci_free(m->xhci);
+    g_free(m->pdev);
+    qtest_shutdown(m->qs);
+    g_free(m);
+}
+
+int qxhci_get_configuration(QXhciDevice *d)
+{
+    uint8_t v = 0xff;
+    uint32_t actual = 0;
+
+    g_assert_cmpint(qxhci_control(d, 0x80, QXHCI_REQ_GET_CONFIGURATION, 0, 0,
+                                  &v, 1, &actual), ==,
+                    QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 1);
+    return v;
+}
+
+int qxhci_get_interface(QXhciDevice *d, int iface)
+{
+    uint8_t v = 0xff;
+    uint32_t actual = 0;
+    int cc;
+
+    cc = qxhci_control(d, 0x81, QXHCI_REQ_GET_INTERFACE, 0, iface, &v, 1,
+                       &actual);
+    if (cc == QXHCI_CC_STALL) {
+        return -1;
+    }
+    g_assert_cmpint(cc, ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(actual, ==, 1);
+    return v;
+}
+
+void qxhci_set_configuration(QXhciDevice *d, int value)
+{
+    g_assert_cmpint(qxhci_control(d, 0x00, QXHCI_REQ_SET_CONFIGURATION, value,
+                                  0, NULL, 0, NULL), ==, QXHCI_CC_SUCCESS);
+}

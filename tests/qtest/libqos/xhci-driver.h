@@ -16,6 +16,9 @@
 #ifndef LIBQOS_XHCI_DRIVER_H
 #define LIBQOS_XHCI_DRIVER_H
 
+#include "libqos-pc.h"
+#include "pci-pc.h"
+
 #include "pci.h"
 #include "libqos-malloc.h"
 
@@ -305,5 +308,39 @@ void qxhci_set_event_hook(QXhci *x, QXhciEventHook *hook, void *opaque);
 typedef void QXhciCheckpoint(QXhci *x, void *opaque);
 void qxhci_set_checkpoint(QXhci *x, QXhciCheckpoint *fn, void *opaque);
 void qxhci_abandon(QXhci *x);
+
+/*
+ * A PC machine for a test: qemu-xhci in slot 4 (QXHCI_MACHINE_DEVFN) with
+ * @devices (-device options) on it, the driver started and the first
+ * device connected enumerated.  The BIOS and option ROMs come from the
+ * directories in the environment variable @fw_env (':' between them;
+ * Debian's when unset): a QEMU built without its blobs needs them.
+ */
+#define QXHCI_MACHINE_DEVFN             QPCI_DEVFN(4, 0)
+
+typedef struct QXhciMachine {
+    QOSState *qs;
+    QTestState *qts;
+    QPCIDevice *pdev;
+    QXhci *xhci;
+    QXhciDevice *dev;
+    int port;
+} QXhciMachine;
+
+char *qxhci_firmware_args(const char *fw_env);
+QXhciMachine *qxhci_machine_start(const char *fw_env, const char *devices);
+/* The machine migrated to @dst: go on driving it there */
+void qxhci_machine_migrated(QXhciMachine *m, QTestState *dst);
+void qxhci_machine_stop(QXhciMachine *m);
+
+/* Standard requests on the default endpoint (USB 2.0 9.4) */
+#define QXHCI_REQ_GET_CONFIGURATION     0x08
+#define QXHCI_REQ_SET_CONFIGURATION     0x09
+#define QXHCI_REQ_GET_INTERFACE         0x0a
+#define QXHCI_REQ_SET_INTERFACE         0x0b
+int qxhci_get_configuration(QXhciDevice *d);
+/* GET_INTERFACE's answer, or -1 when the device stalls it */
+int qxhci_get_interface(QXhciDevice *d, int iface);
+void qxhci_set_configuration(QXhciDevice *d, int value);
 
 #endif /* LIBQOS_XHCI_DRIVER_H */

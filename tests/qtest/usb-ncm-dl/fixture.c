@@ -358,19 +358,7 @@ GByteArray *ncm_ntb_build_filled(NcmEnv *e, uint32_t len,
 
 char *ncm_firmware_args(void)
 {
-    const char *dirs = g_getenv("USB_NCM_QTEST_FIRMWARE");
-    g_auto(GStrv) v = g_strsplit(dirs ? dirs :
-                                 "/usr/share/seabios:/usr/share/qemu",
-                                 ":", -1);
-    GString *s = g_string_new("");
-    int i;
-
-    for (i = 0; v[i]; i++) {
-        if (*v[i] && g_file_test(v[i], G_FILE_TEST_IS_DIR)) {
-            g_string_append_printf(s, " -L %s", v[i]);
-        }
-    }
-    return g_string_free(s, false);
+    return qxhci_firmware_args("USB_NCM_QTEST_FIRMWARE");
 }
 
 void ncm_hc_machine_start(NcmHcMachine *m, const char *hc,
