@@ -25,7 +25,7 @@ else
 GUEST_IMAGE := guest-image
 endif
 
-.PHONY: all qemu install deps guest-image run shell record replay replay-loop check check-migrate-each check-unit check-tools check-fuzz \
+.PHONY: all qemu install deps guest-image run shell record replay replay-loop check check-quick check-migrate-each check-unit check-tools check-fuzz \
         check-qtest check-guest check-dropout soak fuzz bench-codec \
         fuzz-device fuzz-coverage bench-fuzz fuzz-campaign check-fuzz-device bench bench-scaling profile repro-dropout \
         series series-verify clean kernel deps-kernel scenario bisect bisect-packages \
@@ -118,6 +118,12 @@ replay-loop: qemu guest-image
 
 check:
 	@bash scripts/check/check.sh all
+
+# the edit-compile-test loop: checkpatch and lints, the unit and tool
+# tests, the device's command line and migration ABI, every qtest (no
+# migrate-each share, no cross-version run); a few minutes once built
+check-quick:
+	@CHECK_QTEST_MIGRATE_SHARE=0 CHECK_QTEST_CROSS=0 bash scripts/check/check.sh style unit tools device qtest
 
 check-unit:
 	@bash scripts/check/check.sh unit
