@@ -1077,8 +1077,16 @@ static int usb_ncm_post_load(void *opaque, int version_id)
     if (!why) {
         why = usb_ncm_load_usb_config(s);
     }
-    if (!why && s->fn.data_active !=
-        (s->dev.configuration == 1 && s->dev.altsetting[NCM_IF_DATA] == 1)) {
+    /*
+     * Off the bus, the device comes back through a port reset, which
+     * starts the function over whatever it was: a replug resets the
+     * function while the core keeps the configuration until that reset.
+     */
+    if (!s->dev.attached) {
+        ncm_function_reset(&s->fn);
+    } else if (!why && s->fn.data_active !=
+               (s->dev.configuration == 1 &&
+                s->dev.altsetting[NCM_IF_DATA] == 1)) {
         why = "data interface state disagrees with its alternate setting";
     }
     if (why) {

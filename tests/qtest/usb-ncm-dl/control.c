@@ -525,6 +525,32 @@ static void test_notify_stopped_endpoint(NcmEnv *e, const NcmCase *c)
 }
 
 /*
+ * GET_DESCRIPTOR(OTHER_SPEED_CONFIGURATION): the configuration the device
+ * would have at the other speed, full or high, so without SuperSpeed
+ * endpoint companions, whatever speed it runs at now (QEMU's desc.c
+ * used the current speed's flags: patches/0029).
+ */
+static void test_other_speed_config(NcmEnv *e, const NcmCase *c)
+{
+    uint8_t b[512];
+    uint32_t len = 0, pos;
+    unsigned companions = 0, endpoints = 0;
+
+    g_assert_cmpint(qxhci_get_descriptor(e->dev, 7, 0, 0, b, sizeof(b),
+                                         &len), ==, QXHCI_CC_SUCCESS);
+    g_assert_cmpuint(len, >=, 9);
+    g_assert_cmpuint(b[1], ==, 7);
+    g_assert_cmpuint(lduw_le_p(b + 2), ==, len);
+    for (pos = 0; pos + 2 <= len && b[pos] >= 2; pos += b[pos]) {
+        endpoints += b[pos + 1] == 5;
+        companions += b[pos + 1] == 0x30;
+    }
+    g_assert_cmpuint(pos, ==, len);
+    g_assert_cmpuint(endpoints, >, 0);
+    g_assert_cmpuint(companions, ==, 0);
+}
+
+/*
  * The filter at power-on: usb-ncm-dl passes only directed and broadcast
  * frames until the host sets one, usb-ncm all multicast as well.
  */
@@ -793,6 +819,8 @@ void ncm_add_control_cases(bool ss)
                  test_unsupported_request, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "alt-setting/resets-data-state", test_alt_reset,
                  NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "other-speed-configuration",
+                 test_other_speed_config, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "notify/after-alt-setting-migrating",
                  test_notify_alt_migrating, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "notify/wakeup-leaves-stopped-endpoint",
