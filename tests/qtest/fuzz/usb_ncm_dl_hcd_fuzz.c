@@ -1175,6 +1175,16 @@ static void hop_bulk_in(Hcd *h, FuzzIn *in)
         /* two chains outstanding: which one gets the next NTB is open */
         h->oracle_in = follow = false;
     }
+    if (h->oracle_in && !follow) {
+        /*
+         * A chain the oracle does not follow (queued with the companion
+         * bit, which a controller without companions ignores, or at
+         * another address) may still reach the device and take part of
+         * an NTB: the chains after it no longer start at an NTB (F21)
+         */
+        in_poll(h);
+        h->oracle_in = false;
+    }
     bulk(h, PID_IN, EP_IN, NULL, len, kind & 0x40 ? mps : h->k->td_max,
          kind & 0x20, &c);
     if (follow && h->oracle_in) {
