@@ -1627,17 +1627,27 @@ QXhciMachine *qxhci_machine_start(const char *fw_env, const char *devices)
     return m;
 }
 
+QPCIDevice *qxhci_follow_migration(QOSState *qs, QXhci *x, QPCIDevice *old,
+                                   int devfn, QTestState *dst)
+{
+    QPCIDevice *pdev;
+
+    qtest_quit(qs->qts);
+    qs->qts = dst;
+    qpci_free_pc(qs->pcibus);
+    qs->pcibus = qpci_new_pc(dst, &qs->alloc);
+    g_free(old);
+    pdev = qpci_device_find(qs->pcibus, devfn);
+    g_assert(pdev);
+    qxhci_migrated(x, dst, pdev);
+    return pdev;
+}
+
 void qxhci_machine_migrated(QXhciMachine *m, QTestState *dst)
 {
-    qtest_quit(m->qts);
+    m->pdev = qxhci_follow_migration(m->qs, m->xhci, m->pdev,
+                                     QXHCI_MACHINE_DEVFN, dst);
     m->qts = dst;
-    m->qs->qts = dst;
-    qpci_free_pc(m->qs->pcibus);
-    m->qs->pcibus = qpci_new_pc(dst, &m->qs->alloc);
-    g_free(m->pdev);
-    m->pdev = qpci_device_find(m->qs->pcibus, QXHCI_MACHINE_DEVFN);
-    g_assert(m->pdev);
-    qxhci_migrated(m->xhci, dst, m->pdev);
 }
 
 void qxhci_machine_stop(QXhciMachine *m)

@@ -331,6 +331,13 @@ char *qxhci_firmware_args(const char *fw_env);
 QXhciMachine *qxhci_machine_start(const char *fw_env, const char *devices);
 /* The machine migrated to @dst: go on driving it there */
 void qxhci_machine_migrated(QXhciMachine *m, QTestState *dst);
+/*
+ * The same for a test that keeps these parts itself: @qs's QEMU is
+ * quit, its PCI bus and the controller (@old, at @devfn) are found
+ * again on @dst and the driver @x follows; returns the new controller.
+ */
+QPCIDevice *qxhci_follow_migration(QOSState *qs, QXhci *x, QPCIDevice *old,
+                                   int devfn, QTestState *dst);
 void qxhci_machine_stop(QXhciMachine *m);
 
 /* Standard requests on the default endpoint (USB 2.0 9.4) */

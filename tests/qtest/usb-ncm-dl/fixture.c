@@ -908,9 +908,9 @@ void ncm_set_link(NcmEnv *e, bool up)
                              " {'name': 'ncm0', 'up': %i}}", up);
 }
 
-static QDict *qom_get(NcmEnv *e, const char *prop)
+static QDict *qom_get_of(QTestState *qts, const char *prop)
 {
-    QDict *rsp = qtest_qmp(e->qts, "{'execute': 'qom-get', 'arguments': "
+    QDict *rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': "
                            "{'path': %s, 'property': %s}}",
                            NCM_QOM_PATH, prop);
 
@@ -919,6 +919,11 @@ static QDict *qom_get(NcmEnv *e, const char *prop)
     }
     g_assert(qdict_haskey(rsp, "return"));
     return rsp;
+}
+
+static QDict *qom_get(NcmEnv *e, const char *prop)
+{
+    return qom_get_of(e->qts, prop);
 }
 
 int64_t ncm_qom_get_int(NcmEnv *e, const char *prop)
@@ -957,9 +962,7 @@ QDict *ncm_stats_raw(NcmEnv *e)
 
 QDict *ncm_stats_raw_of(QTestState *qts)
 {
-    QDict *rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': "
-                           "{'path': %s, 'property': 'x-stats'}}",
-                           NCM_QOM_PATH);
+    QDict *rsp = qom_get_of(qts, "x-stats");
     QDict *stats = qdict_get_qdict(rsp, "return");
 
     g_assert(stats);

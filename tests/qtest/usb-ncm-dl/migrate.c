@@ -260,17 +260,11 @@ QTestState *ncm_migrate_via_file(NcmEnv *e, const char *file,
 /* The test goes on with the destination: QEMU, netdev socket, driver. */
 void ncm_follow_migration(NcmEnv *e, QTestState *dst, int sock)
 {
-    qtest_quit(e->qts);
     close(e->sock);
     e->sock = sock;
+    e->pdev = qxhci_follow_migration(e->qs, e->xhci, e->pdev, NCM_XHCI_DEVFN,
+                                     dst);
     e->qts = dst;
-    e->qs->qts = dst;
-    qpci_free_pc(e->qs->pcibus);
-    e->qs->pcibus = qpci_new_pc(dst, &e->qs->alloc);
-    g_free(e->pdev);
-    e->pdev = qpci_device_find(e->qs->pcibus, NCM_XHCI_DEVFN);
-    g_assert(e->pdev);
-    qxhci_migrated(e->xhci, dst, e->pdev);
     /*
      * x-stats' debug counters start again at zero on the destination,
      * the ones the stream carries where they were: what was loaded
@@ -332,31 +326,30 @@ static void stats_add_diff(QDict *into, QDict *a, QDict *b)
 }
 
 /* @stats += @off, key by key */
-void ncm_migrate_stats_adjust(NcmEnv *e, QDict *stats)
+/* @stats += @off, key by key, nested dictionaries too */
+static void stats_add(QDict *stats, QDict *off)
 {
     const QDictEntry *ent;
-    QDict *off = e->mig.stats_offset;
 
-    if (!off) {
-        return;
-    }
     for (ent = qdict_first(off); ent; ent = qdict_next(off, ent)) {
         const char *k = qdict_entry_key(ent);
         QObject *v = qdict_entry_value(ent);
 
         if (qobject_type(v) == QTYPE_QDICT) {
-            QDict *sub = qdict_get_qdict(stats, k);
-            QDict *saved = e->mig.stats_offset;
-
-            if (sub) {
-                e->mig.stats_offset = qobject_to(QDict, v);
-                ncm_migrate_stats_adjust(e, sub);
-                e->mig.stats_offset = saved;
+            if (qdict_get_qdict(stats, k)) {
+                stats_add(qdict_get_qdict(stats, k), qobject_to(QDict, v));
             }
         } else if (qdict_haskey(stats, k)) {
             qdict_put_int(stats, k, qdict_get_int(stats, k) +
                           qdict_get_int(off, k));
         }
+    }
+}
+
+void ncm_migrate_stats_adjust(NcmEnv *e, QDict *stats)
+{
+    if (e->mig.stats_offset) {
+        stats_add(stats, e->mig.stats_offset);
     }
 }
 
