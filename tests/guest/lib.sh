@@ -359,7 +359,13 @@ guest_console() {
                 [ "${REPLAY:-}" = replay ] &&
                     step "guest: the replay no longer advances${icount:+ (instruction $icount)}: diverged from its recording?"
                 step "guest: no progress for ${stall}s; SysRq w/l/t, QEMU goes in 30s"
-                printf '# guest stalled: no progress for %ss; sending SysRq 8 w l t\n' "$stall" >> "$log"
+                # a guest that powered off prints nothing more: then it is
+                # QEMU that did not exit (and nobody told it to quit)
+                if grep -a -q 'reboot: Power down' "$log"; then
+                    printf '# guest stalled: no progress for %ss after the guest powered off (QEMU did not exit); sending SysRq 8 w l t\n' "$stall" >> "$log"
+                else
+                    printf '# guest stalled: no progress for %ss; sending SysRq 8 w l t\n' "$stall" >> "$log"
+                fi
                 timeout 30 python3 "$NCM_TOP/tests/guest/qmp-sysrq.py" "$qmp" 8 w l t \
                     >> "$log" 2>&1 &
                 kill_at=$((SECONDS + 30))

@@ -16,13 +16,15 @@
 # Everything done goes to OUT (JSON, rewritten after each cue):
 # {"actions": [{"cue", "t", "result"}...], "stats": {TAG: {...}}}.
 # Ends when the log says "NCMTEST phase=done", QEMU goes away, or after
-# TIMEOUT seconds. A QEMU still running 10 s after the guest powered off
-# ("reboot: Power down": QEMU 10.0 on q35 ignores the ACPI power-off of a
-# guest that went through S3 and system_wakeup) is told to quit, and that
-# is noted as the action "(poweroff)".
+# TIMEOUT seconds. A QEMU still running 10 s (--poweroff-grace) after the
+# guest powered off ("reboot: Power down", wherever it is in the log:
+# QEMU 10.0 on q35 ignores the ACPI power-off of a guest that went through
+# S3 and system_wakeup) is told to quit, and that is noted as the action
+# "(poweroff)".
 #
 #   qmp-cues.py --qmp SOCKET --log LOG --out OUT --device QOM-PATH
 #               [--udp-fwd HOSTPORT] [--timeout SECONDS]
+#               [--poweroff-grace SECONDS]
 import argparse
 import json
 import os
@@ -42,6 +44,8 @@ def main():
     ap.add_argument("--device", required=True)
     ap.add_argument("--udp-fwd", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=600)
+    # seconds QEMU gets to exit after the guest's power-off (tests: less)
+    ap.add_argument("--poweroff-grace", type=float, default=10)
     a = ap.parse_args()
     deadline = time.time() + a.timeout
     res = {"actions": [], "stats": {}}
@@ -59,20 +63,29 @@ def main():
     pos = 0
     buf = ""
     done = False
-    while not done and time.time() < deadline:
+    # when the console said "reboot: Power down": looked for in every line
+    # read, those of the chunk that ended the cues included (a loaded host
+    # reads "phase=done", the dmesg dump and the power-off in one chunk)
+    off = None
+    end = deadline
+    while time.time() < end:
         with open(a.log, errors="replace") as f:
             f.seek(pos)
             chunk = f.read()
             pos = f.tell()
-        if not chunk:
-            time.sleep(0.1)
-            continue
         buf += chunk
         lines = buf.split("\n")
         buf = lines.pop()
         for line in lines:
+            if "reboot: Power down" in line and off is None:
+                off = time.time()
+            if done:
+                continue
             if "NCMTEST phase=done" in line:
                 done = True
+                # the guest's power-off, then QEMU's exit
+                end = min(deadline, time.time() + 60)
+                save()
             i = line.find("NCMTEST cue=")
             if i < 0:
                 continue
@@ -86,30 +99,25 @@ def main():
                 act["result"] = f"error: {e}"
                 if "closed the QMP socket" in str(e):
                     done = True
+                    end = min(deadline, time.time() + 60)
             except OSError as e:
                 act["result"] = f"error: QMP: {e}"
                 done = True
+                end = min(deadline, time.time() + 60)
             res["actions"].append(act)
             save()
-    save()
-    # the guest's power-off, then QEMU's exit
-    end = min(deadline, time.time() + 60)
-    off = None
-    while time.time() < end:
-        with open(a.log, errors="replace") as f:
-            f.seek(pos)
-            chunk = f.read()
-            pos = f.tell()
-        if "reboot: Power down" in chunk and off is None:
-            off = time.time()
-        if off is not None and time.time() - off > 10:
+        if not done:
+            if not chunk:
+                time.sleep(0.1)
+            continue
+        if off is not None and time.time() - off > a.poweroff_grace:
             try:
                 st = qmp.cmd("query-status")["status"]
                 qmp.cmd("quit")
                 res["actions"].append({
                     "cue": "(poweroff)", "t": round(time.time() - t0, 2),
-                    "result": f"QEMU still {st} 10 s after the guest "
-                              "powered off: quit"})
+                    "result": f"QEMU still {st} {a.poweroff_grace:g} s "
+                              "after the guest powered off: quit"})
             except SystemExit:
                 pass
             break
