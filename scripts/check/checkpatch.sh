@@ -31,6 +31,18 @@ python3 "$NCM_TOP/scripts/check/determinism.py" || rc=1
 bash "$NCM_TOP/scripts/check/check-tables.sh" || rc=1
 # the USB core's work stays in the core (scripts/check/check-core-api.sh)
 bash "$NCM_TOP/scripts/check/check-core-api.sh" || rc=1
+# no eval in the scripts: what a file or a program printed is data, read
+# as data (NAME=VALUE parsed, arrays NUL-separated), never run as code
+evals=$(git grep -nE '(^|[;&|({[:space:]])eval([[:space:]]|$)|(^|[^_.a-z])(eval|exec)\(' \
+            -- '*.sh' '*.py' 'Makefile' '*.mk' '.ci/*' ':!scripts/check/checkpatch.sh' |
+        grep -vE '^[^:]+:[0-9]+:[[:space:]]*#' || true)
+if [ -z "$evals" ]; then
+    echo "PASS: style/no-eval"
+else
+    echo "FAIL: style/no-eval ($(wc -l <<<"$evals") use(s) of eval/exec: parse the data instead)"
+    sed 's/^/    | /' <<<"$evals" | head -n 10
+    rc=1
+fi
 # every environment knob indexed, docs/knobs.md current (scripts/check/knobs.sh)
 bash "$NCM_TOP/scripts/check/knobs.sh" || rc=1
 exit $rc

@@ -86,15 +86,15 @@ replay_cmd() {
         for nd in $(replay_netdevs); do
             GUEST_CMD+=(-object "filter-replay,id=rr-$nd,netdev=$nd")
         done
-        declare -p GUEST_CMD >"$REPLAY_BASE.cmd"
+        # the command word by word, NUL-separated (data, read back below)
+        printf '%s\0' "${GUEST_CMD[@]}" >"$REPLAY_BASE.cmd"
         replay_trace_args
         ;;
     replay)
         [ -s "$REPLAY_BASE.bin" ] && [ -s "$REPLAY_BASE.cmd" ] ||
             die "no recording $REPLAY_BASE.bin" \
                 "record it first: REPLAY=record with the same command"
-        # (declare -p's "declare -a" would make it local to this function)
-        eval "$(sed 's/^declare -a /declare -ga /' "$REPLAY_BASE.cmd")"
+        mapfile -d '' -t GUEST_CMD <"$REPLAY_BASE.cmd"
         for ((i = 0; i < ${#GUEST_CMD[@]}; i++)); do
             GUEST_CMD[i]=${GUEST_CMD[i]/,rr=record,/,rr=replay,}
         done

@@ -103,12 +103,24 @@ decode() {
     return "$rc"
 }
 
+# load_sum FILE: decode()'s NAME=VALUE words into the variables of those
+# names; only the names below, only numbers (the file is data, not code)
+load_sum() {
+    local w
+    for w in $(<"$1"); do
+        case ${w%%=*} in
+        ntbs_out|ntbs_in|decoded_out|decoded_in|short_ntbs|first_short)
+            [[ ${w#*=} =~ ^[0-9]+$ ]] && printf -v "${w%%=*}" '%s' "${w#*=}" ;;
+        esac
+    done
+}
+
 step "tshark: decoding $(du -h "$PCAP" | cut -f1)"
 decode "$PCAP" "$LOG.tshark"
 trc=$?
 ntbs_out=0 ntbs_in=0 decoded_out=0 decoded_in=0 short_ntbs=0 first_short=0
 # the numbers just written, as NAME=VALUE words
-eval "$(cat "$LOG.tshark.sum")"
+load_sum "$LOG.tshark.sum"
 bad=$(wc -l <"$LOG.tshark.bad")
 first_bad=$(head -n1 "$LOG.tshark.bad" | cut -c1-160)
 dev_out=$(guest_stat "$LOG" out_datagrams)
@@ -132,7 +144,7 @@ editcap -s 320 "$PCAP" "$LOG.cut.pcap" 2>/dev/null
 # (its numbers in a subshell, not to overwrite the real run's)
 read -r cut_bad cut_short < <(
     decode "$LOG.cut.pcap" "$LOG.cut"
-    eval "$(cat "$LOG.cut.sum")"
+    load_sum "$LOG.cut.sum"
     echo "$(wc -l <"$LOG.cut.bad") $short_ntbs"
 )
 r=1; [ "$cut_bad" -gt 0 ] && [ "$cut_short" -gt 0 ] && r=0

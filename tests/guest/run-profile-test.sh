@@ -100,9 +100,12 @@ step "guest finished (QEMU exit status $rc) after ${boot_s}s"
 
 v() { guest_val "$LOG" "$1"; }
 # The device counters read when the guest asked (cue=stats pI-after ...),
-# as shell variables S_pI_COUNTER, in one python run (it is slow to start
-# on a loaded machine)
-eval "$(python3 - "$LOG.cues.json" <<'PY' 2>/dev/null || true
+# in CUE_STAT["pI_COUNTER"], from one python run (it is slow to start on
+# a loaded machine)
+declare -A CUE_STAT=()
+while read -r key val; do
+    CUE_STAT[$key]=$val
+done < <(python3 - "$LOG.cues.json" <<'PY' 2>/dev/null || true
 import json, re, sys
 for tag, st in json.load(open(sys.argv[1]))["stats"].items():
     m = re.match(r"(p[0-9]+)-after$", tag)
@@ -110,10 +113,10 @@ for tag, st in json.load(open(sys.argv[1]))["stats"].items():
         continue
     for k, val in st.items():
         if isinstance(val, int):
-            print(f"S_{m.group(1)}_{k}={val}")
+            print(f"{m.group(1)}_{k} {val}")
 PY
-)"
-stat() { local n="S_${1%-after}_$2"; echo "${!n:-}"; }
+)
+stat() { echo "${CUE_STAT[${1%-after}_$2]:-}"; }
 
 qerr=$(guest_qemu_error "$LOG")
 lockup=$(guest_lockup "$LOG")
