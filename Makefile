@@ -25,7 +25,7 @@ else
 GUEST_IMAGE := guest-image
 endif
 
-.PHONY: all qemu install deps guest-image run shell record replay replay-loop check check-quick check-migrate-each check-unit check-tools check-fuzz \
+.PHONY: all qemu install deps guest-image run shell record replay replay-loop check check-quick check-migrate-each check-migrate-cross check-unit check-tools check-fuzz \
         check-qtest check-guest check-dropout soak fuzz bench-codec \
         fuzz-device fuzz-coverage bench-fuzz fuzz-campaign check-fuzz-device bench bench-scaling profile repro-dropout \
         series series-verify clean kernel deps-kernel scenario bisect bisect-packages \
@@ -141,6 +141,17 @@ check-qtest:
 # (NCM_QTEST_MIGRATE=each; make check runs a seeded share of them)
 check-migrate-each:
 	@CHECK_QTEST_PLAIN=0 CHECK_QTEST_MIGRATE_SHARE=100 bash scripts/check/check.sh qtest
+
+# QEMU 10.0 <-> 10.2: builds build/10.2 (as QEMU_VERSION=10.2 make qemu
+# does), then the migrate-each qtest cases from each version to the other
+# and a live migration of a guest under traffic from 10.0 to 10.2
+check-migrate-cross: qemu
+	@QEMU_VERSION=10.2 bash scripts/setup/build-qemu.sh
+	@CHECK_QTEST_PLAIN=0 CHECK_QTEST_MIGRATE_SHARE=0 GUEST_CONTROLLERS= \
+	  GUEST_ARM64= GUEST_TOPOLOGIES= GUEST_STRESS= GUEST_MIGRATE= GUEST_PM= \
+	  GUEST_PROFILES= GUEST_JUMBO= GUEST_SOAK= GUEST_REPLAY= GUEST_PCAP= \
+	  GUEST_INSTALL=0 GUEST_MIGRATE_CROSS=xhci \
+	  $(WITH_KERNEL) bash scripts/check/check.sh qtest guest
 
 check-guest:
 	@$(WITH_KERNEL) bash scripts/check/check.sh guest

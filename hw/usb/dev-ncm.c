@@ -107,25 +107,6 @@ static void usb_ncm_complete_parked(USBNcmState *s, USBNcmBulk *b)
     usb_packet_complete(&s->dev, p);
 }
 
-/*
- * When the host cancels the parked packet, the packets it queued behind
- * stay in ep->queue, and the core runs them only when a parked packet
- * completes: the first one becomes the parked packet.
- */
-static bool usb_ncm_adopt(USBNcmState *s, USBNcmBulk *b)
-{
-    USBPacket *p = QTAILQ_FIRST(&b->ep->queue);
-
-    if (b->parked || !p || p->state != USB_PACKET_QUEUED) {
-        return false;
-    }
-    usb_packet_set_state(p, USB_PACKET_ASYNC);
-    b->parked = p;
-    s->packet_stats.packets_adopted++;
-    trace_usb_ncm_adopt(s->fn.cfg.name, p->ep->nr, p->iov.size);
-    return true;
-}
-
 /* Rule 2: give back every packet of both bulk endpoints. */
 static void usb_ncm_hand_back(USBNcmState *s)
 {
@@ -133,10 +114,13 @@ static void usb_ncm_hand_back(USBNcmState *s)
         return;
     }
     s->handing_back = true;
-    /* the host sent its OUT data before the request: read it first */
-    usb_ncm_adopt(s, &s->out);
+    /*
+     * The host sent its OUT data before the request: read it first.  A
+     * queue left behind a cancelled packet is run too (usb_ep_run_queue()).
+     */
+    usb_ep_run_queue(s->out.ep);
     usb_ncm_out_drain(s);
-    usb_ncm_adopt(s, &s->in);
+    usb_ep_run_queue(s->in.ep);
     if (s->in.parked) {
         /* datagrams in the host's buffer stay with the function */
         ncm_function_in_detach(&s->fn);
@@ -247,15 +231,7 @@ static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
 
 static uint32_t usb_ncm_in_host_queue(USBNcmState *s)
 {
-    USBPacket *p;
-    uint32_t n = 0;
-
-    QTAILQ_FOREACH(p, &s->in.ep->queue, queue) {
-        if (++n == NCM_IN_QUEUE_COUNT_MAX) {
-            break;
-        }
-    }
-    return n;
+    return usb_ep_queue_length(s->in.ep, NCM_IN_QUEUE_COUNT_MAX);
 }
 
 static void usb_ncm_in_coalesce_end(USBNcmState *s)
@@ -323,9 +299,8 @@ static void usb_ncm_in_kick(USBNcmState *s)
 {
     USBPacket *p;
 
-    if (usb_ncm_adopt(s, &s->in)) {
-        usb_ncm_in_attach(s, s->in.parked);
-    }
+    /* packets queued behind a cancelled one: the first is held now */
+    usb_ep_run_queue(s->in.ep);
     p = s->in.parked;
     if (!p) {
         usb_ncm_wakeup_nakd(&s->in);
@@ -444,7 +419,7 @@ static void usb_ncm_out_bh(void *opaque)
     USBNcmState *s = opaque;
 
     if (s->dev.attached && !usb_ncm_faults_busy(s) && runstate_is_running()) {
-        usb_ncm_adopt(s, &s->out);
+        usb_ep_run_queue(s->out.ep);
         usb_ncm_out_drain(s);
     }
 }

@@ -185,7 +185,6 @@ typedef struct USBNcmDescriptors {
     X(in_parked)                /* IN packets held for the next NTB */ \
     X(out_deferred_packets)     /* OUT packets read in a bottom half */ \
     X(packets_handed_back)      /* completed empty by a reset/alt */ \
-    X(packets_adopted)          /* queued behind a cancelled packet */ \
     X(replugs)                  /* fault: dropped off the bus */ \
     X(in_coalesced)             /* IN NTBs kept for more datagrams */ \
     X(in_coalesce_timeouts)     /* ... until in-coalesce-us passed */ \

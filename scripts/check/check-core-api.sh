@@ -14,10 +14,9 @@
 #    SET_CONFIGURATION on reset or load: usb_device_reset() unconfigures,
 #    usb_desc_load_config() restores), and no USBPacket is built here;
 #  - core-api/packet-state, core-api/ep-queue: no usb_packet_set_state()
-#    and no walk of ep->queue.  Two uses are left until the core has an
-#    API for packets queued behind a cancelled one (usb_ncm_adopt(),
-#    usb_ncm_in_host_queue()): these rules fail on any more, and say so
-#    when they are gone, so that the limit can go to 0.
+#    and no walk of ep->queue: packets queued behind a cancelled one are
+#    run with usb_ep_run_queue(), counted with usb_ep_queue_length()
+#    (patches/0030, hw/usb/core.c).
 set -uo pipefail
 . "$(dirname "$0")/../setup/common.sh"
 cd "$NCM_TOP"
@@ -52,9 +51,9 @@ rule port-ops "a port's ops called by the device" 0 \
     '(->|\.)ops->(attach|detach|child_detach|wakeup|complete)\b'
 rule packet-built "a USBPacket built by the device" 0 \
     'USBPacket[[:space:]]+[A-Za-z_][A-Za-z0-9_]*[[:space:]]*(=|;|\[)'
-rule packet-state "usb_packet_set_state() outside the core" 1 \
+rule packet-state "usb_packet_set_state() outside the core" 0 \
     '\busb_packet_set_state[[:space:]]*\('
-rule ep-queue "the core's ep->queue walked by the device" 2 \
+rule ep-queue "the core's ep->queue walked by the device" 0 \
     '(->|\.)queue\b'
 
 # every call passes on handle_control's own arguments

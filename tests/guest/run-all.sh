@@ -20,7 +20,9 @@
 # soak smoke (tests/guest/run-soak.sh: faults, a live migration, RSS;
 # root; "" or 0 for none),
 # GUEST_STRESS="xhci ehci" those of the stress runs ("" for none),
-# GUEST_MIGRATE="xhci" those of the migration runs ("" for none).
+# GUEST_MIGRATE="xhci" those of the migration runs ("" for none),
+# GUEST_MIGRATE_CROSS="xhci" those of the migration to the other QEMU
+# version's build (10.0 -> 10.2; a SKIP line without that build).
 # GUEST_PM="replug:xhci suspend:xhci suspend-nowake:xhci-hs" the
 # re-enumeration and suspend runs, MODE:CONTROLLER ("" for none).
 # GUEST_PROFILES="xhci uhci" the controllers of the profile= run (every
@@ -53,6 +55,21 @@ QEMU_ARM64=$NCM_BUILD/qemu-aarch64/qemu-system-aarch64
 # shellcheck disable=SC2317 # (called by leg)
 arm64_leg() {
     ARCH=arm64 QEMU=$QEMU_ARM64 bash "$NCM_TOP/tests/guest/run-guest-test.sh" "$@"
+}
+# migrate_cross_leg CONTROLLER DEVICE: the live migration from this
+# build to the other QEMU version's (build/10.2 beside 10.0, or back), on
+# the older version's machine type; a SKIP line when that build is not
+# there (QEMU_VERSION=10.2 make qemu, or make check-migrate-cross)
+# shellcheck disable=SC2317 # (called by leg)
+migrate_cross_leg() {
+    local other=$NCM_TOP/build/10.2/qemu/qemu-system-x86_64 want=10.2
+    [ "$QEMU_VERSION" = 10.0 ] || { other=$NCM_TOP/build/qemu/qemu-system-x86_64; want=10.0; }
+    if [ ! -x "$other" ]; then
+        echo "SKIP: guest/migrate-$1-cross-version ($other not built: QEMU_VERSION=$want make qemu, or make check-migrate-cross)"
+        return 0
+    fi
+    MIGRATE_DST_QEMU=$other MIGRATE_MACHINE=pc-q35-10.0 \
+        bash "$NCM_TOP/tests/guest/run-migrate-test.sh" "$@"
 }
 # soak_leg SECONDS: the soak's smoke, a fault every 4 s unless told
 # shellcheck disable=SC2317 # (called by leg)
@@ -132,6 +149,7 @@ leg 'arm64-%'    'usb-ncm*'   arm64_leg            dev  "${GUEST_ARM64-xhci}"
 leg '%'          'usb-ncm*'   run-guest-test.sh    dev  "${GUEST_TOPOLOGIES-ehci-uhci ehci-ohci ehci-uhci-hub xhci-hub xhci-dual}"
 leg 'stress-%'   'usb-ncm*'   run-stress-test.sh   dev  "${GUEST_STRESS-xhci ehci}"
 leg 'migrate-%'  'usb-ncm*'   run-migrate-test.sh  dev  "${GUEST_MIGRATE-xhci}"
+leg 'migrate-%-cross' 'usb-ncm*' migrate_cross_leg dev  "${GUEST_MIGRATE_CROSS-xhci}"
 # re-enumeration and suspend (run-pm-test.sh MODE CONTROLLER): autosuspend
 # and S3 at super speed (function remote wake), remote-wakeup=off at high
 # speed (DEVICE_REMOTE_WAKEUP never enabled). About 4 minutes.

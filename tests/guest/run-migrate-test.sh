@@ -38,6 +38,11 @@
 #   trace events, in the destination from its start and in the source from
 #   the migrate command on, into build/guest-logs/CNAME/trace-{src,dst}.log),
 #   GUEST_TIMEOUT (300 s per QEMU), KERNEL, QEMU, NCM_APPEND, QEMU_EXTRA.
+#   MIGRATE_DST_QEMU: the destination's qemu-system-x86_64 when it is
+#   another build (another QEMU version: build/10.2/qemu/...), with
+#   MIGRATE_MACHINE (pc-q35-10.0: the older version's machine type, which
+#   both know) on both sides; the checks are named
+#   guest/migrate-CONTROLLER-<source version>-to-<destination version>/...
 # Needs root (network namespace, tap). Logs: build/guest-logs/CNAME.log
 # (both consoles, source then destination) and build/guest-logs/CNAME/.
 set -euo pipefail
@@ -54,7 +59,15 @@ MIG_TIME=${MIGRATE_TIME:-30}
 MIG_AT=${MIGRATE_AT:-10}
 MAX_GAP=${MIGRATE_MAX_GAP_MS:-10000}
 CNAME=migrate-${CTRL//,/-}
+DST_QEMU=${MIGRATE_DST_QEMU:-}
 guest_device_args "$CTRL" "$DEVICE"
+qemu_version() { "$1" --version | sed -n 's/.*version \([0-9.]*\).*/\1/p'; }
+if [ -n "$DST_QEMU" ]; then
+    [ -x "$DST_QEMU" ] || die "MIGRATE_DST_QEMU=$DST_QEMU is not built" \
+        "build it first: QEMU_VERSION=10.2 make qemu (build/10.2/qemu/)"
+    guest_need_qemu
+    CNAME=$CNAME-$(qemu_version "$GUEST_QEMU")-to-$(qemu_version "$DST_QEMU")
+fi
 LOGDIR=$NCM_BUILD/guest-logs/$CNAME
 LOG=$NCM_BUILD/guest-logs/$CNAME.log
 REL_LOG=${LOG#"$NCM_TOP"/}
@@ -100,6 +113,12 @@ guest_qemu_cmd "$GDIR" "ncm.mode=migrate ncm.driver=$GUEST_DRIVER \
 ncm.server=$SERVER ncm.port=$PORT ncm.time=$MIG_TIME ${NCM_APPEND:-}" \
     "$(netns_relay_netdev "$RUN/net.sock")"
 base=("${GUEST_CMD[@]}")
+if [ -n "${MIGRATE_MACHINE:-}" ]; then
+    for i in "${!base[@]}"; do
+        [ "${base[i]}" = q35 ] && [ "${base[i - 1]}" = -M ] &&
+            base[i]=$MIGRATE_MACHINE
+    done
+fi
 
 declare -A QPID QRC
 # start_qemu NAME EXTRA...: QEMU in the namespace, console into
@@ -151,6 +170,10 @@ start_qemu src
 step "destination QEMU: waiting with -incoming unix:$RUN/mig.sock"
 dst_trace=()
 for ev in $(echo "${MIGRATE_TRACE:-}" | tr , " "); do dst_trace+=(-trace "$ev"); done
+if [ -n "$DST_QEMU" ]; then
+    step "destination is another build: $DST_QEMU ($(qemu_version "$DST_QEMU")), machine ${MIGRATE_MACHINE:-q35}"
+    base[0]=$DST_QEMU
+fi
 start_qemu dst "${dst_trace[@]}" -incoming "unix:$RUN/mig.sock"
 
 migrated=0
