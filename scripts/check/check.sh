@@ -21,6 +21,30 @@
 set -uo pipefail
 . "$(dirname "$0")/../setup/common.sh"
 T_START=$SECONDS
+# How warm this run started, for the results table: the compiler cache's
+# hits and misses over the run, and whether the downloads (QEMU source,
+# guest kernels and image) were already in NCM_CACHE.  A run whose builds
+# all missed and whose cache was empty is a cold-cache run.
+ccache_counts() {
+    ccache --print-stats 2>/dev/null |
+        awk '$1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { h += $2 }
+             $1 == "cache_miss" { m += $2 }
+             END { printf "%d %d\n", h, m }'
+}
+read -r CCACHE_HITS0 CCACHE_MISSES0 < <(ccache_counts)
+BUILD_SECONDS=0
+caches_line() {
+    local h m
+    read -r h m < <(ccache_counts)
+    echo "Caches: downloads $CACHE_AT_START at the start; ccache" \
+         "$((h - CCACHE_HITS0)) hits, $((m - CCACHE_MISSES0)) misses over" \
+         "the run; builds (QEMU for the suites, before them) $(duration "$BUILD_SECONDS")."
+}
+if [ -d "$NCM_CACHE" ] && [ -n "$(ls -A "$NCM_CACHE" 2>/dev/null)" ]; then
+    CACHE_AT_START="$(du -sh "$NCM_CACHE" 2>/dev/null | cut -f1) in $NCM_CACHE"
+else
+    CACHE_AT_START="empty ($NCM_CACHE)"
+fi
 GUEST_ARCH=$NCM_ARCH
 export ARCH=x86_64
 
@@ -110,6 +134,8 @@ write_results_table() {
              "**$passed passed, $failed failed, $skipped skipped** in" \
              "$(duration $((SECONDS - T_START)))."
         echo
+        caches_line
+        echo
         echo "| suite | passed | failed | skipped | wall time |"
         echo "|---|---|---|---|---|"
         for r in "${results[@]}"; do
@@ -146,6 +172,7 @@ if ! bash "$NCM_TOP/scripts/setup/install-deps.sh" $dep_sets; then
     exit 1
 fi
 
+BUILD_T0=$SECONDS
 if [ "$needs_qemu" = 1 ]; then
     step "making sure QEMU with usb-ncm-dl is built"
     if ! bash "$NCM_TOP/scripts/setup/build-qemu.sh"; then
@@ -173,6 +200,7 @@ if [ "$needs_arm64" = 1 ]; then
         failures+=("build/qemu-aarch64: see the messages above")
     fi
 fi
+BUILD_SECONDS=$((SECONDS - BUILD_T0))
 
 for s in $suites; do
     case $s in
@@ -207,6 +235,7 @@ if [ "${#failures[@]}" -gt 0 ]; then
     printf '  %s\n' "${failures[@]}"
 fi
 [ "$write_results" != 1 ] || write_results_table
+echo "    $(caches_line)"
 echo
 if [ "$skipped" -gt 0 ]; then
     echo "$passed passed, $failed failed, $skipped skipped"
