@@ -128,7 +128,7 @@ def main():
                   f"change; if meant, rerun with --update and say so)")
     debug = (xmacro_names("include/hw/usb/ncm-function.h",
                           "NCM_FUNCTION_COUNTERS") |
-             xmacro_names("hw/usb/dev-ncm.h", "USB_NCM_PACKET_COUNTERS"))
+             xmacro_names("hw/usb/dev-ncm.c", "USB_NCM_PACKET_COUNTERS"))
     assert ETH_STATS <= debug, "a statistic is no counter any more"
     for d in DEVICES:
         leaked = (field_names(got[d]["Description"], set()) & debug) - \

@@ -75,15 +75,15 @@ _TYPES = c_array(_SRC, 'op_xhci_cmd', 'types')
 CMD = {k: _TYPES.index(t) for k, t in _TRB_TYPE.items()}
 # op_xhci_cmd's endpoint selector: bit 0 bulk IN, 1 bulk OUT, 2 interrupt
 EP0, EP_IN, EP_OUT, EP_NOTIFY = 0, 1, 2, 4
-# op_fault: the x-fault-* properties by their index, then the corruption
+# op_fault: the usb-ncm-fault properties by their index, then the corruption
 # and the link
 _FAULTS = c_array(_SRC, 'op_fault', 'u32_faults')
 (F_LINK_DOWN, F_BUSY, F_DROP_IN, F_CORRUPT_COUNT, F_REPLUG,
- F_REPLUG_EVERY) = (_FAULTS.index('x-fault-' + n) for n in (
+ F_REPLUG_EVERY) = (_FAULTS.index(n) for n in (
      'link-down-ms', 'busy-ms', 'drop-in-every', 'corrupt-count',
      'replug-ms', 'replug-every-ms'))
 F_CORRUPT_IN, F_LINK = len(_FAULTS), len(_FAULTS) + 1
-# x-fault-corrupt-in values, by index
+# corrupt-in values, by index
 CORRUPT = {n: i for i, n in
            enumerate(c_array(_SRC, 'op_fault', 'corruptions'))}
 
@@ -251,7 +251,7 @@ STRUCTURED = {
         out_raw(3, 63, bytes(16)), wait(5),
         ntb_out(5, [datagram(1514, 7)] * 10), wait(),
     ]),
-    # x-fault-* while traffic flows
+    # faults (usb-ncm-fault) while traffic flows
     'faults': b'\x00' + b''.join([
         bulk_in(2, 3), fault(F_BUSY, 20), frame(500, 1), clock(3000),
         wait(),

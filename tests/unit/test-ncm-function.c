@@ -447,7 +447,7 @@ static bool busy_fault_short_notify(void *opaque)
     return false;
 }
 
-/* what the device's x-fault-busy-ms does, through the function's hooks */
+/* what usb-ncm-fault busy-ms does, through the function's hooks */
 static const NcmFaultHooks busy_fault_hooks = {
     .busy = busy_fault_busy,
     .in_ntb = busy_fault_in_ntb,

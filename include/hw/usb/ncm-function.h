@@ -149,9 +149,10 @@ typedef enum NcmInCorruption {
 extern const char *const ncm_in_corruption_names[NCM_CORRUPT__MAX];
 
 /*
- * Fault injection is the device's (hw/usb/dev-ncm-faults.c owns its
- * state); the function asks it through these hooks where a fault
- * changes what it does.  Without hooks (the default) there are no faults.
+ * Fault injection is an object of its own (hw/usb/ncm-fault.c owns its
+ * state, attached to the device through ncm-fault-target.h); the
+ * function asks it through these hooks where a fault changes what it
+ * does.  Without hooks (the default) there are no faults.
  */
 typedef struct NcmFaultHooks {
     /* the firmware is busy: the bulk endpoints NAK, nothing is sent */

@@ -9,7 +9,7 @@
  * transfers of any length, queued IN transfers, cancellations, raw xHCI
  * commands with fuzzed contexts, configuration and interface changes,
  * port resets, suspend, unplug and replug, frames from the netdev, clock
- * steps and x-fault-* changes.
+ * steps and usb-ncm-fault changes.
  *
  * usb-ncm-dl-migration-fuzz brings the device into a state chosen by the
  * first input byte, saves its VMState in-process, mutates the stream with
@@ -64,6 +64,7 @@
 #include "tests/qtest/usb-ncm-dl/ncm-oracle.h"
 
 #define NCM_ID              "ncm0"
+#define NCM_FAULT_ID        "ncm-fault"     /* its usb-ncm-fault */
 #define NCM_NETDEV          "n0"
 #define NCM_MAC             "52:54:00:12:34:56"
 #define NCM_MODEL           "usb-ncm-dl"
@@ -142,7 +143,7 @@ typedef struct NcmFuzz {
     bool data_on;           /* ncm_data_on() took alternate setting 1 */
     /*
      * What a controller reset does not undo, for ncm_fuzz_end() to put
-     * back before the next input: x-fault-* properties or the netdev's
+     * back before the next input: usb-ncm-fault properties or the netdev's
      * link the input set (faults_set), or a device that loaded a mutated
      * stream whose fields no reset restores (device_dirty: replaced).
      */
@@ -259,12 +260,17 @@ static void ncm_plug(void)
     qobject_unref(opts);
 }
 
+/* The usb-ncm-fault object of the command line, attached to the device */
+static Object *ncm_fault(void)
+{
+    return object_resolve_path_component(object_get_objects_root(),
+                                         NCM_FAULT_ID);
+}
+
 static void ncm_set_u32(const char *prop, uint32_t value)
 {
-    DeviceState *dev = ncm_find();
-
-    if (dev) {
-        object_property_set_uint(OBJECT(dev), prop, value, NULL);
+    if (ncm_find()) {
+        object_property_set_uint(ncm_fault(), prop, value, NULL);
     }
 }
 
@@ -598,38 +604,37 @@ static void ncm_fuzz_begin(NcmFuzz *f, QTestState *s)
     f->xfers = g_ptr_array_new();
 }
 
-/* Every x-fault-* property back to its default, the link up */
+/* Every usb-ncm-fault property back to its default, the link up */
 static void ncm_faults_clear(NcmFuzz *f)
 {
     /* replug-every first, then replug-ms: a detached device comes back */
     static const char *const u32_faults[] = {
-        "x-fault-replug-every-ms", "x-fault-replug-ms",
-        "x-fault-link-down-ms", "x-fault-busy-ms", "x-fault-drop-in-every",
-        "x-fault-corrupt-count",
+        "replug-every-ms", "replug-ms", "link-down-ms", "busy-ms",
+        "drop-in-every", "corrupt-count",
     };
     static const char *const read_back[] = {
-        "x-stats", "x-fault-corrupt-in", "x-fault-replug-seed",
+        "corrupt-in", "replug-seed",
     };
     DeviceState *dev = ncm_find();
+    Object *fault = ncm_fault();
     unsigned i;
 
     if (dev) {
         /* first what a QMP user watching the faults reads (qom-get) */
+        qobject_unref(object_property_get_qobject(OBJECT(dev), "x-stats",
+                                                  &error_abort));
         for (i = 0; i < ARRAY_SIZE(u32_faults) + ARRAY_SIZE(read_back); i++) {
             const char *name = i < ARRAY_SIZE(u32_faults) ? u32_faults[i] :
                                read_back[i - ARRAY_SIZE(u32_faults)];
 
-            qobject_unref(object_property_get_qobject(OBJECT(dev), name,
+            qobject_unref(object_property_get_qobject(fault, name,
                                                       &error_abort));
         }
         for (i = 0; i < ARRAY_SIZE(u32_faults); i++) {
-            object_property_set_uint(OBJECT(dev), u32_faults[i], 0,
-                                     &error_abort);
+            object_property_set_uint(fault, u32_faults[i], 0, &error_abort);
         }
-        object_property_set_uint(OBJECT(dev), "x-fault-replug-seed", 1,
-                                 &error_abort);
-        object_property_set_str(OBJECT(dev), "x-fault-corrupt-in", "none",
-                                &error_abort);
+        object_property_set_uint(fault, "replug-seed", 1, &error_abort);
+        object_property_set_str(fault, "corrupt-in", "none", &error_abort);
     }
     qmp_set_link(NCM_NETDEV, true, &error_abort);
     /* the replug timer, set to now, runs once the clock moves */
@@ -643,7 +648,7 @@ static void ncm_faults_clear(NcmFuzz *f)
  * In between, an input starts where a guest whose driver reloads starts:
  * the controller reset through USBCMD.HCRST (every slot disabled, every
  * transfer cancelled), the device reset by its enumeration's port reset,
- * the x-fault-* properties and the link put back.  That costs a fraction
+ * the usb-ncm-fault properties and the link put back.  That costs a fraction
  * of a machine reset and the device's creation (make bench-fuzz), and
  * what an input leaves for the next is what a guest leaves behind a
  * controller reset: a state the fuzzer should reach anyway.
@@ -1199,7 +1204,7 @@ static void op_plug(NcmFuzz *f, FuzzIn *in)
         break;
     default:
         f->faults_set = true;
-        ncm_set_u32("x-fault-replug-ms", (v >> 2) * 4);
+        ncm_set_u32("replug-ms", (v >> 2) * 4);
         settle(f, 1);
         break;
     }
@@ -1243,9 +1248,8 @@ static void op_clock(NcmFuzz *f, FuzzIn *in)
 static void op_fault(NcmFuzz *f, FuzzIn *in)
 {
     static const char *const u32_faults[] = {
-        "x-fault-link-down-ms", "x-fault-busy-ms", "x-fault-drop-in-every",
-        "x-fault-corrupt-count", "x-fault-replug-ms",
-        "x-fault-replug-every-ms",
+        "link-down-ms", "busy-ms", "drop-in-every", "corrupt-count",
+        "replug-ms", "replug-every-ms",
     };
     static const char *const corruptions[] = {
         "none", "ndp-at-end", "datagram-offset-wrap", "ndp-chain-loop",
@@ -1264,9 +1268,9 @@ static void op_fault(NcmFuzz *f, FuzzIn *in)
         if (which == 5 && v && v < 50) {
             v = 50;
         }
-        object_property_set_uint(OBJECT(dev), u32_faults[which], v, NULL);
+        object_property_set_uint(ncm_fault(), u32_faults[which], v, NULL);
     } else if (which == 6) {
-        object_property_set_str(OBJECT(dev), "x-fault-corrupt-in",
+        object_property_set_str(ncm_fault(), "corrupt-in",
                                 corruptions[v % ARRAY_SIZE(corruptions)],
                                 NULL);
     } else {
@@ -1409,10 +1413,10 @@ static void mig_prepare(NcmFuzz *f, uint8_t state)
         f->faults_set = true;
     }
     if (state & MIG_FAULT_BUSY) {
-        ncm_set_u32("x-fault-busy-ms", 1000);
+        ncm_set_u32("busy-ms", 1000);
     }
     if (state & MIG_FAULT_LINK) {
-        ncm_set_u32("x-fault-link-down-ms", 1000);
+        ncm_set_u32("link-down-ms", 1000);
     }
     flush_events(f->qts);
 }
@@ -1549,8 +1553,8 @@ static void migration_run(NcmFuzz *fp, FuzzIn *inp)
     qtest_clock_step(f.qts, 300 * 1000 * 1000);
     ncm_after_step(f.qts, NULL);
     wait_idle(&f, MAX_WAIT_STEPS);
-    ncm_set_u32("x-fault-busy-ms", 0);
-    ncm_set_u32("x-fault-link-down-ms", 0);
+    ncm_set_u32("busy-ms", 0);
+    ncm_set_u32("link-down-ms", 0);
     mig_frames(&f, 2, 100);
     wait_idle(&f, 8);
 out:
@@ -2208,6 +2212,8 @@ static GString *usb_ncm_dl_cmdline(FuzzTarget *t)
                            " -machine pc,accel=qtest -m 128M -display none"
                            " -nodefaults"
                            " -netdev socket,id=" NCM_NETDEV ",fd=%d"
+                           " -object usb-ncm-fault,id=" NCM_FAULT_ID
+                           ",device=/machine/peripheral/" NCM_ID
                            " -device qemu-xhci,id=xhci,addr=04.0"
                            " -device " NCM_MODEL ",id=" NCM_ID
                            ",bus=xhci.0,netdev=" NCM_NETDEV
@@ -2224,7 +2230,7 @@ static void register_usb_ncm_dl_fuzz_targets(void)
                        "operations: control requests, bulk and interrupt "
                        "transfers, cancellations, xHCI commands and "
                        "contexts, resets, replug, netdev frames, clock "
-                       "steps and x-fault-* changes",
+                       "steps and usb-ncm-fault changes",
         .get_init_cmdline = usb_ncm_dl_cmdline,
         .fuzz = usb_ncm_dl_fuzz,
     });

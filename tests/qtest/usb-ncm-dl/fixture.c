@@ -908,17 +908,22 @@ void ncm_set_link(NcmEnv *e, bool up)
                              " {'name': 'ncm0', 'up': %i}}", up);
 }
 
-static QDict *qom_get_of(QTestState *qts, const char *prop)
+static QDict *qom_get_at(QTestState *qts, const char *path,
+                         const char *prop)
 {
     QDict *rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': "
-                           "{'path': %s, 'property': %s}}",
-                           NCM_QOM_PATH, prop);
+                           "{'path': %s, 'property': %s}}", path, prop);
 
     if (!qdict_haskey(rsp, "return")) {
         g_test_message("qom-get %s failed", prop);
     }
     g_assert(qdict_haskey(rsp, "return"));
     return rsp;
+}
+
+static QDict *qom_get_of(QTestState *qts, const char *prop)
+{
+    return qom_get_at(qts, NCM_QOM_PATH, prop);
 }
 
 static QDict *qom_get(NcmEnv *e, const char *prop)
@@ -1100,18 +1105,63 @@ void ncm_assert_parse_errors(NcmEnv *e, const char *name, uint64_t n)
     }
 }
 
-void ncm_fault_set(NcmEnv *e, const char *prop, uint32_t value)
+/*
+ * The usb-ncm-fault object of the machine the case runs on: created at
+ * the first fault (object-add, after the device), also on a migration's
+ * destination, which starts without one.
+ */
+void ncm_fault_object(NcmEnv *e)
 {
+    QDict *rsp = qtest_qmp(e->qts, "{'execute': 'qom-list', 'arguments': "
+                           "{'path': %s}}", NCM_FAULT_PATH);
+
+    if (qdict_haskey(rsp, "error")) {
+        qtest_qmp_assert_success(e->qts, "{'execute': 'object-add', "
+                                 "'arguments': {'qom-type': 'usb-ncm-fault', "
+                                 "'id': %s, 'device': 'ncm0'}}",
+                                 NCM_FAULT_PATH + strlen("/objects/"));
+    }
+    qobject_unref(rsp);
+}
+
+void ncm_fault_set(NcmEnv *e, const char *fault, uint32_t value)
+{
+    ncm_fault_object(e);
     qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', 'arguments': "
                              "{'path': %s, 'property': %s, 'value': %u}}",
-                             NCM_QOM_PATH, prop, value);
+                             NCM_FAULT_PATH, fault, value);
 }
 
 void ncm_fault_corrupt(NcmEnv *e, const char *how)
 {
+    ncm_fault_object(e);
     qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', 'arguments': "
-                             "{'path': %s, 'property': 'x-fault-corrupt-in', "
-                             "'value': %s}}", NCM_QOM_PATH, how);
+                             "{'path': %s, 'property': 'corrupt-in', "
+                             "'value': %s}}", NCM_FAULT_PATH, how);
+}
+
+int64_t ncm_fault_get_int(NcmEnv *e, const char *fault)
+{
+    QDict *rsp;
+    int64_t v;
+
+    ncm_fault_object(e);
+    rsp = qom_get_at(e->qts, NCM_FAULT_PATH, fault);
+    v = qdict_get_int(rsp, "return");
+    qobject_unref(rsp);
+    return v;
+}
+
+char *ncm_fault_get_str(NcmEnv *e, const char *fault)
+{
+    QDict *rsp;
+    char *v;
+
+    ncm_fault_object(e);
+    rsp = qom_get_at(e->qts, NCM_FAULT_PATH, fault);
+    v = g_strdup(qdict_get_str(rsp, "return"));
+    qobject_unref(rsp);
+    return v;
 }
 
 /* Virtual time in ns (clock_step refuses a step of 0, so step by 1 ns) */

@@ -188,7 +188,7 @@ static const char *const queue_event_names[QEV__MAX] = {
     [QEV_PORT_RESET] = "port-reset",
     [QEV_STOP_ENDPOINT] = "stop-endpoint",
     [QEV_DEVICE_DEL] = "device-del",
-    [QEV_FAULT_BUSY] = "x-fault-busy-ms",
+    [QEV_FAULT_BUSY] = "fault-busy-ms",
 };
 
 /* Bulk IN TD sizes, in queue order: big, then small and odd ones */
@@ -234,7 +234,7 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
     }
     qxhci_hold_doorbells(e->dev, false);
     if (ev == QEV_FAULT_BUSY) {
-        ncm_fault_set(e, "x-fault-busy-ms", 1000000);
+        ncm_fault_set(e, "busy-ms", 1000000);
     }
     if (n_in) {
         qxhci_ring_doorbell(e->dev, e->ep_in.address);
@@ -282,7 +282,7 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
             ncm_sock_send_frames(e, busy_rx);
             ncm_sock_settle(e);
         }
-        ncm_fault_set(e, "x-fault-busy-ms", 0);
+        ncm_fault_set(e, "busy-ms", 0);
         break;
     default:
         g_assert_not_reached();
@@ -908,8 +908,120 @@ static void migrate_assert_blocked(NcmEnv *e)
     QDict *err = qdict_get_qdict(rsp, "error");
 
     g_assert(err);
-    g_assert(strstr(qdict_get_str(err, "desc"), "x-fault-"));
+    g_assert(strstr(qdict_get_str(err, "desc"), "usb-ncm-fault"));
     qobject_unref(rsp);
+}
+
+/*
+ * Migration is not blocked: it starts, to a socket nobody listens on, and
+ * fails there; the machine runs on.
+ */
+static void migrate_assert_unblocked(NcmEnv *e)
+{
+    unsigned i;
+
+    qtest_qmp_assert_success(e->qts, "{'execute': 'migrate', 'arguments': "
+                             "{'uri': 'unix:/nonexistent/usb-ncm-mig'}}");
+    for (i = 0; i < 10000; i++) {
+        QDict *rsp = qtest_qmp(e->qts, "{'execute': 'query-migrate'}");
+        QDict *ret = qdict_get_qdict(rsp, "return");
+        const char *status = qdict_get_try_str(ret, "status");
+        bool failed = status && !strcmp(status, "failed");
+
+        qobject_unref(rsp);
+        if (failed) {
+            return;
+        }
+        g_usleep(1000);
+    }
+    g_assert_not_reached();
+}
+
+/*
+ * Every fault the build has blocks migration while it is active, and a
+ * parameter of one does not by itself.  The list is QEMU's own: the
+ * properties of the usb-ncm-fault type, each described as a "fault:" or
+ * a "parameter:", so that a new fault cannot miss this test.  A fault
+ * that is a number is set to 60000 (ms, or NTBs), one that is a name to
+ * the first name but "none" that the property's error lists.
+ */
+static void test_migrate_every_fault_blocks(NcmEnv *e, const NcmCase *c)
+{
+    QDict *rsp;
+    const QListEntry *ent;
+    unsigned nfaults = 0, nparams = 0;
+
+    ncm_set_alt(e, 1);
+    ncm_fault_object(e);
+    migrate_assert_unblocked(e);
+    rsp = qtest_qmp(e->qts, "{'execute': 'qom-list-properties', "
+                    "'arguments': {'typename': 'usb-ncm-fault'}}");
+    g_assert(qdict_haskey(rsp, "return"));
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(rsp, "return"), ent) {
+        QDict *prop = qobject_to(QDict, qlist_entry_obj(ent));
+        const char *name = qdict_get_str(prop, "name");
+        const char *type = qdict_get_str(prop, "type");
+        const char *desc = qdict_get_try_str(prop, "description") ?: "";
+        bool fault = g_str_has_prefix(desc, "fault:");
+
+        if (!strcmp(name, "type") || !strcmp(name, "device")) {
+            continue;
+        }
+        if (!fault && !g_str_has_prefix(desc, "parameter:")) {
+            g_test_message("usb-ncm-fault property %s says neither "
+                           "'fault:' nor 'parameter:'", name);
+            g_assert_not_reached();
+        }
+        g_test_message("%s %s (%s)", fault ? "fault" : "parameter", name,
+                       type);
+        if (!strcmp(type, "uint32")) {
+            int64_t was = ncm_fault_get_int(e, name);
+
+            ncm_fault_set(e, name, 60000);
+            if (fault) {
+                migrate_assert_blocked(e);
+                ncm_fault_set(e, name, 0);
+            } else {
+                migrate_assert_unblocked(e);
+                ncm_fault_set(e, name, was);
+            }
+        } else {
+            QDict *r, *err;
+            g_auto(GStrv) names = NULL;
+            const char *list;
+
+            g_assert_cmpstr(type, ==, "string");
+            g_assert(fault);
+            r = qtest_qmp(e->qts, "{'execute': 'qom-set', 'arguments': "
+                          "{'path': %s, 'property': %s, 'value': '?'}}",
+                          NCM_FAULT_PATH, name);
+            err = qdict_get_qdict(r, "error");
+            g_assert(err);
+            list = strstr(qdict_get_str(err, "desc"), "use one of ");
+            g_assert(list);
+            names = g_strsplit(list + strlen("use one of "), ", ", -1);
+            g_assert_cmpstr(names[0], ==, "none");
+            g_assert(names[1]);
+            qobject_unref(r);
+            qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', "
+                                     "'arguments': {'path': %s, "
+                                     "'property': %s, 'value': %s}}",
+                                     NCM_FAULT_PATH, name, names[1]);
+            migrate_assert_blocked(e);
+            qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', "
+                                     "'arguments': {'path': %s, "
+                                     "'property': %s, 'value': 'none'}}",
+                                     NCM_FAULT_PATH, name);
+        }
+        /* what ends at once ends at the next tick (a replug's return) */
+        ncm_step(e, NCM_MS);
+        migrate_assert_unblocked(e);
+        nfaults += fault;
+        nparams += !fault;
+    }
+    qobject_unref(rsp);
+    g_test_message("%u faults, %u parameters", nfaults, nparams);
+    g_assert_cmpuint(nfaults, >=, 6);
 }
 
 static void test_migrate_fault_blocks(NcmEnv *e, const NcmCase *c)
@@ -927,19 +1039,19 @@ static void test_migrate_fault_blocks(NcmEnv *e, const NcmCase *c)
     ncm_check_rx_frame(e, 36600, 300);
     switch (*f) {
     case MIG_FAULT_LINK_DOWN:
-        ncm_fault_set(e, "x-fault-link-down-ms", 50);
+        ncm_fault_set(e, "link-down-ms", 50);
         migrate_assert_blocked(e);
         ncm_step(e, 60 * NCM_MS);           /* its timer ends it */
         break;
     case MIG_FAULT_BUSY:
-        ncm_fault_set(e, "x-fault-busy-ms", 50);
+        ncm_fault_set(e, "busy-ms", 50);
         migrate_assert_blocked(e);
         ncm_step(e, 60 * NCM_MS);
         break;
     case MIG_FAULT_DROP_IN:
-        ncm_fault_set(e, "x-fault-drop-in-every", 3);
+        ncm_fault_set(e, "drop-in-every", 3);
         migrate_assert_blocked(e);
-        ncm_fault_set(e, "x-fault-drop-in-every", 0);
+        ncm_fault_set(e, "drop-in-every", 0);
         break;
     case MIG_FAULT_CORRUPT:
         ncm_fault_corrupt(e, "ndp-at-end");     /* one NTB */
@@ -956,13 +1068,13 @@ static void test_migrate_fault_blocks(NcmEnv *e, const NcmCase *c)
         }
         qxhci_transfer_free(t);
         e->rx_seq++;                        /* not parsed: corrupted */
-        g_assert_cmpint(ncm_qom_get_int(e, "x-fault-corrupt-count"), ==, 0);
+        g_assert_cmpint(ncm_fault_get_int(e, "corrupt-count"), ==, 0);
         break;
     case MIG_FAULT_REPLUG:
-        ncm_fault_set(e, "x-fault-replug-ms", 60000);
+        ncm_fault_set(e, "replug-ms", 60000);
         g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
         migrate_assert_blocked(e);
-        ncm_fault_set(e, "x-fault-replug-ms", 0);   /* back at once */
+        ncm_fault_set(e, "replug-ms", 0);   /* back at once */
         deadline = ncm_clock_ns(e) + 5000 * NCM_MS;
         while (!(qxhci_portsc(e->xhci, e->port) & 1)) {
             g_assert_cmpint(ncm_clock_ns(e), <, deadline);
@@ -1130,12 +1242,12 @@ static void test_savevm(NcmEnv *e, const NcmCase *c)
     ncm_check_rx_frame(e, 37000, 500);
 
     /* a fault does not migrate: it blocks the snapshot */
-    ncm_fault_set(e, "x-fault-drop-in-every", 7);
+    ncm_fault_set(e, "drop-in-every", 7);
     qtest_qmp_assert_success(e->qts, "{'execute': 'snapshot-save', "
                              "'arguments': {'job-id': 's1', 'tag': 'nf', "
                              "'vmstate': 'disk0', 'devices': ['disk0']}}");
     g_assert(!qmp_job_wait(e->qts, "s1"));
-    ncm_fault_set(e, "x-fault-drop-in-every", 0);
+    ncm_fault_set(e, "drop-in-every", 0);
     ncm_mark(e);
 
     qtest_qmp_assert_success(e->qts, "{'execute': 'snapshot-save', "
@@ -1256,6 +1368,8 @@ void ncm_add_lifecycle_cases(bool ss)
     }
     ncm_add_case(ss, NCM_DL, "migrate/usb-attached-unconfigured",
                  test_migrate_attached, NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "migrate/blocked-by-every-fault",
+                 test_migrate_every_fault_blocks, NULL, NULL);
     for (i = 0; i < MIG_FAULT__MAX; i++) {
         static const MigFault faults[MIG_FAULT__MAX] = {
             MIG_FAULT_LINK_DOWN, MIG_FAULT_BUSY, MIG_FAULT_DROP_IN,
