@@ -408,10 +408,10 @@ static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
 }
 
 /*
- * A kept NTB goes after this long at most: in interleaved A/B runs on tap
- * 200 us won 17-25 % of 1-stream TCP both ways and stayed within the
- * boots' spread with 4 streams and on slirp, where 1000 us lost 12-16 %
- * (docs/performance.md; two runs apart in time differed by only 2 %).
+ * A kept NTB goes after this long at most: the value interleaved A/B runs
+ * on tap and slirp chose (their figures are in
+ * docs/performance/in-coalesce-ab.txt, not here, where they would go
+ * stale).
  */
 #define NCM_IN_COALESCE_US_DEFAULT 200
 /* Re-check a kept NTB this often: the host queues transfers silently. */

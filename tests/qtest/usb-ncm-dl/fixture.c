@@ -8,6 +8,7 @@
 
 #include "qemu/osdep.h"
 #include "fixture.h"
+#include "hw/usb/ncm-function.h"
 #include "libqos/malloc-pc.h"
 
 #define SOCK_TIMEOUT_MS         5000
@@ -1032,14 +1033,12 @@ uint64_t ncm_delta(NcmEnv *e, const char *name)
 }
 
 /* The counters GET_ETHERNET_STATISTIC reports: what a migration keeps */
-const char *const ncm_eth_stat_names[] = {
-    "out_datagrams", "out_crc_errors", "rx_oversize", "rx_inactive_drops",
-    "out_directed_frames", "out_directed_bytes", "out_multicast_frames",
-    "out_multicast_bytes", "out_broadcast_frames", "out_broadcast_bytes",
-    "in_directed_frames", "in_directed_bytes", "in_multicast_frames",
-    "in_multicast_bytes", "in_broadcast_frames", "in_broadcast_bytes",
-    NULL
+#define NCM_ETH_STAT_NAME(sel, counter) { #counter },
+const NcmEthStatName ncm_eth_stat_names[] = {
+    NCM_ETH_STAT_COUNTERS(NCM_ETH_STAT_NAME)
+    { NULL }
 };
+#undef NCM_ETH_STAT_NAME
 
 /* Each of them as in @before (a migration lost none of them) */
 void ncm_assert_eth_stats_kept(NcmEnv *e, QDict *before)
@@ -1047,8 +1046,8 @@ void ncm_assert_eth_stats_kept(NcmEnv *e, QDict *before)
     g_autoptr(QDict) now = ncm_stats(e);
     unsigned i, nonzero = 0;
 
-    for (i = 0; ncm_eth_stat_names[i]; i++) {
-        const char *key = ncm_eth_stat_names[i];
+    for (i = 0; ncm_eth_stat_names[i].name; i++) {
+        const char *key = ncm_eth_stat_names[i].name;
 
         g_assert(qdict_haskey(now, key) && qdict_haskey(before, key));
         if (qdict_get_int(now, key) != qdict_get_int(before, key)) {

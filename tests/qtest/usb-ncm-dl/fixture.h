@@ -261,7 +261,11 @@ void ncm_assert_deltas_n(NcmEnv *e, const NcmDelta *want, size_t n);
                         ARRAY_SIZE(((const NcmDelta[]) { __VA_ARGS__ })))
 uint64_t ncm_delta(NcmEnv *e, const char *name);
 void ncm_assert_parse_errors(NcmEnv *e, const char *name, uint64_t n);
-extern const char *const ncm_eth_stat_names[];
+/* the Ethernet statistics' counters (NCM_ETH_STAT_COUNTERS), { NULL } last */
+typedef struct NcmEthStatName {
+    const char *name;
+} NcmEthStatName;
+extern const NcmEthStatName ncm_eth_stat_names[];
 void ncm_assert_eth_stats_kept(NcmEnv *e, QDict *before);
 int64_t ncm_qom_get_stat(NcmEnv *e, const char *name);
 
