@@ -9,7 +9,7 @@
 #    only: no other Python file packs an NTH/NDP struct or spells an NTH
 #    signature;
 #  - the Ethernet statistics are listed only in NCM_ETH_STAT_COUNTERS
-#    (include/hw/usb/ncm-function.h).
+#    (include/hw/usb/ncm-eth-stats.h).
 # One PASS/FAIL line per rule; the offending lines are shown.
 set -uo pipefail
 . "$(dirname "$0")/../setup/common.sh"
@@ -63,12 +63,12 @@ if [ -n "$hits" ]; then
 else
     echo "PASS: tables/ntb-builder (NTHs and NDPs only in $lib)"
 fi
-# The Ethernet statistics: NCM_ETH_STAT_COUNTERS in ncm-function.h is
+# The Ethernet statistics: NCM_ETH_STAT_COUNTERS in ncm-eth-stats.h is
 # their one list.  A second one is a file (tests and scripts included)
 # that names four of its counters as strings within four lines, a
 # VMSTATE field of one, or more than one "case CDC_STAT_" in the device
 # (ncm_statistic() is generated, RCV_OK apart).
-fhdr=include/hw/usb/ncm-function.h
+fhdr=include/hw/usb/ncm-eth-stats.h
 mapfile -t stats < <(sed -nE 's/^[[:space:]]*X\([A-Z_]+, ([a-z_]+)\).*/\1/p' "$fhdr")
 if [ "${#stats[@]}" -lt 16 ]; then
     echo "FAIL: tables/eth-stats (found ${#stats[@]} counters in NCM_ETH_STAT_COUNTERS of $fhdr; the pattern is stale)"

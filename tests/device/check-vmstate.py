@@ -144,7 +144,7 @@ def main():
              xmacro_names("hw/usb/dev-ncm.c", "USB_NCM_PACKET_COUNTERS"))
     # the Ethernet statistics, from their one list (ncm_statistic() and
     # the migrated fields are generated from it)
-    eth_list = xmacro_list("include/hw/usb/ncm-function.h",
+    eth_list = xmacro_list("include/hw/usb/ncm-eth-stats.h",
                            "NCM_ETH_STAT_COUNTERS")
     eth_stats = set(eth_list)
     assert eth_stats <= debug, "a statistic is no counter any more"

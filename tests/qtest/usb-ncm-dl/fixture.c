@@ -8,7 +8,7 @@
 
 #include "qemu/osdep.h"
 #include "fixture.h"
-#include "hw/usb/ncm-function.h"
+#include "hw/usb/ncm-eth-stats.h"
 #include "libqos/malloc-pc.h"
 
 #define SOCK_TIMEOUT_MS         5000
