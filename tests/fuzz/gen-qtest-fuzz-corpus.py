@@ -250,7 +250,7 @@ def mid_standard(sel):
     OUT), 3 CLEAR_FEATURE(ENDPOINT_HALT) (+0x80 OUT), 4 SET_INTERFACE(data,
     0), 5 (data, 1), 6 SET_CONFIGURATION (+0x10 value 1, +0x80 endpoints
     down first), 7 GET_CONFIGURATION (+0x80 GET_INTERFACE), 8
-    GET_DESCRIPTOR(device)"""
+    GET_DESCRIPTOR(device); +0x10 for 4 and 5: no Configure Endpoint"""
     return bytes([0x02, sel])
 
 

@@ -2140,7 +2140,8 @@ static void mid_standard(NcmFuzz *f, FuzzIn *in)
     uint8_t ep = sel & 0x80 ? f->ep_out.address : f->ep_in.address;
     uint8_t iface = sel & 0x80 ? IF_DATA : IF_CONTROL;
 
-    switch (sel % 9) {
+    /* bits 0-3: the request; bits 4 and 7: its variants */
+    switch ((sel & 0x0f) % 9) {
     case 0:
         control(f, DeviceRequest >> 8, USB_REQ_GET_STATUS, 0, 0, buf, 2);
         break;
@@ -2296,7 +2297,9 @@ static void op_mid_xfer(NcmFuzz *f, FuzzIn *in)
         mid_run(f, in, f->ep_out.address, ntb->data, ntb->len, n, stops);
     } else {
         uint8_t count = in_u8(in) % 8 + 1;
-        uint32_t flen = 60 + in_u16(in) % 1455, total = 0;
+        uint32_t flen = 60 + in_u16(in) % 1455;
+        /* the NTB16 they make: NTH, NDP (a null entry last), datagrams */
+        uint32_t total = NCM_NTH16_LEN + 8 + 4 * (count + 1);
         g_autofree uint8_t *frame = g_malloc0(flen);
         unsigned i;
 
@@ -2307,11 +2310,16 @@ static void op_mid_xfer(NcmFuzz *f, FuzzIn *in)
         for (i = 0; i < count; i++) {
             frame[14] = i;
             sock_frame(frame, flen);
-            total += ROUND_UP(flen, 4) + 8;
+            total += ROUND_UP(flen, 4);
         }
         flush_events(f->qts);
+        /*
+         * As many packets as that NTB takes when nothing else is queued:
+         * IN TDs an earlier operation left waiting take the first bytes,
+         * and what these leave is the next operation's half-sent NTB
+         */
         mid_run(f, in, f->ep_in.address, NULL, 0,
-                MIN(total / f->mps + 2, MID_MAX_PACKETS), stops);
+                MIN(total / f->mps + 1, MID_MAX_PACKETS), stops);
     }
 }
 
