@@ -536,6 +536,16 @@ STRUCTURED.update({
         mid_standard(x) for x in MID_STANDARD]),
     'auto-mid-out-class': b'\x40' + mid_tour(False, [
         mid_class(r, v, d) for r, v, d in MID_CLASS]),
+    # F23: SET_INTERFACE(data, 1) at alternate setting 1 after the first
+    # packet of an OUT and of an IN NTB, a migration there, the rest
+    'mid-set-interface-1': b'\x00' + b''.join([
+        mid_xfer(False, ntb_input(3, 1000), [(1, mid_standard(0x05)),
+                                             (0, mid_migrate())]), wait(),
+        ntb_out(5, [datagram(100, 1)]), wait(),
+        mid_xfer(True, mid_in_frames(3, 1000), [(1, mid_standard(0x05)),
+                                               (0, mid_migrate())]), wait(),
+        frame(600, 1), bulk_in(1, 3), wait(),
+    ]),
 })
 
 # usb-ncm-dl-migration-fuzz: the state byte (bits: 0 OUT mid-NTB, 1 IN
