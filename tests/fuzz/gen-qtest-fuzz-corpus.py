@@ -536,6 +536,13 @@ STRUCTURED.update({
         mid_standard(x) for x in MID_STANDARD]),
     'auto-mid-out-class': b'\x40' + mid_tour(False, [
         mid_class(r, v, d) for r, v, d in MID_CLASS]),
+    # F23 through the oracle: an IN NTB half sent, SET_INTERFACE(data, 1)
+    # at alternate setting 1, the next IN transfer must begin an NTB
+    'oracle-set-interface-1': b'\x00' + b''.join([
+        frame(1000, 1), frame(1000, 2), frame(1000, 3), wait(),
+        bulk_in(1, 2), wait(), bytes([OP_SET_ALT, 0x01]),
+        frame(600, 4), bulk_in(2, 3), wait(),
+    ]),
     # F23: SET_INTERFACE(data, 1) at alternate setting 1 after the first
     # packet of an OUT and of an IN NTB, a migration there, the rest
     'mid-set-interface-1': b'\x00' + b''.join([

@@ -156,6 +156,7 @@ typedef struct NcmFuzz {
     bool faults_set;
     bool device_dirty;
     bool oracle_in;
+    bool oracle_was_in;     /* ... before the operation running now */
     /*
      * The data interface went back to alternate setting 0 (NCM 1.0 7.2:
      * the NTB parameters return to their defaults) and only operations
@@ -1183,7 +1184,7 @@ static void oracle_start(NcmFuzz *f);
  * interface (else the data interface), bit 3 without the Configure
  * Endpoint a host does around it
  */
-static void set_alt(NcmFuzz *f, uint8_t v)
+static int set_alt(NcmFuzz *f, uint8_t v)
 {
     int cc;
     uint8_t alt = v & 0x3, iface = v & 0x4 ? IF_CONTROL : IF_DATA;
@@ -1208,11 +1209,25 @@ static void set_alt(NcmFuzz *f, uint8_t v)
         xfers_reap(f);
         oracle_start(f);
     }
+    return cc;
 }
 
+/*
+ * SET_INTERFACE(data, 1) while the oracle followed the IN stream, at
+ * alternate setting 1 then: the data path starts afresh with the
+ * parameters in force (NCM 1.0 7.2), and so does the oracle; an NTB the
+ * device had half sent must not go on (F23).
+ */
 static void op_set_alt(NcmFuzz *f, FuzzIn *in)
 {
-    set_alt(f, in_u8(in));
+    uint8_t v = in_u8(in);
+    bool again = f->oracle_was_in && (v & 0x7) == 1;
+
+    if (set_alt(f, v) == QXHCI_CC_SUCCESS && again) {
+        xfers_reap(f);
+        ncm_oracle_reset(f->oracle);
+        f->oracle_in = true;
+    }
 }
 
 /* Port reset (re-enumerating or not), suspend and resume */
@@ -2126,7 +2141,7 @@ static void op_migrate(NcmFuzz *f, FuzzIn *in)
 /* USB 2.0 9.6.1: a device descriptor's bLength */
 #define USB_DEVICE_DESC_LEN         18
 
-static void set_alt(NcmFuzz *f, uint8_t v);
+static int set_alt(NcmFuzz *f, uint8_t v);
 static void set_config(NcmFuzz *f, uint8_t v);
 
 /*
@@ -2522,6 +2537,7 @@ static void run_ops(NcmFuzz *f, FuzzIn *in)
     while (in->len && n++ < MAX_OPS && !f->dead) {
         unsigned op = op_of(in_u8(in));
 
+        f->oracle_was_in = f->oracle_in;
         if (!oracle_follows(op, in)) {
             /* what completed until now is checked; nothing after it */
             xfers_reap(f);
