@@ -253,6 +253,9 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
         g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE,
                                       1, NCM_IF_DATA, NULL, 0, NULL),
                         ==, QXHCI_CC_SUCCESS);
+        /* the setting in force again: the data path starts afresh (F23) */
+        e->rx_seq = 0;
+        ncm_function_reset(e, false);
         break;
     case QEV_SET_CONFIGURATION_0:
     case QEV_SET_CONFIGURATION_1:
