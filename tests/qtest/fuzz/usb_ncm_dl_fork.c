@@ -30,8 +30,9 @@ static void ncm_fuzz_counters_print(void)
 {
     fprintf(stderr, "usb-ncm-dl fuzz: OP_MIGRATE reloaded %" PRIu64
             " streams (%" PRIu64 " bytes compared), skipped %" PRIu64
-            " without a usable device\n", counters->migrate_runs,
-            counters->migrate_bytes, counters->migrate_skipped);
+            " without a usable device, %" PRIu64 " right after another\n",
+            counters->migrate_runs, counters->migrate_bytes,
+            counters->migrate_skipped, counters->migrate_repeats);
     fprintf(stderr, "usb-ncm-dl fuzz: %" PRIu64 " of them with TDs in "
             "flight; %" PRIu64 " transfers in pieces (OP_MID_XFER), %" PRIu64
             " stops at a packet boundary; %" PRIu64 " unmutated streams "
