@@ -42,6 +42,8 @@ static void ncm_fuzz_counters_print(void)
     fprintf(stderr, "usb-ncm-dl fuzz: the NCM oracle checked %" PRIu64
             " bulk IN transfers and %" PRIu64 " descriptors\n",
             counters->oracle_in, counters->oracle_desc);
+    fprintf(stderr, "usb-ncm-dl fuzz: %" PRIu64 " re-enumerations right "
+            "after the same one skipped\n", counters->enumerate_repeats);
     fprintf(stderr, "usb-ncm-dl fuzz: %" PRIu64 " inputs ended with a "
             "controller reset (%" PRIu64 " of them with a fresh device), "
             "%" PRIu64 " with a machine reset\n", counters->light_resets,
