@@ -765,10 +765,13 @@ static void usb_ncm_handle_control(USBDevice *dev, USBPacket *p, int request,
     USBNcmState *s = USB_NCM_BASE(dev);
     bool set_config = request == (DeviceOutRequest |
                                   USB_REQ_SET_CONFIGURATION);
+    bool set_iface = request == (InterfaceOutRequest |
+                                 USB_REQ_SET_INTERFACE);
+    int old_alt = set_iface && index >= 0 && index < USB_MAX_INTERFACES ?
+                  dev->altsetting[index] : -1;
     int ret;
 
-    if (set_config ||
-        request == (InterfaceOutRequest | USB_REQ_SET_INTERFACE)) {
+    if (set_config || set_iface) {
         /* usb_desc_ep_init() empties every endpoint queue: rule 2 */
         usb_ncm_hand_back(s);
     }
@@ -778,6 +781,16 @@ static void usb_ncm_handle_control(USBDevice *dev, USBPacket *p, int request,
             /* a new configuration (or none) starts with the data path off */
             ncm_function_reset(&s->fn);
             usb_ncm_flush_rx(s);
+        } else if (set_iface && old_alt == value) {
+            /*
+             * The alternate setting in force, selected again: QEMU's core
+             * calls set_interface only for another one, but the request
+             * resets the interface's endpoints all the same (USB 2.0
+             * 9.4.10), so the host starts its next transfer afresh; the
+             * function must too (NCM 1.0 7.2), or it would join that
+             * transfer to the NTB it had half received or half sent.
+             */
+            usb_ncm_set_interface(dev, index, old_alt, value);
         }
         return;
     }

@@ -253,6 +253,9 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
         g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE,
                                       1, NCM_IF_DATA, NULL, 0, NULL),
                         ==, QXHCI_CC_SUCCESS);
+        /* the setting in force again: the data path starts afresh (F23) */
+        e->rx_seq = 0;
+        ncm_function_reset(e, false);
         break;
     case QEV_SET_CONFIGURATION_0:
     case QEV_SET_CONFIGURATION_1:
@@ -1333,6 +1336,291 @@ static void add_queue_cases(bool ss)
     }
 }
 
+/*
+ * Requests while a bulk transfer is half done, and migrations there
+ * (issue 36): one OUT NTB sent a packet per TD, or one IN NTB read a
+ * packet per TD.  After its first packet the host sends a class or
+ * standard request and the machine migrates; at every later packet
+ * boundary it migrates again.  The destination must take every stream
+ * the source saved (ncm_migrate_via_file() returns it) and the
+ * transfer goes on there: the NTB's frames come out whole, or, after a
+ * request that starts the data path afresh (SET_INTERFACE, NCM 1.0 7.2;
+ * SET_CONFIGURATION), the host abandons the transfer, takes alternate
+ * setting 1 again and traffic flows both ways.
+ */
+typedef enum MidKind {
+    MID_CLASS_OUT,          /* a class request with a data stage to it */
+    MID_CLASS_IN,           /* ... from it */
+    MID_STANDARD,           /* a standard request (@type, @req, @value) */
+    MID_SET_ALT_0,          /* SET_INTERFACE(data, 0), then 1 again */
+    MID_SET_ALT_1,          /* SET_INTERFACE(data, 1) while at 1 */
+    MID_SET_CONFIG,         /* SET_CONFIGURATION(1) while configured */
+} MidKind;
+
+typedef struct MidReq {
+    const char *name;
+    MidKind kind;
+    uint8_t type;           /* MID_STANDARD: bmRequestType */
+    uint8_t req;
+    uint16_t value;
+    uint16_t len;           /* the data stage */
+    bool on_ep;             /* wIndex: the transfer's endpoint */
+} MidReq;
+
+/* USB 2.0 9.4, table 9-6 */
+#define MID_ENDPOINT_HALT       0
+
+static const MidReq mid_reqs[] = {
+    { "set-multicast-filters", MID_CLASS_OUT, 0,
+      CDC_SET_ETHERNET_MULTICAST_FILTERS, 1, CDC_MC_ADDRESS_LEN },
+    { "set-pm-pattern-filter", MID_CLASS_OUT, 0,
+      CDC_SET_ETHERNET_PM_PATTERN_FILTER, 1, 8 },
+    { "get-pm-pattern-filter", MID_CLASS_IN, 0,
+      CDC_GET_ETHERNET_PM_PATTERN_FILTER, 0, 2 },
+    { "set-packet-filter", MID_CLASS_OUT, 0, CDC_SET_ETHERNET_PACKET_FILTER,
+      CDC_FILTER_DIRECTED | CDC_FILTER_BROADCAST | CDC_FILTER_MULTICAST, 0 },
+    { "get-statistic", MID_CLASS_IN, 0, CDC_GET_ETHERNET_STATISTIC,
+      CDC_STAT_XMIT_OK, 4 },
+    { "get-ntb-parameters", MID_CLASS_IN, 0, NCM_GET_NTB_PARAMETERS, 0,
+      NCM_NTB_PARAMETERS_LEN },
+    { "get-net-address", MID_CLASS_IN, 0, NCM_GET_NET_ADDRESS, 0, 6 },
+    { "set-net-address", MID_CLASS_OUT, 0, NCM_SET_NET_ADDRESS, 0, 6 },
+    { "get-ntb-format", MID_CLASS_IN, 0, NCM_GET_NTB_FORMAT, 0, 2 },
+    { "set-ntb-format", MID_CLASS_OUT, 0, NCM_SET_NTB_FORMAT,
+      NCM_NTB_FORMAT_SELECT_16, 0 },
+    { "get-ntb-input-size", MID_CLASS_IN, 0, NCM_GET_NTB_INPUT_SIZE, 0, 4 },
+    { "set-ntb-input-size", MID_CLASS_OUT, 0, NCM_SET_NTB_INPUT_SIZE, 0, 4 },
+    { "get-max-datagram-size", MID_CLASS_IN, 0, NCM_GET_MAX_DATAGRAM_SIZE, 0,
+      2 },
+    { "set-max-datagram-size", MID_CLASS_OUT, 0, NCM_SET_MAX_DATAGRAM_SIZE, 0,
+      2 },
+    { "get-crc-mode", MID_CLASS_IN, 0, NCM_GET_CRC_MODE, 0, 2 },
+    { "set-crc-mode", MID_CLASS_OUT, 0, NCM_SET_CRC_MODE,
+      NCM_CRC_NOT_APPENDED, 0 },
+    { "get-status-device", MID_STANDARD, 0x80, NCM_USB_REQ_GET_STATUS, 0, 2 },
+    { "get-status-interface", MID_STANDARD, 0x81, NCM_USB_REQ_GET_STATUS, 0,
+      2 },
+    { "get-status-endpoint", MID_STANDARD, 0x82, NCM_USB_REQ_GET_STATUS, 0, 2,
+      true },
+    { "clear-feature-endpoint-halt", MID_STANDARD, 0x02,
+      NCM_USB_REQ_CLEAR_FEATURE, MID_ENDPOINT_HALT, 0, true },
+    { "get-configuration", MID_STANDARD, 0x80, NCM_USB_REQ_GET_CONFIGURATION,
+      0, 1 },
+    { "get-interface", MID_STANDARD, 0x81, NCM_USB_REQ_GET_INTERFACE, 0, 1 },
+    { "set-interface-0", MID_SET_ALT_0 },
+    { "set-interface-1", MID_SET_ALT_1 },
+    { "set-configuration", MID_SET_CONFIG },
+};
+
+typedef struct MidCase {
+    const MidReq *r;
+    bool in;                /* else OUT */
+} MidCase;
+
+static bool mid_restarts(const MidReq *r)
+{
+    return r->kind == MID_SET_ALT_0 || r->kind == MID_SET_ALT_1 ||
+           r->kind == MID_SET_CONFIG;
+}
+
+static void mid_migrate(NcmEnv *e, unsigned boundary)
+{
+    g_autofree char *file = g_strdup_printf("%s/usb-ncm-mid-%d",
+                                            g_get_tmp_dir(), getpid());
+    QTestState *dst;
+    int sock = -1;
+
+    dst = ncm_migrate_via_file(e, file, NULL, &sock);
+    unlink(file);
+    if (!dst) {
+        g_test_message("after packet %u: the destination refused what the "
+                       "source saved", boundary);
+    }
+    g_assert(dst);
+    ncm_follow_migration(e, dst, sock);
+}
+
+/* The request, at the first packet boundary of a transfer on @ep */
+static void mid_request(NcmEnv *e, const MidReq *r, uint8_t ep)
+{
+    uint8_t buf[64] = { 0 };
+    int cc;
+
+    switch (r->kind) {
+    case MID_CLASS_OUT:
+        if (r->req == CDC_SET_ETHERNET_MULTICAST_FILTERS) {
+            memcpy(buf, "\x01\x00\x5e\x00\x00\x01", CDC_MC_ADDRESS_LEN);
+        } else if (r->req == NCM_SET_NET_ADDRESS) {
+            memcpy(buf, ncm_mac, sizeof(ncm_mac));
+        } else if (r->req == NCM_SET_NTB_INPUT_SIZE) {
+            /* the size in force: the NTB being sent stays as it is */
+            stl_le_p(buf, e->in_size);
+        } else if (r->req == NCM_SET_MAX_DATAGRAM_SIZE) {
+            uint32_t got = 0;
+
+            if (ncm_class_in(e, NCM_GET_MAX_DATAGRAM_SIZE, 0, buf, 2,
+                             &got) != QXHCI_CC_SUCCESS) {
+                stw_le_p(buf, 1514);
+            }
+        }
+        cc = ncm_class_out(e, r->req, r->value, buf, r->len);
+        break;
+    case MID_CLASS_IN:
+        cc = ncm_class_in(e, r->req, r->value, buf, r->len, NULL);
+        break;
+    case MID_STANDARD:
+        cc = qxhci_control(e->dev, r->type, r->req, r->value,
+                           r->on_ep ? ep : NCM_IF_DATA, buf, r->len, NULL);
+        break;
+    case MID_SET_ALT_0:
+        ncm_set_alt(e, 0);
+        cc = QXHCI_CC_SUCCESS;
+        break;
+    case MID_SET_ALT_1:
+        ncm_set_alt(e, 1);
+        cc = QXHCI_CC_SUCCESS;
+        break;
+    default:
+        ncm_set_configuration(e, 1);
+        cc = QXHCI_CC_SUCCESS;
+        break;
+    }
+    /* some stall at alternate setting 1 (NCM 1.0 6.2): either will do */
+    g_test_message("%s after the first packet: completion code %d", r->name,
+                   cc);
+    g_assert(cc == QXHCI_CC_SUCCESS || cc == QXHCI_CC_SHORT_PACKET ||
+             cc == QXHCI_CC_STALL);
+}
+
+/* Back to alternate setting 1 after a request that left it */
+static void mid_resume(NcmEnv *e, const MidReq *r)
+{
+    if (r->kind == MID_SET_ALT_0 || r->kind == MID_SET_CONFIG) {
+        ncm_set_alt(e, 1);
+    }
+}
+
+static void test_mid_out(NcmEnv *e, const MidReq *r)
+{
+    g_autoptr(GPtrArray) frames = ncm_frames_new();
+    g_autoptr(GByteArray) ntb = NULL;
+    NcmOutLayout l;
+    uint32_t n, k;
+
+    ncm_frames_add(frames, ncm_peer_mac, 38100, 1000);
+    ncm_frames_add(frames, ncm_bcast_mac, 38101, 1000);
+    ncm_frames_add(frames, ncm_other_mac, 38102, 1000);
+    l = ncm_out_layout(e);
+    ntb = ncm_ntb_build(&l, frames, 0);
+    n = DIV_ROUND_UP(ntb->len, e->mps);
+    g_assert_cmpuint(n, >=, 3);
+    for (k = 0; k < n; k++) {
+        uint32_t off = k * e->mps;
+
+        ncm_out_td(e, ntb->data + off, MIN(e->mps, ntb->len - off));
+        if (k + 1 == n) {
+            break;
+        }
+        /* half done: nothing has come out of the device yet */
+        ncm_sock_expect_silence(e, 5);
+        if (k == 0) {
+            mid_request(e, r, e->ep_out.address);
+        }
+        mid_migrate(e, k + 1);
+        if (k == 0 && mid_restarts(r)) {
+            /* the host abandons the transfer the device dropped */
+            mid_resume(e, r);
+            ncm_check_marker(e, 38110);
+            return;
+        }
+    }
+    if (ntb->len % e->mps == 0) {
+        ncm_out_td(e, NULL, 0);
+    }
+    ncm_sock_expect_frames(e, frames);
+    ncm_sock_expect_silence(e, 20);
+    ncm_check_marker(e, 38110);
+}
+
+static void test_mid_in(NcmEnv *e, const MidReq *r)
+{
+    g_autoptr(GPtrArray) frames = ncm_frames_new();
+    g_autoptr(GPtrArray) got = ncm_frames_new();
+    g_autoptr(GByteArray) ntb = g_byte_array_new();
+    g_autofree uint8_t *buf = g_malloc(e->mps);
+    unsigned k;
+
+    ncm_frames_add(frames, ncm_mac, 38200, 1000);
+    ncm_frames_add(frames, ncm_mac, 38201, 1000);
+    ncm_frames_add(frames, ncm_mac, 38202, 1000);
+    ncm_sock_send_frames(e, frames);
+    ncm_sock_settle(e);
+    for (k = 0; got->len < frames->len; k++) {
+        QXhciTransfer *t = qxhci_submit(e->dev, e->ep_in.address, NULL,
+                                        e->mps);
+
+        g_assert(qxhci_wait(t, NCM_RX_TIMEOUT_NS));
+        g_assert(t->cc == QXHCI_CC_SUCCESS || t->cc == QXHCI_CC_SHORT_PACKET);
+        qxhci_transfer_read(t, buf);
+        ncm_oracle_in(e, buf, t->actual, e->mps);
+        g_byte_array_append(ntb, buf, t->actual);
+        if (t->actual < e->mps) {
+            /* a short packet ends the NTB */
+            ncm_ntb_parse_in(e, ntb->data, ntb->len, e->in_size, got);
+            g_byte_array_set_size(ntb, 0);
+            qxhci_transfer_free(t);
+            continue;
+        }
+        qxhci_transfer_free(t);
+        /* an NTB half sent: a request at its first boundary, migrations */
+        if (k == 0) {
+            mid_request(e, r, e->ep_in.address);
+        }
+        mid_migrate(e, k + 1);
+        if (k == 0 && mid_restarts(r)) {
+            /* the NTB being sent went with the data path's reset */
+            mid_resume(e, r);
+            ncm_check_rx_frame(e, 38210, 800);
+            ncm_check_marker(e, 38220);
+            return;
+        }
+    }
+    g_assert_cmpuint(k, >=, 3);
+    ncm_frames_assert_equal(got, frames);
+    ncm_check_rx_frame(e, 38210, 800);
+    ncm_check_marker(e, 38220);
+}
+
+static void test_mid_transfer(NcmEnv *e, const NcmCase *c)
+{
+    const MidCase *m = c->data;
+
+    ncm_set_alt(e, 1);
+    if (m->in) {
+        test_mid_in(e, m->r);
+    } else {
+        test_mid_out(e, m->r);
+    }
+}
+
+static void add_mid_transfer_cases(bool ss)
+{
+    unsigned i, d;
+
+    for (i = 0; i < ARRAY_SIZE(mid_reqs); i++) {
+        for (d = 0; d < 2; d++) {
+            MidCase *m = g_new0(MidCase, 1);
+            g_autofree char *name = g_strdup_printf("mid-transfer/%s/%s",
+                                                    d ? "in" : "out",
+                                                    mid_reqs[i].name);
+
+            m->r = &mid_reqs[i];
+            m->in = d;
+            ncm_add_case(ss, NCM_DL, name, test_mid_transfer, m, NULL);
+        }
+    }
+}
+
 void ncm_add_lifecycle_cases(bool ss)
 {
     static const char *const models[] = { NCM_DL, NCM_GENERIC };
@@ -1388,6 +1676,7 @@ void ncm_add_lifecycle_cases(bool ss)
                  test_migrate_queued_tds, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "migrate/after-port-reset",
                  test_migrate_after_port_reset, NULL, NULL);
+    add_mid_transfer_cases(ss);
     for (m = 0; m < ARRAY_SIZE(models); m++) {
         ncm_add_case(ss, models[m], "device-del", test_device_del, NULL,
                      NULL);
