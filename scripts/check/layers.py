@@ -36,7 +36,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # what each layer's files may include of ours (by base name)
 LAYER = [
     # (files, level): a file includes only files of its level or below
-    (("ncm-ntb.c", "ncm-ntb.h", "cdc-ncm.h"), 0),
+    (("ncm-ntb.c", "ncm-ntb.h", "cdc-ncm.h", "ncm-eth-stats.h"), 0),
     (("ncm-function.c", "ncm-function.h", "ncm-function-vmstate.c",
       "ncm-compat.h"), 1),
     (("ncm-fault-target.h", "dev-ncm-desc.c", "dev-ncm.h"), 2),

@@ -53,6 +53,7 @@
 #include "hw/usb.h"
 #include "hw/usb/cdc-ncm.h"
 #include "hw/usb/hcd-xhci.h"
+#include "hw/usb/ncm-compat.h"
 #include "hw/usb/ncm-ntb.h"
 #include "monitor/qdev.h"
 #include "io/channel-buffer.h"
@@ -1423,7 +1424,7 @@ static GByteArray *vmstate_save(const VMStateDescription *vmsd, void *obj)
     QEMUFile *f = qemu_file_new_output(QIO_CHANNEL(bioc));
     GByteArray *b = g_byte_array_new();
 
-    g_assert_cmpint(vmstate_save_state(f, vmsd, obj, NULL), ==, 0);
+    g_assert_cmpint(NCM_VMSTATE_SAVE(f, vmsd, obj), ==, 0);
     qemu_fflush(f);
     g_byte_array_append(b, bioc->data, bioc->usage);
     qemu_fclose(f);
@@ -1450,7 +1451,7 @@ static int vmstate_load(const VMStateDescription *vmsd, void *obj,
     bioc->data[len] = QEMU_VM_SECTION_FOOTER;
     bioc->usage = len + 1;
     f = qemu_file_new_input(QIO_CHANNEL(bioc));
-    ret = vmstate_load_state(f, vmsd, obj, vmsd->version_id);
+    ret = NCM_VMSTATE_LOAD(f, vmsd, obj, vmsd->version_id);
     qemu_fclose(f);
     object_unref(OBJECT(bioc));
     return ret;
