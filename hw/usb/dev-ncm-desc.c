@@ -72,25 +72,6 @@ const char *const usb_ncm_profile_names[NCM_PROFILE__MAX] = {
     [NCM_PROFILE_MINIMAL] = "minimal",
 };
 
-void usb_ncm_apply_profile(USBNcmState *s)
-{
-    const USBNcmProfile *p = &usb_ncm_profiles[s->profile];
-
-#define USB_NCM_APPLY_PROFILE(name, pfield, sfield, unset, help) \
-    if (s->sfield == (unset)) {                                          \
-        s->sfield = p->pfield;                                           \
-    }
-    USB_NCM_PROFILE_PROPS(USB_NCM_APPLY_PROFILE)
-#undef USB_NCM_APPLY_PROFILE
-    if (s->ntb32 == ON_OFF_AUTO_AUTO) {
-        s->ntb32 = p->ntb32 ? ON_OFF_AUTO_ON : ON_OFF_AUTO_OFF;
-    }
-    if (s->zlp == USB_NCM_ZLP_PROFILE) {
-        s->zlp = p->zlp;
-    }
-    s->fn.cfg.zlp = s->zlp;
-}
-
 /* all 256 indexes: the core reads str[index] for any string a host asks */
 static const USBDescStrings usb_ncm_strings = {
     [STR_MANUFACTURER] = "QEMU",
@@ -131,17 +112,17 @@ static const USBNcmSpeed usb_ncm_speeds[NCM_SPEED__MAX] = {
 
 #define NCM_NOTIFY_PACKET   16
 
-void usb_ncm_build_descriptors(USBNcmState *s)
+void usb_ncm_build_descriptors(USBNcmDescriptors *d, const NcmConfig *cfg,
+                               const USBNcmIdentity *id)
 {
-    USBNcmDescriptors *d = &s->descs;
-    uint8_t caps = s->fn.cfg.network_caps;
-    uint32_t stats = s->fn.cfg.eth_stats;
-    uint16_t mc = s->fn.cfg.mc_filters;
+    uint8_t caps = cfg->network_caps;
+    uint32_t stats = cfg->eth_stats;
+    uint16_t mc = cfg->mc_filters;
     int sp;
 
     memcpy(d->header, (uint8_t[]) {
         5, CDC_CS_INTERFACE, CDC_DESC_HEADER,
-        usb_lo(s->bcd_cdc), usb_hi(s->bcd_cdc),     /* bcdCDC */
+        usb_lo(id->bcd_cdc), usb_hi(id->bcd_cdc),   /* bcdCDC */
     }, sizeof(d->header));
     memcpy(d->union_desc, (uint8_t[]) {
         5, CDC_CS_INTERFACE, CDC_DESC_UNION, NCM_IF_CONTROL, NCM_IF_DATA,
@@ -149,7 +130,7 @@ void usb_ncm_build_descriptors(USBNcmState *s)
     memcpy(d->ethernet, (uint8_t[]) {
         13, CDC_CS_INTERFACE, CDC_DESC_ETHERNET, STR_MAC,
         stats, stats >> 8, stats >> 16, stats >> 24,  /* bmEthernetStatistics */
-        usb_lo(s->fn.cfg.max_segment_size), usb_hi(s->fn.cfg.max_segment_size),
+        usb_lo(cfg->max_segment_size), usb_hi(cfg->max_segment_size),
         usb_lo(mc), usb_hi(mc),                 /* wNumberMCFilters */
         0,                                      /* bNumberPowerFilters */
     }, sizeof(d->ethernet));
@@ -225,7 +206,7 @@ void usb_ncm_build_descriptors(USBNcmState *s)
             .bNumInterfaces = NCM_IF_COUNT,
             .bConfigurationValue = 1,
             .bmAttributes = USB_CFG_ATT_ONE | USB_CFG_ATT_SELFPOWER |
-                            (s->remote_wakeup ? USB_CFG_ATT_WAKEUP : 0),
+                            (id->remote_wakeup ? USB_CFG_ATT_WAKEUP : 0),
             .bMaxPower = 0,
             .nif_groups = 1,
             .if_groups = &d->iad[sp],
@@ -245,8 +226,8 @@ void usb_ncm_build_descriptors(USBNcmState *s)
 
     d->desc = (USBDesc) {
         .id = {
-            .idVendor = s->vendor_id,
-            .idProduct = s->product_id,
+            .idVendor = id->vendor_id,
+            .idProduct = id->product_id,
             .bcdDevice = 0x0100,
             .iManufacturer = STR_MANUFACTURER,
             .iProduct = STR_PRODUCT,

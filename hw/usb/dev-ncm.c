@@ -1,8 +1,10 @@
 /*
  * USB CDC-NCM Ethernet adapter (usb-ncm-dl, usb-ncm)
  *
- * QEMU glue: USB packets, the net client, x-stats and x-fault-*,
- * migration of the USB side, realize and properties.  The protocol lives
+ * QEMU glue: USB packets, the net client, x-stats, the hook interface a
+ * fault injector attaches through (ncm-fault-target.h; the injector is
+ * the usb-ncm-fault object, ncm-fault.c), migration of the USB side,
+ * realize and properties.  The protocol lives
  * in ncm-function.c (its migration state in ncm-function-vmstate.c), the
  * NTB codec in ncm-ntb.c, the profiles and descriptors in dev-ncm-desc.c.
  *
@@ -29,9 +31,188 @@
 #include "system/replay.h"
 #include "system/runstate.h"
 #include "system/system.h"
+#include "net/net.h"
+#include "hw/usb.h"
 #include "hw/usb/ncm-compat.h"
+#include "hw/usb/ncm-fault-target.h"
 #include "dev-ncm.h"
 #include "trace.h"
+
+#define TYPE_USB_NCM_BASE   "usb-ncm-base"
+#define TYPE_USB_NCM        "usb-ncm"
+#define TYPE_USB_NCM_DL     "usb-ncm-dl"
+
+OBJECT_DECLARE_TYPE(USBNcmState, USBNcmClass, USB_NCM_BASE)
+
+struct USBNcmClass {
+    USBDeviceClass parent_class;
+    const USBNcmVariant *variant;
+    int default_profile;            /* USBNcmProfileId, without profile= */
+};
+
+/*
+ * The numeric properties a profile supplies: name, field of
+ * USBNcmProfile, field of USBNcmState, the default, which means "the
+ * profile's" (it is no valid value of the property: realize replaces it
+ * with the profile's), and what the property is.  Their DEFINE_PROP_*
+ * (usb_ncm_profile_properties[] below) have the same defaults.
+ * ntb32 (OnOffAuto, auto) and zlp (unset or "profile") do the same.
+ */
+#define USB_NCM_PROFILE_PROPS(X) \
+    X("ntb-in-max-size", ntb_in_max_size, \
+      fn.cfg.ntb_in_max_size, 0, "dwNtbInMaxSize, 2048..65536") \
+    X("ntb-out-max-size", ntb_out_max_size, \
+      fn.cfg.ntb_out_max_size, 0, "dwNtbOutMaxSize, 2048..65536") \
+    X("ntb-out-max-datagrams", \
+      out_max_datagrams, fn.cfg.out_max_datagrams, UINT16_MAX, \
+      "wNtbOutMaxDatagrams, 0 (no limit)..1024") \
+    X("in-datagrams-per-ntb", in_datagrams, \
+      fn.cfg.in_max_datagrams, UINT16_MAX, \
+      "the firmware's own limit of datagrams per IN NTB, 0 (none)..1024") \
+    X("max-segment-size", max_segment_size, \
+      fn.cfg.max_segment_size, 0, \
+      "wMaxSegmentSize (largest frame), from 1514") \
+    X("power-on-filter", power_on_filter, \
+      fn.cfg.power_on_filter, UINT16_MAX, \
+      "packet filter until the host sets one: CDC bits, 0x01 " \
+      "promiscuous, 0x02 all multicast, 0x04 directed, 0x08 broadcast, " \
+      "0x10 multicast") \
+    X("network-capabilities", caps, \
+      fn.cfg.network_caps, UINT8_MAX, \
+      "bmNetworkCapabilities: 0x01 packet filter, 0x02 net address, " \
+      "0x08 max datagram size, 0x10 CRC mode, 0x20 8-byte NTB input " \
+      "size") \
+    X("multicast-filters", mc_filters, \
+      fn.cfg.mc_filters, UINT16_MAX, \
+      "wNumberMCFilters: filters 0..256, +0x8000 for imperfect (hash) " \
+      "filtering") \
+    X("ethernet-statistics", eth_stats, \
+      fn.cfg.eth_stats, UINT32_MAX, \
+      "bmEthernetStatistics: bit N-1 for GET_ETHERNET_STATISTIC " \
+      "selector N, 1..17") \
+    X("bcd-cdc", bcd_cdc, bcd_cdc, 0, \
+      "bcdCDC of the header descriptor, 0x0110 or 0x0120")
+
+/* zlp=profile: the profile's NcmZlpPolicy */
+#define USB_NCM_ZLP_PROFILE     (NCM_ZLP_REQUIRED + 1)
+
+/*
+ * What happens to USB packets, which only the glue sees (the function
+ * counts what happens to NTBs, datagrams and requests); x-stats shows
+ * both sets as one.
+ */
+#define USB_NCM_PACKET_COUNTERS(X) \
+    X(in_naks) \
+    X(in_parked)                /* IN packets held for the next NTB */ \
+    X(out_deferred_packets)     /* OUT packets read in a bottom half */ \
+    X(packets_handed_back)      /* completed empty by a reset/alt */ \
+    X(replugs)                  /* fault: dropped off the bus */ \
+    X(in_coalesced)             /* IN NTBs kept for more datagrams */ \
+    X(in_coalesce_timeouts)     /* ... until in-coalesce-us passed */ \
+    X(rx_frames_taken)          /* from the netdev, queued or dropped */
+
+typedef struct USBNcmPacketCounters {
+    USB_NCM_PACKET_COUNTERS(NCM_COUNTER_FIELD)
+} USBNcmPacketCounters;
+
+/*
+ * IN coalescing.  A host keeps several bulk IN transfers queued (Linux
+ * usbnet: six of 64 KiB at super speed) and queues each again once it has
+ * processed the NTB that came in it.  With fewer queued than it keeps, it
+ * is still busy with NTBs already sent: finishing the NTB under
+ * construction would not get it read any sooner, while each NTB costs
+ * the host a completion, an interrupt share and a resubmission.  So the
+ * NTB keeps taking datagrams until the host is back (all its transfers
+ * queued), it is full, or in-coalesce-us have passed.
+ */
+typedef struct USBNcmInCoalesce {
+    uint32_t max_us;                /* property in-coalesce-us; 0: off */
+    uint32_t host_queue;            /* most IN packets seen queued at */
+                                    /* once; lowered when one kept NTB */
+                                    /* reaches max_us */
+    int64_t since_ns;               /* QEMU_CLOCK_VIRTUAL; 0: not kept */
+    QEMUTimer *timer;               /* looks again while kept */
+} USBNcmInCoalesce;
+
+/* A bulk endpoint and the one packet the device holds on it, if any */
+typedef struct USBNcmBulk {
+    USBEndpoint *ep;
+    USBPacket *parked;
+    /*
+     * A packet was NAK'd: the controller waits for usb_wakeup().  Only
+     * then is it woken; a wakeup out of the blue restarts an endpoint the
+     * guest has just stopped on QEMU's xHCI (its Set TR Dequeue Pointer
+     * then fails with a context state error).
+     */
+    bool nakd;
+} USBNcmBulk;
+
+struct USBNcmState {
+    USBDevice dev;
+
+    /* properties; the NTB ones land in fn.cfg, the function's own */
+    NICConf conf;
+    OnOffAuto ntb32;                /* auto: the profile's */
+    char *zlp_name;                 /* property zlp; NULL: "profile" */
+    int zlp;                        /* parsed at realize: NcmZlpPolicy, */
+                                    /* or USB_NCM_ZLP_PROFILE until the */
+                                    /* profile is applied */
+    bool deferred_out;
+    bool remote_wakeup;
+    /*
+     * USB 3 function remote wake, enabled by SET_FEATURE(FUNCTION_SUSPEND)
+     * to the control interface (at super speed the host enables remote
+     * wakeup this way, not with DEVICE_REMOTE_WAKEUP)
+     */
+    bool func_remote_wakeup;
+    OnOffAuto park_packets;
+    char *profile_name;             /* property profile; NULL: the class's */
+    int profile;                    /* USBNcmProfileId, parsed at realize */
+    uint16_t bcd_cdc;
+    uint16_t vendor_id;
+    uint16_t product_id;
+    char *manufacturer;
+    char *product;
+
+    /* protocol state: all of it */
+    NcmFunction fn;
+
+    /* glue */
+    NICState *nic;
+    USBEndpoint *ep_notify;
+    USBNcmBulk in;                  /* parked: the next NTB goes there */
+    USBNcmBulk out;                 /* parked: waiting for out_bh */
+    bool may_park;                  /* rule 3, from x-park-packets */
+    bool handing_back;              /* rule 2 */
+    bool out_draining;              /* completing OUT packets */
+    QEMUBH *wakeup_bh;
+    QEMUBH *out_bh;
+    /* the fault injector attached (ncm-fault-target.h), if any */
+    const UsbNcmFaultInjector *fault;
+    void *fault_opaque;
+    QEMUTimer *replug_timer;        /* off the bus until it fires */
+    bool replug_down;
+    VMChangeStateEntry *vmstate_change;
+    /*
+     * The configuration as this device's stream carried it before the
+     * core's USBDevice/configuration subsection did: still sent, for a
+     * destination that reads it, and from a source without the
+     * subsection put in place through usb_desc_load_config().
+     */
+    struct {
+        int32_t configuration;
+        int32_t altsetting[NCM_IF_COUNT];
+    } mig;
+    bool wake_bulk_in;
+    bool wake_notify;
+    bool notify_nakd;               /* as USBNcmBulk.nakd */
+    USBNcmInCoalesce in_coalesce;
+    USBNcmPacketCounters packet_stats;
+    char *trace_name;               /* fn.cfg.name */
+    char mac_string[13];
+    USBNcmDescriptors descs;
+};
+
 
 
 /*
@@ -67,12 +248,21 @@
 static bool usb_ncm_controller_lets_packets_wait(USBNcmState *s);
 
 static void usb_ncm_out_drain(USBNcmState *s);
+static void usb_ncm_schedule_wakeup(USBNcmState *s, bool bulk_in,
+                                    bool notify);
+static void usb_ncm_flush_rx(USBNcmState *s);
 static void usb_ncm_in_coalesce_end(USBNcmState *s);
 static void usb_ncm_in_coalesce_forget(USBNcmState *s);
 static void usb_ncm_vm_state_change(void *opaque, bool running,
                                     RunState state);
 
-void usb_ncm_wakeup_nakd(USBNcmBulk *b)
+/* a fault injector holds the bulk endpoints busy: they NAK */
+static bool usb_ncm_fault_busy(USBNcmState *s)
+{
+    return s->fault && s->fault->fn.busy(s->fault_opaque);
+}
+
+static void usb_ncm_wakeup_nakd(USBNcmBulk *b)
 {
     if (b->nakd) {
         b->nakd = false;
@@ -205,7 +395,7 @@ static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
         return;
     }
     if (s->in.parked ||
-        (fresh && (usb_ncm_faults_busy(s) || !s->may_park))) {
+        (fresh && (usb_ncm_fault_busy(s) || !s->may_park))) {
         if (fresh) {
             s->packet_stats.in_naks++;
             s->in.nakd = true;
@@ -218,10 +408,10 @@ static void usb_ncm_bulk_in(USBNcmState *s, USBPacket *p)
 }
 
 /*
- * A kept NTB goes after this long at most: in interleaved A/B runs on tap
- * 200 us won 17-25 % of 1-stream TCP both ways and stayed within the
- * boots' spread with 4 streams and on slirp, where 1000 us lost 12-16 %
- * (docs/performance.md; two runs apart in time differed by only 2 %).
+ * A kept NTB goes after this long at most: the value interleaved A/B runs
+ * on tap and slirp chose (their figures are in
+ * docs/performance/in-coalesce-ab.txt, not here, where they would go
+ * stale).
  */
 #define NCM_IN_COALESCE_US_DEFAULT 200
 /* Re-check a kept NTB this often: the host queues transfers silently. */
@@ -344,17 +534,17 @@ static void usb_ncm_wakeup_bh(void *opaque)
         s->wake_bulk_in = false;
         usb_ncm_in_kick(s);
     }
-    usb_ncm_faults_update(s);       /* a corruption count may have run out */
 }
 
-void usb_ncm_schedule_wakeup(USBNcmState *s, bool bulk_in, bool notify)
+static void usb_ncm_schedule_wakeup(USBNcmState *s, bool bulk_in,
+                                    bool notify)
 {
     s->wake_bulk_in |= bulk_in;
     s->wake_notify |= notify;
     replay_bh_schedule_event(s->wakeup_bh);
 }
 
-void usb_ncm_flush_rx(USBNcmState *s)
+static void usb_ncm_flush_rx(USBNcmState *s)
 {
     if (s->nic) {
         qemu_flush_queued_packets(qemu_get_queue(s->nic));
@@ -418,7 +608,7 @@ static void usb_ncm_out_bh(void *opaque)
 {
     USBNcmState *s = opaque;
 
-    if (s->dev.attached && !usb_ncm_faults_busy(s) && runstate_is_running()) {
+    if (s->dev.attached && !usb_ncm_fault_busy(s) && runstate_is_running()) {
         usb_ep_run_queue(s->out.ep);
         usb_ncm_out_drain(s);
     }
@@ -433,7 +623,7 @@ static void usb_ncm_out_bh(void *opaque)
 static void usb_ncm_bulk_out(USBNcmState *s, USBPacket *p)
 {
     bool fresh = p->state == USB_PACKET_SETUP;
-    bool busy = usb_ncm_faults_busy(s) && !s->handing_back;
+    bool busy = usb_ncm_fault_busy(s) && !s->handing_back;
 
     if (busy) {
         if (fresh) {
@@ -575,10 +765,13 @@ static void usb_ncm_handle_control(USBDevice *dev, USBPacket *p, int request,
     USBNcmState *s = USB_NCM_BASE(dev);
     bool set_config = request == (DeviceOutRequest |
                                   USB_REQ_SET_CONFIGURATION);
+    bool set_iface = request == (InterfaceOutRequest |
+                                 USB_REQ_SET_INTERFACE);
+    int old_alt = set_iface && index >= 0 && index < USB_MAX_INTERFACES ?
+                  dev->altsetting[index] : -1;
     int ret;
 
-    if (set_config ||
-        request == (InterfaceOutRequest | USB_REQ_SET_INTERFACE)) {
+    if (set_config || set_iface) {
         /* usb_desc_ep_init() empties every endpoint queue: rule 2 */
         usb_ncm_hand_back(s);
     }
@@ -588,6 +781,16 @@ static void usb_ncm_handle_control(USBDevice *dev, USBPacket *p, int request,
             /* a new configuration (or none) starts with the data path off */
             ncm_function_reset(&s->fn);
             usb_ncm_flush_rx(s);
+        } else if (set_iface && old_alt == value) {
+            /*
+             * The alternate setting in force, selected again: QEMU's core
+             * calls set_interface only for another one, but the request
+             * resets the interface's endpoints all the same (USB 2.0
+             * 9.4.10), so the host starts its next transfer afresh; the
+             * function must too (NCM 1.0 7.2), or it would join that
+             * transfer to the NTB it had half received or half sent.
+             */
+            usb_ncm_set_interface(dev, index, old_alt, value);
         }
         return;
     }
@@ -635,7 +838,6 @@ static void usb_ncm_handle_data(USBDevice *dev, USBPacket *p)
 
     if (p->pid == USB_TOKEN_IN && p->ep->nr == NCM_EP_NOTIFY) {
         usb_ncm_notify_in(s, p);
-        usb_ncm_faults_update(s);   /* a short notification may be the last */
         return;
     }
     if (!s->fn.data_active && !s->handing_back) {
@@ -647,7 +849,6 @@ static void usb_ncm_handle_data(USBDevice *dev, USBPacket *p)
     }
     if (p->pid == USB_TOKEN_IN && p->ep->nr == NCM_EP_BULK_IN) {
         usb_ncm_bulk_in(s, p);
-        usb_ncm_faults_update(s);   /* a corrupted NTB may be the last */
     } else if (p->pid == USB_TOKEN_OUT && p->ep->nr == NCM_EP_BULK_OUT) {
         usb_ncm_bulk_out(s, p);
     } else {
@@ -699,11 +900,12 @@ static ssize_t usb_ncm_receive(NetClientState *nc, const uint8_t *buf,
     }
 }
 
-void usb_ncm_update_link(USBNcmState *s)
+static void usb_ncm_update_link(USBNcmState *s)
 {
     bool up = !s->nic || !qemu_get_queue(s->nic)->link_down;
+    bool held = s->fault && s->fault->link_down(s->fault_opaque);
 
-    ncm_function_set_link(&s->fn, up && !usb_ncm_faults_link_down(s));
+    ncm_function_set_link(&s->fn, up && !held);
 }
 
 static void usb_ncm_link_status_changed(NetClientState *nc)
@@ -722,6 +924,159 @@ static NetClientInfo usb_ncm_net_info = {
     .receive = usb_ncm_receive,
     .link_status_changed = usb_ncm_link_status_changed,
 };
+
+/* x-stats: the function's counters and the glue's, as one */
+
+#define USB_NCM_FN_STAT(f) { #f, true, offsetof(NcmCounters, f) },
+#define USB_NCM_PACKET_STAT(f) \
+    { #f, false, offsetof(USBNcmState, packet_stats.f) },
+
+static const struct {
+    const char *name;
+    bool function;                  /* in NcmCounters, else USBNcmState */
+    size_t offset;                  /* of a uint64_t */
+} usb_ncm_stat_fields[] = {
+    NCM_FUNCTION_COUNTERS(USB_NCM_FN_STAT)
+    USB_NCM_PACKET_COUNTERS(USB_NCM_PACKET_STAT)
+};
+
+static void usb_ncm_get_stats(Object *obj, Visitor *v, const char *name,
+                              void *opaque, Error **errp)
+{
+    USBNcmState *s = USB_NCM_BASE(obj);
+    NcmCounters *c = s->fn.stats;
+    uint64_t total = 0;
+    size_t i;
+    bool ok;
+
+    if (!visit_start_struct(v, name, NULL, 0, errp)) {
+        return;
+    }
+    ok = true;
+    for (i = 0; ok && i < ARRAY_SIZE(usb_ncm_stat_fields); i++) {
+        uint8_t *base = usb_ncm_stat_fields[i].function ? (uint8_t *)c
+                                                        : (uint8_t *)s;
+        uint64_t *field = (uint64_t *)(base + usb_ncm_stat_fields[i].offset);
+
+        ok = visit_type_uint64(v, usb_ncm_stat_fields[i].name, field, errp);
+    }
+    if (ok) {
+        ok = visit_start_struct(v, "out_parse_errors", NULL, 0, errp);
+    }
+    if (ok) {
+        for (i = NCM_PARSE_OK + 1; ok && i < NCM_PARSE_ERROR__MAX; i++) {
+            total += c->out_parse_errors[i];
+            ok = visit_type_uint64(v, ncm_parse_error_name(i),
+                                   &c->out_parse_errors[i], errp);
+        }
+        ok = ok && visit_type_uint64(v, "total", &total, errp);
+        ok = ok && visit_check_struct(v, errp);
+        visit_end_struct(v, NULL);
+    }
+    ok = ok && visit_check_struct(v, errp);
+    visit_end_struct(v, NULL);
+}
+
+/*
+ * TYPE_USB_NCM_FAULT_TARGET: what a fault injector (ncm-fault.c) may do
+ * to the device.  The device keeps no fault state but the replug it is
+ * in; the injector answers the function's NcmFaultHooks and says whether
+ * the link is held down (usb_ncm_update_link()) or the endpoints are busy
+ * (usb_ncm_fault_busy()).
+ */
+
+static bool usb_ncm_fault_attach(Object *obj, const UsbNcmFaultInjector *inj,
+                                 void *opaque, Error **errp)
+{
+    USBNcmState *s = USB_NCM_BASE(obj);
+
+    if (inj && !DEVICE(obj)->realized) {
+        error_setg(errp, "%s is not realized yet",
+                   object_get_typename(obj));
+        return false;
+    }
+    if (inj && s->fault) {
+        error_setg(errp, "%s has a fault injector already", s->fn.cfg.name);
+        return false;
+    }
+    s->fault = inj;
+    s->fault_opaque = opaque;
+    ncm_function_set_fault_hooks(&s->fn, inj ? &inj->fn : NULL, opaque);
+    return true;
+}
+
+static const char *usb_ncm_fault_name(Object *obj)
+{
+    return USB_NCM_BASE(obj)->fn.cfg.name;
+}
+
+static void usb_ncm_fault_link_changed(Object *obj)
+{
+    USBNcmState *s = USB_NCM_BASE(obj);
+
+    usb_ncm_update_link(s);
+    usb_ncm_schedule_wakeup(s, false, true);
+    if (s->fn.link_up) {
+        usb_ncm_flush_rx(s);
+    }
+}
+
+static void usb_ncm_fault_busy_ended(Object *obj)
+{
+    USBNcmState *s = USB_NCM_BASE(obj);
+
+    if (s->dev.attached) {
+        usb_ncm_wakeup_nakd(&s->out);
+    }
+    replay_bh_schedule_event(s->out_bh);
+    usb_ncm_schedule_wakeup(s, true, false);
+}
+
+/*
+ * Re-enumeration: the function drops off the bus, as a dock's firmware
+ * reset or a failed U1/U2 exit does, and comes back @ms later
+ */
+static void usb_ncm_fault_replug(Object *obj, uint32_t ms)
+{
+    USBNcmState *s = USB_NCM_BASE(obj);
+
+    if (ms && s->dev.attached) {
+        s->packet_stats.replugs++;
+        trace_usb_ncm_replug(s->fn.cfg.name, 0, ms);
+        usb_device_detach(&s->dev);
+        /* what the firmware knew is gone with it */
+        ncm_function_reset(&s->fn);
+        usb_ncm_flush_rx(s);
+    }
+    if (ms || s->replug_down) {
+        s->replug_down = true;
+        timer_mod(s->replug_timer,
+                  qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL) + ms);
+    }
+}
+
+/* how long a device loaded off the bus stays off, as a replug */
+#define USB_NCM_REPLUG_MS 200
+
+static void usb_ncm_replug_timer(void *opaque)
+{
+    USBNcmState *s = opaque;
+    Error *err = NULL;
+
+    s->replug_down = false;
+    if (!s->dev.attached) {
+        usb_device_attach(&s->dev, &err);
+        if (err) {
+            /* the port went away meanwhile: nothing to come back to */
+            warn_report_err(err);
+        } else {
+            trace_usb_ncm_replug(s->fn.cfg.name, 1, 0);
+        }
+    }
+    if (s->fault) {
+        s->fault->replugged(s->fault_opaque);
+    }
+}
 
 /* Realize */
 
@@ -840,6 +1195,26 @@ static bool usb_ncm_parse_name(const char *prop, const char *value,
     return false;
 }
 
+/* Every property left at its "the profile's" default takes its value */
+static void usb_ncm_apply_profile(USBNcmState *s)
+{
+    const USBNcmProfile *p = &usb_ncm_profiles[s->profile];
+
+#define USB_NCM_APPLY_PROFILE(name, pfield, sfield, unset, help) \
+    if (s->sfield == (unset)) {                                          \
+        s->sfield = p->pfield;                                           \
+    }
+    USB_NCM_PROFILE_PROPS(USB_NCM_APPLY_PROFILE)
+#undef USB_NCM_APPLY_PROFILE
+    if (s->ntb32 == ON_OFF_AUTO_AUTO) {
+        s->ntb32 = p->ntb32 ? ON_OFF_AUTO_ON : ON_OFF_AUTO_OFF;
+    }
+    if (s->zlp == USB_NCM_ZLP_PROFILE) {
+        s->zlp = p->zlp;
+    }
+    s->fn.cfg.zlp = s->zlp;
+}
+
 static void usb_ncm_realize(USBDevice *dev, Error **errp)
 {
     USBNcmState *s = USB_NCM_BASE(dev);
@@ -872,7 +1247,12 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
     qemu_macaddr_default_if_unset(&s->conf.macaddr);
     mac = s->conf.macaddr.a;
 
-    usb_ncm_build_descriptors(s);
+    usb_ncm_build_descriptors(&s->descs, &s->fn.cfg, &(USBNcmIdentity) {
+                                  .vendor_id = s->vendor_id,
+                                  .product_id = s->product_id,
+                                  .bcd_cdc = s->bcd_cdc,
+                                  .remote_wakeup = s->remote_wakeup,
+                              });
     dev->usb_desc = &s->descs.desc;
     usb_desc_create_serial(dev);
     usb_desc_init(dev);
@@ -912,7 +1292,8 @@ static void usb_ncm_realize(USBDevice *dev, Error **errp)
                                     &DEVICE(dev)->mem_reentrancy_guard);
     s->in_coalesce.timer = timer_new_ns(QEMU_CLOCK_VIRTUAL,
                                         usb_ncm_in_coalesce_timer, s);
-    usb_ncm_faults_realize(s);
+    s->replug_timer = timer_new_ms(QEMU_CLOCK_VIRTUAL, usb_ncm_replug_timer,
+                                   s);
     s->vmstate_change = qemu_add_vm_change_state_handler(
         usb_ncm_vm_state_change, s);
 
@@ -933,7 +1314,14 @@ static void usb_ncm_unrealize(USBDevice *dev)
     s->out_bh = NULL;
     qemu_del_vm_change_state_handler(s->vmstate_change);
     timer_free(s->in_coalesce.timer);
-    usb_ncm_faults_unrealize(s);
+    if (s->fault) {
+        const UsbNcmFaultInjector *fault = s->fault;
+
+        ncm_function_set_fault_hooks(&s->fn, NULL, NULL);
+        s->fault = NULL;
+        fault->detached(s->fault_opaque);
+    }
+    timer_free(s->replug_timer);
     g_free(s->trace_name);
     s->trace_name = NULL;
     s->in.parked = NULL;            /* the detach cancelled them */
@@ -949,7 +1337,8 @@ static void usb_ncm_instance_init(Object *obj)
 
     device_add_bootindex_property(obj, &s->conf.bootindex, "bootindex",
                                   "/ethernet-phy@0", DEVICE(obj));
-    usb_ncm_add_debug_props(obj);
+    object_property_add(obj, "x-stats", "UsbNcmStats", usb_ncm_get_stats,
+                        NULL, NULL, NULL);
 }
 
 /*
@@ -958,7 +1347,7 @@ static void usb_ncm_instance_init(Object *obj)
  * the USB core does not carry, and the configuration in the form streams
  * had before the core carried it.  Debug counters and fault injection are
  * no state of a real device and stay out of the stream: while a fault
- * is active, migration is blocked (dev-ncm-faults.c).
+ * is active, the injector blocks migration (ncm-fault.c).
  */
 
 static int usb_ncm_pre_save(void *opaque)
@@ -1071,10 +1460,14 @@ static int usb_ncm_post_load(void *opaque, int version_id)
     usb_ncm_update_link(s);
     s->may_park = usb_ncm_controller_lets_packets_wait(s);
     /*
-     * A device off the bus (a replug fault) was loaded detached, and
-     * hw/usb/bus.c told its port: it comes back as after a replug.
+     * A device off the bus (a replug fault; the source blocks migration
+     * then, so a hostile or broken stream) was loaded detached, and
+     * hw/usb/bus.c told its port: it comes back as after a replug, or the
+     * port stays empty for good.
      */
-    usb_ncm_faults_post_load(s);
+    if (!s->dev.attached) {
+        usb_ncm_fault_replug(OBJECT(s), USB_NCM_REPLUG_MS);
+    }
     /* whatever the controller waits for, wake it once */
     s->in.nakd = s->out.nakd = s->notify_nakd = true;
     usb_ncm_schedule_wakeup(s, true, true);
@@ -1309,8 +1702,14 @@ static void usb_ncm_base_class_init(ObjectClass *klass,
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
     USBDeviceClass *uc = USB_DEVICE_CLASS(klass);
+    UsbNcmFaultTargetClass *fc = USB_NCM_FAULT_TARGET_CLASS(klass);
     size_t i;
 
+    fc->attach = usb_ncm_fault_attach;
+    fc->name = usb_ncm_fault_name;
+    fc->link_changed = usb_ncm_fault_link_changed;
+    fc->busy_ended = usb_ncm_fault_busy_ended;
+    fc->replug = usb_ncm_fault_replug;
     uc->realize = usb_ncm_realize;
     uc->unrealize = usb_ncm_unrealize;
     uc->handle_attach = usb_desc_attach;
@@ -1362,6 +1761,10 @@ static void usb_ncm_dl_class_init(ObjectClass *klass, NcmClassInitData *data)
 
 static const TypeInfo usb_ncm_types[] = {
     {
+        .name = TYPE_USB_NCM_FAULT_TARGET,
+        .parent = TYPE_INTERFACE,
+        .class_size = sizeof(UsbNcmFaultTargetClass),
+    }, {
         .name = TYPE_USB_NCM_BASE,
         .parent = TYPE_USB_DEVICE,
         .instance_size = sizeof(USBNcmState),
@@ -1369,6 +1772,10 @@ static const TypeInfo usb_ncm_types[] = {
         .class_size = sizeof(USBNcmClass),
         .class_init = usb_ncm_base_class_init,
         .abstract = true,
+        .interfaces = (InterfaceInfo[]) {
+            { TYPE_USB_NCM_FAULT_TARGET },
+            { }
+        },
     }, {
         .name = TYPE_USB_NCM,
         .parent = TYPE_USB_NCM_BASE,

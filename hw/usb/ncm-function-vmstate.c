@@ -133,23 +133,24 @@ static const VMStateDescription vmstate_ncm_ext = {
 };
 
 /*
- * The counters GET_ETHERNET_STATISTIC reports (ncm_statistic()), listed
- * here one by one: they are what a real function keeps across a
- * migration.  The other counters (x-stats) are for debugging and stay
- * out of the stream, so adding one changes nothing here.
+ * The counters GET_ETHERNET_STATISTIC reports (NCM_ETH_STAT_COUNTERS,
+ * ncm_eth_stats[]):
+ * they are what a real function keeps across a migration.  The other
+ * counters (x-stats) are for debugging and stay out of the stream, so
+ * adding one changes nothing here.
  */
 static bool ncm_eth_stats_needed(void *opaque)
 {
     const NcmCounters *c = ((NcmFunction *)opaque)->stats;
 
-    return c->out_datagrams || c->out_crc_errors || c->rx_oversize ||
-           c->rx_inactive_drops ||
-           c->out_directed_frames || c->out_directed_bytes ||
-           c->out_multicast_frames || c->out_multicast_bytes ||
-           c->out_broadcast_frames || c->out_broadcast_bytes ||
-           c->in_directed_frames || c->in_directed_bytes ||
-           c->in_multicast_frames || c->in_multicast_bytes ||
-           c->in_broadcast_frames || c->in_broadcast_bytes;
+    size_t i;
+
+    for (i = 0; i < ncm_eth_stats_count; i++) {
+        if (ncm_eth_stat_value(c, &ncm_eth_stats[i])) {
+            return true;
+        }
+    }
+    return false;
 }
 
 static const VMStateDescription vmstate_ncm_eth_counters = {
@@ -157,6 +158,7 @@ static const VMStateDescription vmstate_ncm_eth_counters = {
     .version_id = 1,
     .minimum_version_id = 1,
     .fields = (const VMStateField[]) {
+        /* NCM_ETH_STAT_COUNTERS, in its order (the device suite checks) */
         VMSTATE_UINT64(out_datagrams, NcmCounters),
         VMSTATE_UINT64(out_crc_errors, NcmCounters),
         VMSTATE_UINT64(rx_oversize, NcmCounters),

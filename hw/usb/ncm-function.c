@@ -481,64 +481,27 @@ static int ncm_set_mc_filters(NcmFunction *f, int request, int value,
     return 0;
 }
 
+const NcmEthStat ncm_eth_stats[] = {
+    NCM_ETH_STAT_COUNTERS(NCM_ETH_STAT_ENTRY)
+};
+const size_t ncm_eth_stats_count = ARRAY_SIZE(ncm_eth_stats);
+
 /* CDC ECM 1.2 6.2.5: a 32-bit count, wrapping */
 static bool ncm_statistic(const NcmFunction *f, int selector, uint64_t *v)
 {
     const NcmCounters *c = f->stats;
+    size_t i;
 
-    switch (selector) {
-    case CDC_STAT_XMIT_OK:
-        *v = c->out_datagrams;
-        return true;
-    case CDC_STAT_RCV_OK:
+    if (selector == CDC_STAT_RCV_OK) {
         *v = c->in_directed_frames + c->in_multicast_frames +
              c->in_broadcast_frames;
         return true;
-    case CDC_STAT_XMIT_ERROR:
-        *v = c->out_crc_errors;
-        return true;
-    case CDC_STAT_RCV_ERROR:
-        *v = c->rx_oversize;
-        return true;
-    case CDC_STAT_RCV_NO_BUFFER:
-        *v = c->rx_inactive_drops;
-        return true;
-    case CDC_STAT_DIRECTED_BYTES_XMIT:
-        *v = c->out_directed_bytes;
-        return true;
-    case CDC_STAT_DIRECTED_FRAMES_XMIT:
-        *v = c->out_directed_frames;
-        return true;
-    case CDC_STAT_MULTICAST_BYTES_XMIT:
-        *v = c->out_multicast_bytes;
-        return true;
-    case CDC_STAT_MULTICAST_FRAMES_XMIT:
-        *v = c->out_multicast_frames;
-        return true;
-    case CDC_STAT_BROADCAST_BYTES_XMIT:
-        *v = c->out_broadcast_bytes;
-        return true;
-    case CDC_STAT_BROADCAST_FRAMES_XMIT:
-        *v = c->out_broadcast_frames;
-        return true;
-    case CDC_STAT_DIRECTED_BYTES_RCV:
-        *v = c->in_directed_bytes;
-        return true;
-    case CDC_STAT_DIRECTED_FRAMES_RCV:
-        *v = c->in_directed_frames;
-        return true;
-    case CDC_STAT_MULTICAST_BYTES_RCV:
-        *v = c->in_multicast_bytes;
-        return true;
-    case CDC_STAT_MULTICAST_FRAMES_RCV:
-        *v = c->in_multicast_frames;
-        return true;
-    case CDC_STAT_BROADCAST_BYTES_RCV:
-        *v = c->in_broadcast_bytes;
-        return true;
-    case CDC_STAT_BROADCAST_FRAMES_RCV:
-        *v = c->in_broadcast_frames;
-        return true;
+    }
+    for (i = 0; i < ARRAY_SIZE(ncm_eth_stats); i++) {
+        if (ncm_eth_stats[i].selector == selector) {
+            *v = ncm_eth_stat_value(c, &ncm_eth_stats[i]);
+            return true;
+        }
     }
     return false;
 }

@@ -7,7 +7,9 @@
 #    name of that header;
 #  - NTHs and NDPs of the Python tools are built by scripts/lib/ncm_ntb.py
 #    only: no other Python file packs an NTH/NDP struct or spells an NTH
-#    signature.
+#    signature;
+#  - the Ethernet statistics are listed only in NCM_ETH_STAT_COUNTERS
+#    (include/hw/usb/ncm-eth-stats.h).
 # One PASS/FAIL line per rule; the offending lines are shown.
 set -uo pipefail
 . "$(dirname "$0")/../setup/common.sh"
@@ -60,5 +62,49 @@ if [ -n "$hits" ]; then
     rc=1
 else
     echo "PASS: tables/ntb-builder (NTHs and NDPs only in $lib)"
+fi
+# The Ethernet statistics: NCM_ETH_STAT_COUNTERS in ncm-eth-stats.h is
+# their one list.  A second one is a file (tests and scripts included)
+# that names four of its counters as strings within four lines, a
+# VMSTATE field of one, or more than one "case CDC_STAT_" in the device
+# (ncm_statistic() is generated, RCV_OK apart).
+fhdr=include/hw/usb/ncm-eth-stats.h
+mapfile -t stats < <(sed -nE 's/^[[:space:]]*X\([A-Z_]+, ([a-z_]+)\).*/\1/p' "$fhdr")
+if [ "${#stats[@]}" -lt 16 ]; then
+    echo "FAIL: tables/eth-stats (found ${#stats[@]} counters in NCM_ETH_STAT_COUNTERS of $fhdr; the pattern is stale)"
+    rc=1
+else
+    alt=$(IFS='|'; echo "${stats[*]}")
+    hits=$(git ls-files '*.c' '*.h' '*.py' '*.sh' | grep -vxF "$fhdr" |
+        xargs awk -v alt="^($alt)\$" '
+            FNR == 1 { delete at }
+            {
+                n = 0
+                delete near
+                at[FNR] = ""
+                s = $0
+                while (match(s, /["\047][a-z_]+["\047]/)) {
+                    w = substr(s, RSTART + 1, RLENGTH - 2)
+                    s = substr(s, RSTART + RLENGTH)
+                    if (w ~ alt) at[FNR] = at[FNR] " " w
+                }
+                for (k = FNR - 3; k <= FNR; k++) {
+                    m = split(at[k], ws, " ")
+                    for (j = 1; j <= m; j++) near[ws[j]] = 1
+                }
+                for (w in near) n++
+                if (n >= 4 && !shown[FILENAME]++) print FILENAME ":" FNR ": " n " counter names listed"
+            }' 2>/dev/null)
+    hits2=$(git ls-files 'hw/*.c' 'tests/*.c' |
+        grep -vx hw/usb/ncm-function-vmstate.c |
+        xargs grep -nE "VMSTATE_UINT64\\(($alt)," 2>/dev/null)
+    hits3=$(git ls-files 'hw/*.c' | xargs grep -nE 'case CDC_STAT_[A-Z]' 2>/dev/null)
+    if [ -n "$hits$hits2$hits3" ]; then
+        echo "FAIL: tables/eth-stats (a second list of the Ethernet statistics; generate it from NCM_ETH_STAT_COUNTERS in $fhdr)"
+        printf '%s\n%s\n%s\n' "$hits" "$hits2" "$hits3" | sed '/^$/d; s/^/    | /'
+        rc=1
+    else
+        echo "PASS: tables/eth-stats (${#stats[@]} counters, listed only in $fhdr)"
+    fi
 fi
 exit $rc

@@ -3,7 +3,7 @@
 #
 # QEMU's scripts/checkpatch.pl on every C file we own, one PASS/FAIL line
 # per file; then the record/replay lint of the device's files, the table
-# check, the USB core API check and the knob index.  Paths are given
+# check, the layer check, the USB core API check and the knob index.  Paths are given
 # relative to the repo so that checkpatch applies its tests/ rules to the
 # tests.
 set -uo pipefail
@@ -29,6 +29,8 @@ done < <(git ls-files 'hw/*.c' 'hw/*.h' 'include/*.h' 'tests/*.c' 'tests/*.h' |
 python3 "$NCM_TOP/scripts/check/determinism.py" || rc=1
 # one source of truth per table (scripts/check/check-tables.sh)
 bash "$NCM_TOP/scripts/check/check-tables.sh" || rc=1
+# the device's state private, fault injection outside it (scripts/check/layers.py)
+python3 "$NCM_TOP/scripts/check/layers.py" || rc=1
 # the USB core's work stays in the core (scripts/check/check-core-api.sh)
 bash "$NCM_TOP/scripts/check/check-core-api.sh" || rc=1
 # no eval in the scripts: what a file or a program printed is data, read

@@ -35,7 +35,7 @@ RULES = [
 ]
 ALLOW = re.compile(r"determinism:\s*ok")
 DEVICE_FILES = ["hw/usb/dev-ncm.c", "hw/usb/dev-ncm-desc.c",
-                "hw/usb/dev-ncm-faults.c", "hw/usb/ncm-function.c",
+                "hw/usb/ncm-fault.c", "hw/usb/ncm-function.c",
                 "hw/usb/ncm-function-vmstate.c", "hw/usb/ncm-ntb.c"]
 
 

@@ -24,7 +24,7 @@ HEAD = '## Fuzz coverage'
 # (group, path under the QEMU tree): the device's files, then the
 # controllers issue 26 names and the USB core the targets drive
 DEVICE = ('hw/usb/dev-ncm.c', 'hw/usb/dev-ncm-desc.c',
-          'hw/usb/dev-ncm-faults.c', 'hw/usb/ncm-function.c',
+          'hw/usb/ncm-fault.c', 'hw/usb/ncm-function.c',
           'hw/usb/ncm-function-vmstate.c', 'hw/usb/ncm-ntb.c')
 HOST = ('hw/usb/hcd-xhci.c', 'hw/usb/hcd-xhci-pci.c', 'hw/usb/hcd-ehci.c',
         'hw/usb/hcd-ehci-pci.c', 'hw/usb/hcd-uhci.c', 'hw/usb/hcd-ohci.c',

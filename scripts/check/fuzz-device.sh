@@ -111,7 +111,7 @@ COV_BIN=$COV_DIR/qemu/$BIN_NAME
 SEEDS=$NCM_TOP/tests/fuzz/corpus
 # The files whose coverage is reported: the device's glue (dev-ncm*.c),
 # the function (ncm-function*.c) and the codec (ncm-ntb.c).
-COV_FILES="hw/usb/dev-ncm.c hw/usb/dev-ncm-desc.c hw/usb/dev-ncm-faults.c
+COV_FILES="hw/usb/dev-ncm.c hw/usb/dev-ncm-desc.c hw/usb/ncm-fault.c
            hw/usb/ncm-function.c hw/usb/ncm-function-vmstate.c hw/usb/ncm-ntb.c"
 # libFuzzer's per-input time limit (s): a guest that hangs QEMU is a finding.
 FUZZ_TIMEOUT=${FUZZ_TIMEOUT:-25}

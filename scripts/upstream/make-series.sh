@@ -148,14 +148,20 @@ fi
 
 class_data="void"
 qemu_version_ge "$pristine" 10 1 && class_data="const void"
+# NCM_VMSTATE_SAVE/LOAD: vmstate_*_state() with an Error ** since 10.1
+vm_errp=""
+qemu_version_ge "$pristine" 10 1 && vm_errp=", NULL"
 
 # put_file PATH: copy an overlay file into the tree, compat header resolved
 put_file() {
     local f=$1 dst=$TREE/$1
     mkdir -p "$(dirname "$dst")"
     sed -e '/^#include "hw\/usb\/ncm-compat.h"$/d' \
-        -e "s/\\bNcmClassInitData\\b/$class_data/g" "$NCM_TOP/$f" >"$dst"
-    if grep -n 'ncm-compat\|NcmClassInitData' "$dst" >&2; then
+        -e "s/\\bNcmClassInitData\\b/$class_data/g" \
+        -e "s/\\bNCM_VMSTATE_SAVE(\\([^()]*\\))/vmstate_save_state(\\1, NULL$vm_errp)/g" \
+        -e "s/\\bNCM_VMSTATE_LOAD(\\([^()]*\\))/vmstate_load_state(\\1$vm_errp)/g" \
+        "$NCM_TOP/$f" >"$dst"
+    if grep -n 'ncm-compat\|NcmClassInitData\|NCM_VMSTATE_' "$dst" >&2; then
         die "$f still uses include/hw/usb/ncm-compat.h after the rewrite" \
             "teach put_file in scripts/upstream/make-series.sh the new compat type"
     fi
@@ -233,7 +239,8 @@ built=$NCM_BUILD/qemu-src
 if [ "$(cat "$built/.copied-from" 2>/dev/null)" = "$pristine" ]; then
     stale=()
     for f in $series_files $(patch_touched); do
-        case $f in hw/usb/dev-ncm.c) continue ;; esac  # compat header
+        # (the compat header's users are rewritten on their way in)
+        [ -f "$NCM_TOP/$f" ] && grep -q 'ncm-compat\.h' "$NCM_TOP/$f" && continue
         cmp -s "$TREE/$f" "$built/$f" || stale+=("$f")
     done
     if [ "${#stale[@]}" -gt 0 ]; then

@@ -60,13 +60,41 @@ def c_array(src, func, name):
     return [q if q else int(n, 0) for q, n in vals]
 
 
+def c_class_reqs(src):
+    """the request codes of the target's ncm_class_reqs[] table, in order,
+    its cdc-ncm.h names resolved from that header"""
+    hdr = os.path.join(TOP, '..', '..', 'include', 'hw', 'usb', 'cdc-ncm.h')
+    with open(hdr) as f:
+        codes = {n: int(v, 0) for n, v in re.findall(
+            r'#define\s+((?:CDC|NCM)_[A-Z0-9_]+)\s+(0x[0-9a-fA-F]+)\b',
+            f.read())}
+    m = re.search(r'ncm_class_reqs\[\] = \{(.*?)\n\};', src, re.S)
+    if not m:
+        sys.exit(f'{SRC}: no ncm_class_reqs[] table')
+    names = re.findall(r'\{ ([A-Z0-9_]+),', m.group(1))
+    for n in names:
+        if n not in codes:
+            sys.exit(f'{SRC}: ncm_class_reqs[] names {n}, not in {hdr}')
+    return [codes[n] for n in names]
+
+
+def op_bytes(ops):
+    """each operation's byte: the ones before OP_MID_XFER their index (the
+    target takes a byte modulo their number), the ones after it the bytes
+    above the last whole round of those (the target's op_of())"""
+    first = ops.index('OP_MID_XFER')
+    rounds = 256 // first * first
+    return {n: i if i < first else rounds + i - first
+            for i, n in enumerate(ops)}
+
+
 _SRC = c_source()
 # usb-ncm-dl-fuzz operations: OP_CONTROL = 0, ... in the enum's order
 OPS = c_ops(_SRC)
-globals().update({n: i for i, n in enumerate(OPS)})
+globals().update(op_bytes(OPS))
 
 # op_class: index into the target's request table; bit 7 = device to host
-CLASS = {r: i for i, r in enumerate(c_array(_SRC, 'op_class', 'reqs'))}
+CLASS = {r: i for i, r in enumerate(c_class_reqs(_SRC))}
 # op_xhci_cmd: index into the target's table of TRB types
 _TRB_TYPE = {'enable_slot': 9, 'disable_slot': 10, 'address': 11,
              'configure': 12, 'evaluate': 13, 'reset_ep': 14, 'stop_ep': 15,
@@ -75,15 +103,15 @@ _TYPES = c_array(_SRC, 'op_xhci_cmd', 'types')
 CMD = {k: _TYPES.index(t) for k, t in _TRB_TYPE.items()}
 # op_xhci_cmd's endpoint selector: bit 0 bulk IN, 1 bulk OUT, 2 interrupt
 EP0, EP_IN, EP_OUT, EP_NOTIFY = 0, 1, 2, 4
-# op_fault: the x-fault-* properties by their index, then the corruption
+# op_fault: the usb-ncm-fault properties by their index, then the corruption
 # and the link
 _FAULTS = c_array(_SRC, 'op_fault', 'u32_faults')
 (F_LINK_DOWN, F_BUSY, F_DROP_IN, F_CORRUPT_COUNT, F_REPLUG,
- F_REPLUG_EVERY) = (_FAULTS.index('x-fault-' + n) for n in (
+ F_REPLUG_EVERY) = (_FAULTS.index(n) for n in (
      'link-down-ms', 'busy-ms', 'drop-in-every', 'corrupt-count',
      'replug-ms', 'replug-every-ms'))
 F_CORRUPT_IN, F_LINK = len(_FAULTS), len(_FAULTS) + 1
-# x-fault-corrupt-in values, by index
+# corrupt-in values, by index
 CORRUPT = {n: i for i, n in
            enumerate(c_array(_SRC, 'op_fault', 'corruptions'))}
 
@@ -192,6 +220,65 @@ def ntb_input(n=1, size=100):
 
 MC = bytes.fromhex('01005e000001333300000001')
 
+
+def mid_xfer(dir_in, body, stops, pad=False):
+    """OP_MID_XFER: one bulk transfer a packet per TD, OUT (body:
+    build_ntb()'s input; pad: ended on a packet boundary, a ZLP after it)
+    or IN (body: mid_in_frames()), stopped at up to 4 packet boundaries;
+    stops: (packets sent before the stop, what happens there: mid_*())"""
+    sel = (1 if dir_in else 0) | (len(stops) - 1) << 1 | (0x10 if pad else 0)
+    return (bytes([OP_MID_XFER, sel]) + body +
+            b''.join(bytes([adv]) + act for adv, act in stops))
+
+
+def mid_in_frames(n, size):
+    """frames to the device's address before the IN TDs"""
+    return bytes([n - 1]) + u16(size - 60)
+
+
+def mid_migrate(cancel_first=False):
+    return bytes([0x80 if cancel_first else 0x00])
+
+
+def mid_class(req, value=0, data=b''):
+    """with the data stage length the target's table has for req"""
+    return bytes([0x01, CLASS[req], 0]) + data + bytes([value])
+
+
+def mid_standard(sel):
+    """0 GET_STATUS(device), 1 (interface; +0x80 data), 2 (endpoint; +0x80
+    OUT), 3 CLEAR_FEATURE(ENDPOINT_HALT) (+0x80 OUT), 4 SET_INTERFACE(data,
+    0), 5 (data, 1), 6 SET_CONFIGURATION (+0x10 value 1, +0x80 endpoints
+    down first), 7 GET_CONFIGURATION (+0x80 GET_INTERFACE), 8
+    GET_DESCRIPTOR(device); +0x10 for 4 and 5: no Configure Endpoint"""
+    return bytes([0x02, sel])
+
+
+# every class request with the data a host sends, two per transfer
+MID_CLASS = [
+    (0x40, 1, MC[:6]), (0x41, 0, bytes(8)), (0x42, 0, b''), (0x43, 0x1c, b''),
+    (0x44, 1, b''), (0x80, 0, b''), (0x81, 0, b''),
+    (0x82, 0, bytes.fromhex('525400123456')), (0x83, 0, b''), (0x84, 0, b''),
+    (0x85, 0, b''), (0x86, 0, u16(0x4000) + u16(0)), (0x87, 0, b''),
+    (0x88, 0, u16(1514)), (0x89, 0, b''), (0x8a, 0, b''),
+]
+MID_STANDARD = [0x00, 0x01, 0x81, 0x02, 0x82, 0x03, 0x83, 0x07, 0x87, 0x08,
+                0x04, 0x05, 0x96, 0x05]
+
+
+def mid_tour(dir_in, actions):
+    """actions two per transfer, each at a packet boundary and followed
+    by a migration with the transfer half done there; the next transfer
+    stops one packet later"""
+    out = b''
+    for i in range(0, len(actions), 2):
+        body = mid_in_frames(4, 1000) if dir_in else ntb_input(4, 1000)
+        stops = [(1 + i // 2 % 3, actions[i]), (0, mid_migrate()),
+                 (1, actions[i + 1] if i + 1 < len(actions) else
+                  mid_migrate(True)), (0, mid_migrate())]
+        out += mid_xfer(dir_in, body, stops, pad=i % 4 == 2) + wait()
+    return out
+
 # first byte: bit 7 set stops after SET_CONFIGURATION (data alt 0)
 STRUCTURED = {
     # every class request, both NTB formats, CRC mode, the filters
@@ -251,7 +338,7 @@ STRUCTURED = {
         out_raw(3, 63, bytes(16)), wait(5),
         ntb_out(5, [datagram(1514, 7)] * 10), wait(),
     ]),
-    # x-fault-* while traffic flows
+    # faults (usb-ncm-fault) while traffic flows
     'faults': b'\x00' + b''.join([
         bulk_in(2, 3), fault(F_BUSY, 20), frame(500, 1), clock(3000),
         wait(),
@@ -436,6 +523,35 @@ STRUCTURED.update({
     'auto-oracle-in-stream': b'\x40' + b''.join([
         bulk_in(4, 2), frame(1000, 1), frame(1000, 2), wait(),
         bulk_in(1, 3), frame(512 - 14, 3), wait(),
+    ]),
+    # every class request and the standard requests a device sees while
+    # a bulk OUT or IN transfer is half done, and migrations there
+    'mid-out-class': b'\x00' + mid_tour(False, [
+        mid_class(r, v, d) for r, v, d in MID_CLASS]),
+    'mid-in-class': b'\x00' + mid_tour(True, [
+        mid_class(r, v, d) for r, v, d in MID_CLASS]),
+    'mid-out-standard': b'\x00' + mid_tour(False, [
+        mid_standard(x) for x in MID_STANDARD]),
+    'mid-in-standard': b'\x00' + mid_tour(True, [
+        mid_standard(x) for x in MID_STANDARD]),
+    'auto-mid-out-class': b'\x40' + mid_tour(False, [
+        mid_class(r, v, d) for r, v, d in MID_CLASS]),
+    # F23 through the oracle: an IN NTB half sent, SET_INTERFACE(data, 1)
+    # at alternate setting 1, the next IN transfer must begin an NTB
+    'oracle-set-interface-1': b'\x00' + b''.join([
+        frame(1000, 1), frame(1000, 2), frame(1000, 3), wait(),
+        bulk_in(1, 2), wait(), bytes([OP_SET_ALT, 0x01]),
+        frame(600, 4), bulk_in(2, 3), wait(),
+    ]),
+    # F23: SET_INTERFACE(data, 1) at alternate setting 1 after the first
+    # packet of an OUT and of an IN NTB, a migration there, the rest
+    'mid-set-interface-1': b'\x00' + b''.join([
+        mid_xfer(False, ntb_input(3, 1000), [(1, mid_standard(0x05)),
+                                             (0, mid_migrate())]), wait(),
+        ntb_out(5, [datagram(100, 1)]), wait(),
+        mid_xfer(True, mid_in_frames(3, 1000), [(1, mid_standard(0x05)),
+                                               (0, mid_migrate())]), wait(),
+        frame(600, 1), bulk_in(1, 3), wait(),
     ]),
 })
 

@@ -9,7 +9,7 @@
 # lockup_watch, and the ones the modes share: cue, ncm_iface, netwatch,
 # wait_for, elapsed, usb_dev_of, dmesg_count, iface_gone/back/configured).
 #
-#   ncm.mode=replug   the host re-plugs the device (x-fault-replug-ms) under
+#   ncm.mode=replug   the host re-plugs the device (replug-ms) under
 #                     a ping every 100 ms and iperf3 -R: see replug_mode
 #   ncm.mode=suspend  USB selective suspend woken by a frame from the host,
 #                     then suspend to RAM woken by the host: suspend_mode
@@ -21,7 +21,7 @@
 #                     mcast_mode
 #
 # The host acts on "NCMTEST cue=WHAT ARGS" lines (tests/guest/qmp-cues.py):
-#   cue=replug MS    qom-set x-fault-replug-ms MS
+#   cue=replug MS    usb-ncm-fault replug-ms MS
 #   cue=udp PORT     a UDP datagram to 127.0.0.1:PORT (slirp hostfwd: a
 #                    frame from the netdev, the guest cannot send it itself)
 #   cue=wakeup       once QEMU says the guest is suspended, system_wakeup

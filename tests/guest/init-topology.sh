@@ -63,7 +63,7 @@ companion_step() {
 # companion_move: with the interface up, write the device's port number to
 # the EHCI's sysfs "companion" file (Linux sets the port's PORT_OWNER: the
 # device leaves the EHCI and appears on the companion, at full speed);
-# pings there; a re-plug of the device (x-fault-replug-ms: it comes back
+# pings there; a re-plug of the device (usb-ncm-fault replug-ms: it comes back
 # on the EHCI, whose driver hands the port over again since it is marked
 # for the companion); pings; then "-N" takes the port back and the device
 # comes back at high speed; pings. Keys companion_* (companion_ehci,

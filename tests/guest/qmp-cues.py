@@ -4,7 +4,7 @@
 # The host's side of the guest's cues (tests/guest/init-pm.sh): follow the
 # console log that tests/guest/lib.sh's guest_run_logged writes and act on
 # every "NCMTEST cue=WHAT ARGS" line over QMP:
-#   replug MS     qom-set DEVICE x-fault-replug-ms MS (off the bus now,
+#   replug MS     usb-ncm-fault replug-ms MS on DEVICE (off the bus now,
 #                 back after MS ms of virtual time)
 #   udp PORT      a UDP datagram to 127.0.0.1:HOSTPORT, which slirp's
 #                 hostfwd (set up by the caller: --udp-fwd HOSTPORT)
@@ -138,8 +138,7 @@ def main():
 def do_cue(qmp, a, words, res, deadline):
     what, args = words[0], words[1:]
     if what == "replug":
-        qmp.cmd("qom-set", path=a.device, property="x-fault-replug-ms",
-                value=int(args[0]))
+        qmp.fault_set(a.device, "replug-ms", int(args[0]))
         return "ok"
     if what == "udp":
         if not a.udp_fwd:

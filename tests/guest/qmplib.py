@@ -12,6 +12,8 @@ import time
 WHO = os.path.basename(sys.argv[0]) or "qmplib"
 # the run states after which a guest does no more (QEMU with -no-shutdown)
 DONE = ("shutdown", "guest-panicked", "internal-error")
+# the usb-ncm-fault object the scripts set faults on (Qmp.fault_set)
+FAULT_ID = "ncm-fault"
 
 
 class Qmp:
@@ -51,6 +53,25 @@ class Qmp:
                 return reply["return"]
             if "error" in reply:
                 raise SystemExit(f"{WHO}: {name}: {reply['error']}")
+
+    def fault_object(self, device):
+        """the QOM path of the usb-ncm-fault object for @device (its QOM
+        path or id), which object-add creates at the first fault: after
+        the device, and again on a migration's destination"""
+        names = [p["name"] for p in self.cmd("qom-list", path="/objects")]
+        if FAULT_ID not in names:
+            self.cmd("object-add", **{"qom-type": "usb-ncm-fault",
+                                      "id": FAULT_ID, "device": device})
+        return "/objects/" + FAULT_ID
+
+    def fault_set(self, device, prop, value):
+        """set fault @prop (link-down-ms, replug-ms...) on @device"""
+        self.cmd("qom-set", path=self.fault_object(device), property=prop,
+                 value=value)
+
+    def fault_get(self, device, prop):
+        return self.cmd("qom-get", path=self.fault_object(device),
+                        property=prop)
 
     def wait_status(self, want, deadline, poll=0.2):
         """query-status until it is one of @want: that status, or None

@@ -3,7 +3,8 @@
 #
 # QMP for a recorded or replayed guest run (tests/guest/replay-lib.sh):
 # device faults set at points that record/replay reproduces, and the
-# device's counters at the end.
+# device's counters at the end.  A PROP is a property of the usb-ncm-fault
+# object (link-down-ms, replug-ms...), created for --device at the first.
 #
 # A qom-set from the host is not in the replay log: replayed, it would
 # land wherever the host's timing puts it, and the replay diverges.  So
@@ -54,7 +55,7 @@ def main():
 
     for s in a.start:
         prop, val = s.split("=", 1)
-        qmp.cmd("qom-set", path=a.device, property=prop, value=value_of(val))
+        qmp.fault_set(a.device, prop, value_of(val))
 
     actions = []
     if a.mode == "replay":
@@ -66,8 +67,7 @@ def main():
             if qmp.wait_status(("paused",) + done, deadline, 0.1) != "paused":
                 break
             act["replayed_icount"] = qmp.cmd("query-replay")["icount"]
-            qmp.cmd("qom-set", path=a.device, property=act["prop"],
-                    value=act["value"])
+            qmp.fault_set(a.device, act["prop"], act["value"])
         qmp.cmd("cont")
     else:
         cues = []
@@ -90,8 +90,7 @@ def main():
                     c[3] = True
                     qmp.cmd("stop")
                     icount = qmp.cmd("query-replay")["icount"]
-                    qmp.cmd("qom-set", path=a.device, property=c[1],
-                            value=c[2])
+                    qmp.fault_set(a.device, c[1], c[2])
                     actions.append({"icount": icount, "cue": c[0],
                                     "prop": c[1], "value": c[2]})
                     with open(a.actions, "w") as f:

@@ -16,7 +16,7 @@
 #               TCP runs the port goes to the companion (the EHCI's sysfs
 #               "companion" file), the device must come back there at
 #               full speed and answer pings, again after a re-plug
-#               (x-fault-replug-ms over QMP), then at high speed on the
+#               (usb-ncm-fault replug-ms), then at high speed on the
 #               EHCI when the port is given back; xhci-hub (behind a
 #               usb-hub, full speed) and ehci-uhci-hub (the hub on the
 #               ICH9 EHCI goes to its UHCI companion); xhci-dual (two
@@ -132,7 +132,7 @@ guest_qemu_cmd "$GDIR" "ncm.mode=test ncm.driver=$GUEST_DRIVER \
 ncm.port=$GUEST_IPERF_PORT ncm.time=$IPERF_TIME ncm.ping_sizes=56,1400 \
 $LIVE $EXTRA ${NCM_APPEND:-}"
 if [ -n "$GUEST_COMPANION" ]; then
-    # the guest's "cue=replug MS": x-fault-replug-ms on the device
+    # the guest's "cue=replug MS": usb-ncm-fault replug-ms on the device
     guest_cues_start "$LOG" "/machine/peripheral/$(sed -n 's/.*,id=\([^,]*\).*/\1/p' <<<"$DEVICE")"
 fi
 step "booting the guest (${GUEST_ACCEL^^}, timeout ${GUEST_TIMEOUT}s); log: $REL_LOG"
@@ -279,7 +279,7 @@ if [ -n "$GUEST_COMPANION" ]; then
     runner_check companion-write "$r" \
         "echo $(v companion_port) > .../$(v companion_ehci)/companion: $(v companion_write)$(v companion_error)"
     for st in fs:12:"on the ${GUEST_COMPANION^^} companion" \
-              replug:12:"on the companion again after x-fault-replug-ms" \
+              replug:12:"on the companion again after replug-ms" \
               back:480:"on the EHCI again (-$(v companion_port))"; do
         tag=${st%%:*} rest=${st#*:}
         sp=${rest%%:*} where=${rest#*:}

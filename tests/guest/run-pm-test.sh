@@ -9,7 +9,7 @@
 #                              [CONTROLLER] [DEVICE[,PROPS]]
 #
 #   replug   a ping every 100 ms and iperf3 -R running, the device drops off
-#            the bus for 2 s (qom-set x-fault-replug-ms=2000, as a firmware
+#            the bus for 2 s (usb-ncm-fault replug-ms=2000, as a firmware
 #            reset does): cdc_ncm must unbind and bind again, the interface
 #            come back with its address (the guest's watcher configures it)
 #            and ping and TCP recover. Prints the time to recover and the
@@ -147,7 +147,7 @@ case $MODE in
 replug)
     r=1; [ "$(v replug_gone_s)" != never ] && [ -n "$(v replug_gone_s)" ] && r=0
     runner_check unbind "$r" \
-        "the interface did not go within 15 s of qom-set x-fault-replug-ms=$REPLUG_MS ($(cue_result replug))"
+        "the interface did not go within 15 s of usb-ncm-fault replug-ms=$REPLUG_MS ($(cue_result replug))"
     r=1; [ "$(v replug_back_s)" != never ] && [ -n "$(v replug_back_s)" ] && [ "$(v replug_register)" -ge 2 ] && r=0
     runner_check rebind "$r" \
         "cdc_ncm interface back: $(v replug_back_s); cdc_ncm registered $(v replug_register) times, unregistered $(v replug_unregister)"

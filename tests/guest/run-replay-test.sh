@@ -13,8 +13,8 @@
 #   faults    set at the instruction count where the recording set them
 # Scenarios:
 #   xhci      qemu-xhci: ping, iperf3 up and down (TCP both ways); a link
-#             flap (x-fault-link-down-ms) as the upload starts and a
-#             re-enumeration (x-fault-replug-ms) as the download starts
+#             flap (usb-ncm-fault link-down-ms) as the upload starts and a
+#             re-enumeration (replug-ms) as the download starts
 #   ehci      usb-ehci: the same, shorter
 #   uhci      piix3-usb-uhci, full speed: the same as ehci
 #   ohci      pci-ohci, full speed: the same as ehci (these two only when
@@ -122,8 +122,8 @@ trap guest_iperf_stop EXIT
 faults() {
     local flap=1500 replug=500
     [ "$1" = xhci ] || flap=500 replug=200
-    CUES=(--cue "NCMTEST phase=iperf-up=x-fault-link-down-ms=$flap"
-          --cue "NCMTEST phase=iperf-down=x-fault-replug-ms=$replug")
+    CUES=(--cue "NCMTEST phase=iperf-up=link-down-ms=$flap"
+          --cue "NCMTEST phase=iperf-down=replug-ms=$replug")
 }
 
 # tour CONTROLLER: record, then replay, the faulted tour on CONTROLLER
@@ -177,7 +177,7 @@ ncm.port=$GUEST_IPERF_PORT ncm.time=$time ncm.ping=5 ncm.carrier_wait=10"
             acts=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))))' \
                    "$REPLAY_BASE.actions.json" 2>/dev/null)
             replugs=$(json "$LOG.stats.json" stats.replugs)
-            flaps=$(grep -ac 'usb_ncm_fault .*x-fault-link-down-ms' "$REPLAY_BASE.record.trace")
+            flaps=$(grep -ac 'usb_ncm_fault .*: link-down-ms=' "$REPLAY_BASE.record.trace")
             runner_check "$name/recorded" "$([ "${acts:-0}" = 2 ] && [ "${replugs:-0}" -ge 1 ] &&
                                       [ "${flaps:-0}" -ge 1 ] && echo 0 || echo 1)" \
                 "faults set: $acts of 2, replugs $replugs, link flaps $flaps"

@@ -12,9 +12,9 @@
 # interface down and up every 61 s (a quarter and half of a run shorter
 # than that). The host (tests/guest/soak.py) sends the
 # datagrams (100 a second) and pings the guest every 50 ms, rotates the
-# device's faults over QMP every SOAK_FAULT_EVERY s (8: link down 1.5 s,
+# device's faults (usb-ncm-fault) every SOAK_FAULT_EVERY s (8: link down 1.5 s,
 # busy 0.8 s, every 25th IN NTB dropped for 3 s, one corrupted IN NTB of
-# each x-fault-corrupt-in kind in turn, a re-plug of 1 s) and live-migrates
+# each corrupt-in kind in turn, a re-plug of 1 s) and live-migrates
 # the VM to a new QEMU every SOAK_MIGRATE_EVERY s (180; at least once in a
 # shorter run). The network is the live-migration test's: a private
 # network namespace (created here, removed at the end) with tap0 =
@@ -35,7 +35,7 @@
 #
 # Environment: SOAK_SECONDS, SOAK_CONTROLLER (xhci), SOAK_FAULTS
 # ("link-down,busy,drop-in,corrupt,replug"), SOAK_CORRUPTIONS (the
-# x-fault-corrupt-in kinds), SOAK_FAULT_EVERY, SOAK_MIGRATE_EVERY (0: none),
+# usb-ncm-fault corrupt-in kinds), SOAK_FAULT_EVERY, SOAK_MIGRATE_EVERY (0: none),
 # SOAK_RATE, SOAK_UDP_RATE (100), SOAK_RSS_LIMIT_MB, KERNEL, QEMU,
 # NCM_APPEND. QEMU runs with -accel tcg,tb-size=64 (a bounded code cache:
 # its RSS is then the device's and the guest's, not TCG's cache filling).

@@ -10,9 +10,9 @@
 #     tests/guest/init-soak.sh): sends numbered UDP datagrams (RATE a
 #     second, 64 bytes) to the guest's echo at 10.0.2.15:7777 and counts
 #     what comes back, and pings the guest every 50 ms (ping -D);
-#   - rotates faults over QMP qom-set every FAULT_EVERY seconds
-#     (x-fault-link-down-ms, x-fault-busy-ms, x-fault-drop-in-every for a
-#     few seconds, x-fault-corrupt-in, x-fault-replug-ms), each with the
+#   - rotates faults over QMP qom-set every FAULT_EVERY seconds, on a
+#     usb-ncm-fault object (link-down-ms, busy-ms, drop-in-every for a
+#     few seconds, corrupt-in, replug-ms), each with the
 #     device's x-stats before and after;
 #   - live-migrates the guest every MIGRATE_EVERY seconds to a new QEMU
 #     started with -incoming (tests/guest/migrate-qmp.py; the source
@@ -350,11 +350,12 @@ def main():
                 d["out_parse_errors"] = p1 - p0
         return d
 
+    # faults: the usb-ncm-fault object's properties
     def qset(g, prop, val):
-        g.qmp.cmd("qom-set", path=QOM, property=prop, value=val)
+        g.qmp.fault_set(QOM, prop, val)
 
     def qget(g, prop):
-        return g.qmp.cmd("qom-get", path=QOM, property=prop)
+        return g.qmp.fault_get(QOM, prop)
 
     def wait_zero(g, prop, timeout):
         end = time.time() + timeout
@@ -445,33 +446,33 @@ def main():
                 detail = ""
                 try:
                     if f == "link-down":
-                        qset(cur, "x-fault-link-down-ms", 1500)
-                        wait_zero(cur, "x-fault-link-down-ms", 20)
+                        qset(cur, "link-down-ms", 1500)
+                        wait_zero(cur, "link-down-ms", 20)
                         detail = "1500 ms"
                     elif f == "busy":
-                        qset(cur, "x-fault-busy-ms", 800)
-                        wait_zero(cur, "x-fault-busy-ms", 20)
+                        qset(cur, "busy-ms", 800)
+                        wait_zero(cur, "busy-ms", 20)
                         detail = "800 ms"
                     elif f == "drop-in":
-                        qset(cur, "x-fault-drop-in-every", 25)
+                        qset(cur, "drop-in-every", 25)
                         time.sleep(3)
-                        qset(cur, "x-fault-drop-in-every", 0)
+                        qset(cur, "drop-in-every", 0)
                         detail = "every 25th IN NTB for 3 s"
                     elif f == "corrupt":
                         c = corruptions[ncorrupt % len(corruptions)]
                         ncorrupt += 1
-                        qset(cur, "x-fault-corrupt-in", c)
+                        qset(cur, "corrupt-in", c)
                         if c == "short-notification":
                             # a notification to corrupt: a 300 ms link flap
                             # (NETWORK_CONNECTION, SPEED_CHANGE)
-                            qset(cur, "x-fault-link-down-ms", 300)
-                            wait_zero(cur, "x-fault-link-down-ms", 20)
+                            qset(cur, "link-down-ms", 300)
+                            wait_zero(cur, "link-down-ms", 20)
                             c += " (with a 300 ms link flap to send one)"
-                        left = not wait_zero(cur, "x-fault-corrupt-count", 20)
+                        left = not wait_zero(cur, "corrupt-count", 20)
                         detail = c + (" (still armed after 20 s)" if left else "")
                     elif f == "replug":
-                        qset(cur, "x-fault-replug-ms", 1000)
-                        wait_zero(cur, "x-fault-replug-ms", 20)
+                        qset(cur, "replug-ms", 1000)
+                        wait_zero(cur, "replug-ms", 20)
                         # until the guest has configured the new interface
                         # (its old one gone first)
                         r = console.wait_pair("netwatch=gone", "netwatch=configured",

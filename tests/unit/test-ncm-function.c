@@ -447,7 +447,7 @@ static bool busy_fault_short_notify(void *opaque)
     return false;
 }
 
-/* what the device's x-fault-busy-ms does, through the function's hooks */
+/* what usb-ncm-fault busy-ms does, through the function's hooks */
 static const NcmFaultHooks busy_fault_hooks = {
     .busy = busy_fault_busy,
     .in_ntb = busy_fault_in_ntb,
@@ -975,6 +975,33 @@ static uint32_t statistic(Fixture *fx, int selector)
 }
 
 /* GET_ETHERNET_STATISTIC: the advertised counters, nothing else. */
+/*
+ * NCM_ETH_STATS_SUPPORTED is what NCM_ETH_STAT_COUNTERS lists, and RCV_OK;
+ * each listed counter answers its own selector with its own value.
+ */
+static void test_ethernet_statistics_list(void)
+{
+    NcmCounters c = { 0 };
+    uint32_t listed = CDC_STAT_BIT(CDC_STAT_RCV_OK);
+    size_t i;
+
+    for (i = 0; i < ncm_eth_stats_count; i++) {
+        const NcmEthStat *st = &ncm_eth_stats[i];
+
+        g_assert_cmpuint(st->selector, >=, 1);
+        g_assert_cmpuint(st->selector, <=, CDC_STAT__MAX);
+        g_assert_false(listed & CDC_STAT_BIT(st->selector));
+        listed |= CDC_STAT_BIT(st->selector);
+        g_assert_cmpuint(st->offset + sizeof(uint64_t), <=, sizeof(c));
+        *(uint64_t *)((uint8_t *)&c + st->offset) = 1000 + i;
+    }
+    g_assert_cmphex(listed, ==, NCM_ETH_STATS_SUPPORTED);
+    for (i = 0; i < ncm_eth_stats_count; i++) {
+        g_assert_cmpuint(ncm_eth_stat_value(&c, &ncm_eth_stats[i]), ==,
+                         1000 + i);
+    }
+}
+
 static void test_ethernet_statistics(void)
 {
     NcmConfig c = config(NCM_ZLP_AUTO, 1514);
@@ -1444,6 +1471,8 @@ int main(int argc, char **argv)
                     test_mc_none_advertised);
     g_test_add_func("/ncm-function/control/ethernet-statistics",
                     test_ethernet_statistics);
+    g_test_add_func("/ncm-function/control/ethernet-statistics-list",
+                    test_ethernet_statistics_list);
     g_test_add_func("/ncm-function/crc/both-ways", test_crc_mode);
     g_test_add_func("/ncm-function/crc/not-offered",
                     test_crc_mode_not_offered);

@@ -27,4 +27,22 @@ typedef const void NcmClassInitData;
 typedef void NcmClassInitData;
 #endif
 
+/*
+ * vmstate_save_state() and vmstate_load_state() take an Error ** as their
+ * last argument since QEMU 10.1 (the fuzz targets pass NULL: QEMU's own
+ * error_report() names the field either way).
+ */
+#if QEMU_VERSION_MAJOR > 10 || \
+    (QEMU_VERSION_MAJOR == 10 && QEMU_VERSION_MINOR >= 1)
+#define NCM_VMSTATE_SAVE(f, vmsd, obj) \
+    vmstate_save_state(f, vmsd, obj, NULL, NULL)
+#define NCM_VMSTATE_LOAD(f, vmsd, obj, version_id) \
+    vmstate_load_state(f, vmsd, obj, version_id, NULL)
+#else
+#define NCM_VMSTATE_SAVE(f, vmsd, obj) \
+    vmstate_save_state(f, vmsd, obj, NULL)
+#define NCM_VMSTATE_LOAD(f, vmsd, obj, version_id) \
+    vmstate_load_state(f, vmsd, obj, version_id)
+#endif
+
 #endif /* HW_USB_NCM_COMPAT_H */

@@ -14,6 +14,7 @@
 #define HW_USB_NCM_FUNCTION_H
 
 #include "hw/usb/ncm-ntb.h"
+#include "hw/usb/ncm-eth-stats.h"
 
 typedef enum NcmZlpPolicy {
     /* NCM 1.0: a short packet, a ZLP, wBlockLength or dwNtbOutMaxSize */
@@ -52,7 +53,9 @@ typedef struct NcmConfig {
 /* Most multicast filters a configuration may advertise */
 #define NCM_MAX_MC_FILTERS              256
 
-/* The statistics GET_ETHERNET_STATISTIC can answer (CDC ECM 1.2 6.2.5) */
+/* NCM_ETH_STAT_COUNTERS: the Ethernet statistics, by their counters */
+
+/* The statistics GET_ETHERNET_STATISTIC can answer: the above and RCV_OK */
 #define NCM_ETH_STATS_SUPPORTED         0x0001ffffu
 
 /*
@@ -132,6 +135,23 @@ typedef struct NcmCounters {
     uint64_t out_parse_errors[NCM_PARSE_ERROR__MAX];
 } NcmCounters;
 
+/* A counter of NCM_ETH_STAT_COUNTERS: its selector, where it is kept */
+typedef struct NcmEthStat {
+    uint8_t selector;
+    size_t offset;                  /* in NcmCounters */
+} NcmEthStat;
+
+#define NCM_ETH_STAT_ENTRY(sel, counter) \
+    { CDC_STAT_##sel, offsetof(NcmCounters, counter) },
+extern const NcmEthStat ncm_eth_stats[];
+extern const size_t ncm_eth_stats_count;
+
+static inline uint64_t ncm_eth_stat_value(const NcmCounters *c,
+                                          const NcmEthStat *stat)
+{
+    return *(const uint64_t *)((const uint8_t *)c + stat->offset);
+}
+
 /*
  * IN-side corruptions for exercising a host driver's NTB parser.  Each is
  * applied to a finished NTB in a fixed way so that a failure replays.
@@ -149,9 +169,10 @@ typedef enum NcmInCorruption {
 extern const char *const ncm_in_corruption_names[NCM_CORRUPT__MAX];
 
 /*
- * Fault injection is the device's (hw/usb/dev-ncm-faults.c owns its
- * state); the function asks it through these hooks where a fault
- * changes what it does.  Without hooks (the default) there are no faults.
+ * Fault injection is an object of its own (hw/usb/ncm-fault.c owns its
+ * state, attached to the device through ncm-fault-target.h); the
+ * function asks it through these hooks where a fault changes what it
+ * does.  Without hooks (the default) there are no faults.
  */
 typedef struct NcmFaultHooks {
     /* the firmware is busy: the bulk endpoints NAK, nothing is sent */

@@ -30,11 +30,20 @@ static void ncm_fuzz_counters_print(void)
 {
     fprintf(stderr, "usb-ncm-dl fuzz: OP_MIGRATE reloaded %" PRIu64
             " streams (%" PRIu64 " bytes compared), skipped %" PRIu64
-            " without a usable device\n", counters->migrate_runs,
-            counters->migrate_bytes, counters->migrate_skipped);
+            " without a usable device, %" PRIu64 " right after another\n",
+            counters->migrate_runs, counters->migrate_bytes,
+            counters->migrate_skipped, counters->migrate_repeats);
+    fprintf(stderr, "usb-ncm-dl fuzz: %" PRIu64 " of them with TDs in "
+            "flight; %" PRIu64 " transfers in pieces (OP_MID_XFER), %" PRIu64
+            " stops at a packet boundary; %" PRIu64 " unmutated streams "
+            "loaded and compared (migration-fuzz)\n",
+            counters->migrate_in_flight, counters->mid_xfers,
+            counters->mid_stops, counters->mig_unmodified);
     fprintf(stderr, "usb-ncm-dl fuzz: the NCM oracle checked %" PRIu64
             " bulk IN transfers and %" PRIu64 " descriptors\n",
             counters->oracle_in, counters->oracle_desc);
+    fprintf(stderr, "usb-ncm-dl fuzz: %" PRIu64 " re-enumerations right "
+            "after the same one skipped\n", counters->enumerate_repeats);
     fprintf(stderr, "usb-ncm-dl fuzz: %" PRIu64 " inputs ended with a "
             "controller reset (%" PRIu64 " of them with a fresh device), "
             "%" PRIu64 " with a machine reset\n", counters->light_resets,

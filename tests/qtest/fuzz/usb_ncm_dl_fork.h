@@ -45,6 +45,12 @@ typedef struct NcmFuzzCounters {
     uint64_t migrate_runs;      /* OP_MIGRATE: streams saved and reloaded */
     uint64_t migrate_skipped;   /* OP_MIGRATE with no usable device */
     uint64_t migrate_bytes;     /* bytes compared after the reload */
+    uint64_t migrate_in_flight; /* ... of them with TDs in flight */
+    uint64_t migrate_repeats;   /* OP_MIGRATE right after one: skipped */
+    uint64_t enumerate_repeats; /* re-enumerations right after one */
+    uint64_t mid_xfers;         /* OP_MID_XFER: transfers in pieces */
+    uint64_t mid_stops;         /* ... stops at a packet boundary */
+    uint64_t mig_unmodified;    /* migration-fuzz: unmutated, loaded */
     uint64_t oracle_in;         /* bulk IN transfers the oracle checked */
     uint64_t oracle_desc;       /* GET_DESCRIPTOR replies it checked */
     uint64_t light_resets;      /* inputs followed by a controller reset */

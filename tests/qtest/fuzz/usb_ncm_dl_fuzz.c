@@ -9,13 +9,18 @@
  * transfers of any length, queued IN transfers, cancellations, raw xHCI
  * commands with fuzzed contexts, configuration and interface changes,
  * port resets, suspend, unplug and replug, frames from the netdev, clock
- * steps and x-fault-* changes.
+ * steps, usb-ncm-fault changes, migrations of the controller and the device
+ * (migrate_here(): a refused stream or another state after the load is a
+ * finding), and class and standard requests and migrations between the
+ * packets of a bulk transfer in either direction (OP_MID_XFER).
  *
  * usb-ncm-dl-migration-fuzz brings the device into a state chosen by the
  * first input byte, saves its VMState in-process, mutates the stream with
  * the rest of the input (the USBDevice part the USB core writes included),
  * loads it into the device and, when the load is accepted, runs transfers.
- * A refused stream is an accepted outcome.
+ * A mutated stream refused is an accepted outcome; the stream as the
+ * device wrote it (no mutation, or none that changed a byte) must load
+ * and save again the same, else the input aborts as a crash does.
  *
  * Each input runs in the process and starts from a controller reset
  * (USBCMD.HCRST, through the libqos driver) and the device's enumeration;
@@ -46,6 +51,9 @@
 #include "qom/qom-qobject.h"
 #include "hw/qdev-core.h"
 #include "hw/usb.h"
+#include "hw/usb/cdc-ncm.h"
+#include "hw/usb/hcd-xhci.h"
+#include "hw/usb/ncm-compat.h"
 #include "hw/usb/ncm-ntb.h"
 #include "monitor/qdev.h"
 #include "io/channel-buffer.h"
@@ -64,6 +72,7 @@
 #include "tests/qtest/usb-ncm-dl/ncm-oracle.h"
 
 #define NCM_ID              "ncm0"
+#define NCM_FAULT_ID        "ncm-fault"     /* its usb-ncm-fault */
 #define NCM_NETDEV          "n0"
 #define NCM_MAC             "52:54:00:12:34:56"
 #define NCM_MODEL           "usb-ncm-dl"
@@ -142,13 +151,17 @@ typedef struct NcmFuzz {
     bool data_on;           /* ncm_data_on() took alternate setting 1 */
     /*
      * What a controller reset does not undo, for ncm_fuzz_end() to put
-     * back before the next input: x-fault-* properties or the netdev's
+     * back before the next input: usb-ncm-fault properties or the netdev's
      * link the input set (faults_set), or a device that loaded a mutated
      * stream whose fields no reset restores (device_dirty: replaced).
      */
     bool faults_set;
     bool device_dirty;
     bool oracle_in;
+    bool oracle_was_in;     /* ... before the operation running now */
+    unsigned op, prev_op;   /* run_ops(): the operation and the one before */
+    unsigned fresh;         /* enumerated_again(): how the op enumerated */
+    unsigned fresh_before;  /* ... and the one before it */
     /*
      * The data interface went back to alternate setting 0 (NCM 1.0 7.2:
      * the NTB parameters return to their defaults) and only operations
@@ -259,12 +272,17 @@ static void ncm_plug(void)
     qobject_unref(opts);
 }
 
+/* The usb-ncm-fault object of the command line, attached to the device */
+static Object *ncm_fault(void)
+{
+    return object_resolve_path_component(object_get_objects_root(),
+                                         NCM_FAULT_ID);
+}
+
 static void ncm_set_u32(const char *prop, uint32_t value)
 {
-    DeviceState *dev = ncm_find();
-
-    if (dev) {
-        object_property_set_uint(OBJECT(dev), prop, value, NULL);
+    if (ncm_find()) {
+        object_property_set_uint(ncm_fault(), prop, value, NULL);
     }
 }
 
@@ -598,38 +616,37 @@ static void ncm_fuzz_begin(NcmFuzz *f, QTestState *s)
     f->xfers = g_ptr_array_new();
 }
 
-/* Every x-fault-* property back to its default, the link up */
+/* Every usb-ncm-fault property back to its default, the link up */
 static void ncm_faults_clear(NcmFuzz *f)
 {
     /* replug-every first, then replug-ms: a detached device comes back */
     static const char *const u32_faults[] = {
-        "x-fault-replug-every-ms", "x-fault-replug-ms",
-        "x-fault-link-down-ms", "x-fault-busy-ms", "x-fault-drop-in-every",
-        "x-fault-corrupt-count",
+        "replug-every-ms", "replug-ms", "link-down-ms", "busy-ms",
+        "drop-in-every", "corrupt-count",
     };
     static const char *const read_back[] = {
-        "x-stats", "x-fault-corrupt-in", "x-fault-replug-seed",
+        "corrupt-in", "replug-seed",
     };
     DeviceState *dev = ncm_find();
+    Object *fault = ncm_fault();
     unsigned i;
 
     if (dev) {
         /* first what a QMP user watching the faults reads (qom-get) */
+        qobject_unref(object_property_get_qobject(OBJECT(dev), "x-stats",
+                                                  &error_abort));
         for (i = 0; i < ARRAY_SIZE(u32_faults) + ARRAY_SIZE(read_back); i++) {
             const char *name = i < ARRAY_SIZE(u32_faults) ? u32_faults[i] :
                                read_back[i - ARRAY_SIZE(u32_faults)];
 
-            qobject_unref(object_property_get_qobject(OBJECT(dev), name,
+            qobject_unref(object_property_get_qobject(fault, name,
                                                       &error_abort));
         }
         for (i = 0; i < ARRAY_SIZE(u32_faults); i++) {
-            object_property_set_uint(OBJECT(dev), u32_faults[i], 0,
-                                     &error_abort);
+            object_property_set_uint(fault, u32_faults[i], 0, &error_abort);
         }
-        object_property_set_uint(OBJECT(dev), "x-fault-replug-seed", 1,
-                                 &error_abort);
-        object_property_set_str(OBJECT(dev), "x-fault-corrupt-in", "none",
-                                &error_abort);
+        object_property_set_uint(fault, "replug-seed", 1, &error_abort);
+        object_property_set_str(fault, "corrupt-in", "none", &error_abort);
     }
     qmp_set_link(NCM_NETDEV, true, &error_abort);
     /* the replug timer, set to now, runs once the clock moves */
@@ -643,7 +660,7 @@ static void ncm_faults_clear(NcmFuzz *f)
  * In between, an input starts where a guest whose driver reloads starts:
  * the controller reset through USBCMD.HCRST (every slot disabled, every
  * transfer cancelled), the device reset by its enumeration's port reset,
- * the x-fault-* properties and the link put back.  That costs a fraction
+ * the usb-ncm-fault properties and the link put back.  That costs a fraction
  * of a machine reset and the device's creation (make bench-fuzz), and
  * what an input leaves for the next is what a guest leaves behind a
  * controller reset: a state the fuzzer should reach anyway.
@@ -805,6 +822,7 @@ enum {
     OP_PORTSC,
     OP_INTERRUPTER,
     OP_MIGRATE,
+    OP_MID_XFER,
     OP__MAX
 };
 
@@ -828,16 +846,84 @@ static void op_control(NcmFuzz *f, FuzzIn *in)
 }
 
 /*
- * A class request to the control interface, the request number from the
- * ones the device knows (or any), so that inputs reach them sooner.
+ * Every class request of the NCM function (cdc-ncm.h: the CDC ECM 1.2
+ * requests NCM 1.0 takes over and NCM 1.0's own), with the direction and
+ * the data stage length a host uses.  The order is op_class()'s table
+ * index, which the committed corpus depends on: add at the end.
+ */
+static const struct {
+    uint8_t req;
+    bool in;
+    uint16_t len;
+} ncm_class_reqs[] = {
+    { CDC_SET_ETHERNET_MULTICAST_FILTERS, false, CDC_MC_ADDRESS_LEN },
+    { CDC_SET_ETHERNET_PM_PATTERN_FILTER, false, 8 },
+    { CDC_GET_ETHERNET_PM_PATTERN_FILTER, true, sizeof(uint16_t) },
+    { CDC_SET_ETHERNET_PACKET_FILTER, false, 0 },
+    { CDC_GET_ETHERNET_STATISTIC, true, sizeof(uint32_t) },
+    { NCM_GET_NTB_PARAMETERS, true, NCM_NTB_PARAMETERS_LEN },
+    { NCM_GET_NET_ADDRESS, true, CDC_MC_ADDRESS_LEN },
+    { NCM_SET_NET_ADDRESS, false, CDC_MC_ADDRESS_LEN },
+    { NCM_GET_NTB_FORMAT, true, sizeof(uint16_t) },
+    { NCM_SET_NTB_FORMAT, false, 0 },
+    { NCM_GET_NTB_INPUT_SIZE, true, 2 * sizeof(uint32_t) },
+    { NCM_SET_NTB_INPUT_SIZE, false, sizeof(uint32_t) },
+    { NCM_GET_MAX_DATAGRAM_SIZE, true, sizeof(uint16_t) },
+    { NCM_SET_MAX_DATAGRAM_SIZE, false, sizeof(uint16_t) },
+    { NCM_GET_CRC_MODE, true, sizeof(uint16_t) },
+    { NCM_SET_CRC_MODE, false, 0 },
+};
+
+#define CLASS_IN    ((USB_DIR_IN | USB_TYPE_CLASS | USB_RECIP_INTERFACE))
+#define CLASS_OUT   ((USB_DIR_OUT | USB_TYPE_CLASS | USB_RECIP_INTERFACE))
+
+/* Requests after which the IN stream's layout is another (the oracle's) */
+static bool ncm_class_renegotiates(uint8_t req)
+{
+    return req == NCM_SET_NTB_FORMAT || req == NCM_SET_NTB_INPUT_SIZE ||
+           req == NCM_SET_MAX_DATAGRAM_SIZE || req == NCM_SET_CRC_MODE;
+}
+
+/*
+ * A class request to the control interface; what an accepted
+ * host-to-device one changed, for the OUT NTBs built from now on and the
+ * oracle's next IN stream.
+ */
+static void class_request(NcmFuzz *f, uint8_t req, bool dir_in,
+                          uint16_t value, uint8_t *buf, uint16_t len)
+{
+    if (control(f, dir_in ? CLASS_IN : CLASS_OUT, req, value, IF_CONTROL,
+                buf, len) != QXHCI_CC_SUCCESS || dir_in) {
+        return;
+    }
+    if (f->data_defaults) {
+        /* at alternate setting 0: what the next IN stream must follow */
+        if (req == NCM_SET_NTB_FORMAT) {
+            f->negotiated.ntb32 = value == NCM_NTB_FORMAT_SELECT_32;
+        } else if (req == NCM_SET_CRC_MODE) {
+            f->negotiated.crc = value == NCM_CRC_APPENDED;
+        } else if (req == NCM_SET_NTB_INPUT_SIZE) {
+            f->negotiated.in_max_size = ldl_le_p(buf);
+            f->negotiated.in_max_datagrams = len == 8 ? lduw_le_p(buf + 4) : 0;
+        }
+    }
+    /* what the OUT NTBs built from now on must look like */
+    if (req == NCM_SET_NTB_FORMAT) {
+        f->ntb32 = value & 1;
+    } else if (req == NCM_SET_CRC_MODE) {
+        f->crc = value & 1;
+    }
+}
+
+/*
+ * A class request to the control interface, the request from the ones
+ * the device knows, either direction (bit 7), so that inputs reach them
+ * sooner.
  */
 static void op_class(NcmFuzz *f, FuzzIn *in)
 {
-    static const uint8_t reqs[] = {
-        0x40, 0x41, 0x42, 0x43, 0x44, 0x80, 0x81, 0x82, 0x83, 0x84,
-        0x85, 0x86, 0x87, 0x88, 0x89, 0x8a,
-    };
-    uint8_t sel = in_u8(in), req = reqs[sel % ARRAY_SIZE(reqs)];
+    uint8_t sel = in_u8(in);
+    uint8_t req = ncm_class_reqs[sel % ARRAY_SIZE(ncm_class_reqs)].req;
     uint16_t value = in_u16(in), len = in_u16(in) % 512;
     bool dir_in = sel & 0x80;
     uint8_t buf[512] = { 0 };
@@ -845,27 +931,7 @@ static void op_class(NcmFuzz *f, FuzzIn *in)
     if (!dir_in) {
         in_fill(in, buf, len, len);
     }
-    if (control(f, dir_in ? 0xa1 : 0x21, req, value, IF_CONTROL, buf,
-                len) != QXHCI_CC_SUCCESS || dir_in) {
-        return;
-    }
-    if (f->data_defaults) {
-        /* at alternate setting 0: what the next IN stream must follow */
-        if (req == 0x84) {
-            f->negotiated.ntb32 = value == 1;
-        } else if (req == 0x8a) {
-            f->negotiated.crc = value == 1;
-        } else if (req == 0x86) {
-            f->negotiated.in_max_size = ldl_le_p(buf);
-            f->negotiated.in_max_datagrams = len == 8 ? lduw_le_p(buf + 4) : 0;
-        }
-    }
-    /* what the OUT NTBs built from now on must look like */
-    if (req == 0x84) {
-        f->ntb32 = value & 1;
-    } else if (req == 0x8a) {
-        f->crc = value & 1;
-    }
+    class_request(f, req, dir_in, value, buf, len);
 }
 
 static void op_bulk_out(NcmFuzz *f, FuzzIn *in)
@@ -1100,10 +1166,8 @@ static void op_context_cmd(NcmFuzz *f, FuzzIn *in)
     settle(f, 1);
 }
 
-static void op_set_config(NcmFuzz *f, FuzzIn *in)
+static void set_config(NcmFuzz *f, uint8_t v)
 {
-    uint8_t v = in_u8(in);
-
     if (!dev_usable(f)) {
         return;
     }
@@ -1117,11 +1181,20 @@ static void op_set_config(NcmFuzz *f, FuzzIn *in)
     }
 }
 
+static void op_set_config(NcmFuzz *f, FuzzIn *in)
+{
+    set_config(f, in_u8(in));
+}
+
 static void oracle_start(NcmFuzz *f);
 
-static void op_set_alt(NcmFuzz *f, FuzzIn *in)
+/*
+ * SET_INTERFACE: bits 0-1 the alternate setting, bit 2 the control
+ * interface (else the data interface), bit 3 without the Configure
+ * Endpoint a host does around it
+ */
+static int set_alt(NcmFuzz *f, uint8_t v)
 {
-    uint8_t v = in_u8(in);
     int cc;
     uint8_t alt = v & 0x3, iface = v & 0x4 ? IF_CONTROL : IF_DATA;
 
@@ -1144,6 +1217,25 @@ static void op_set_alt(NcmFuzz *f, FuzzIn *in)
         f->data_defaults = false;
         xfers_reap(f);
         oracle_start(f);
+    }
+    return cc;
+}
+
+/*
+ * SET_INTERFACE(data, 1) while the oracle followed the IN stream, at
+ * alternate setting 1 then: the data path starts afresh with the
+ * parameters in force (NCM 1.0 7.2), and so does the oracle; an NTB the
+ * device had half sent must not go on (F23).
+ */
+static void op_set_alt(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t v = in_u8(in);
+    bool again = f->oracle_was_in && (v & 0x7) == 1;
+
+    if (set_alt(f, v) == QXHCI_CC_SUCCESS && again) {
+        xfers_reap(f);
+        ncm_oracle_reset(f->oracle);
+        f->oracle_in = true;
     }
 }
 
@@ -1177,6 +1269,8 @@ static void op_port(NcmFuzz *f, FuzzIn *in)
 }
 
 /* Unplug, replug (then enumerate again or not), or the replug fault */
+static bool enumerated_again(NcmFuzz *f, unsigned how);
+
 static void op_plug(NcmFuzz *f, FuzzIn *in)
 {
     uint8_t v = in_u8(in);
@@ -1191,15 +1285,19 @@ static void op_plug(NcmFuzz *f, FuzzIn *in)
         settle(f, 1);
         break;
     case 2:
+        if (enumerated_again(f, 3 + !!(v & 0x80))) {
+            break;
+        }
         ncm_unplug();
         settle(f, 1);
         ncm_plug();
         settle(f, 1);
         reenumerate(f, v & 0x80);
+        f->fresh = dev_usable(f) ? 3 + !!(v & 0x80) : 0;
         break;
     default:
         f->faults_set = true;
-        ncm_set_u32("x-fault-replug-ms", (v >> 2) * 4);
+        ncm_set_u32("replug-ms", (v >> 2) * 4);
         settle(f, 1);
         break;
     }
@@ -1243,9 +1341,8 @@ static void op_clock(NcmFuzz *f, FuzzIn *in)
 static void op_fault(NcmFuzz *f, FuzzIn *in)
 {
     static const char *const u32_faults[] = {
-        "x-fault-link-down-ms", "x-fault-busy-ms", "x-fault-drop-in-every",
-        "x-fault-corrupt-count", "x-fault-replug-ms",
-        "x-fault-replug-every-ms",
+        "link-down-ms", "busy-ms", "drop-in-every", "corrupt-count",
+        "replug-ms", "replug-every-ms",
     };
     static const char *const corruptions[] = {
         "none", "ndp-at-end", "datagram-offset-wrap", "ndp-chain-loop",
@@ -1264,9 +1361,9 @@ static void op_fault(NcmFuzz *f, FuzzIn *in)
         if (which == 5 && v && v < 50) {
             v = 50;
         }
-        object_property_set_uint(OBJECT(dev), u32_faults[which], v, NULL);
+        object_property_set_uint(ncm_fault(), u32_faults[which], v, NULL);
     } else if (which == 6) {
-        object_property_set_str(OBJECT(dev), "x-fault-corrupt-in",
+        object_property_set_str(ncm_fault(), "corrupt-in",
                                 corruptions[v % ARRAY_SIZE(corruptions)],
                                 NULL);
     } else {
@@ -1280,9 +1377,33 @@ static void op_wait(NcmFuzz *f, FuzzIn *in)
     wait_idle(f, in_u8(in) % MAX_WAIT_STEPS + 1);
 }
 
+/*
+ * Enumerating the device afresh right after an operation that did the
+ * same (OP_REENUMERATE, or OP_PLUG's replug, each with the same data
+ * interface choice) leaves it as that one left it, a few ms of virtual
+ * time later: nothing new is reached.  libFuzzer's repeated-byte
+ * mutations make long runs of them (93 % of the committed corpus's
+ * OP_REENUMERATEs, a quarter of the target's time): counted and skipped.
+ * @how: 1 + the data choice, + 2 for a replug.
+ */
+static bool enumerated_again(NcmFuzz *f, unsigned how)
+{
+    if (f->fresh_before == how && dev_usable(f)) {
+        ncm_fuzz_counters()->enumerate_repeats++;
+        f->fresh = how;
+        return true;
+    }
+    return false;
+}
+
 static void op_reenumerate(NcmFuzz *f, FuzzIn *in)
 {
-    reenumerate(f, in_u8(in) & 1);
+    bool data = in_u8(in) & 1;
+
+    if (!enumerated_again(f, 1 + data)) {
+        reenumerate(f, data);
+        f->fresh = dev_usable(f) ? 1 + data : 0;
+    }
 }
 
 /* usb-ncm-dl-migration-fuzz */
@@ -1303,7 +1424,7 @@ static GByteArray *vmstate_save(const VMStateDescription *vmsd, void *obj)
     QEMUFile *f = qemu_file_new_output(QIO_CHANNEL(bioc));
     GByteArray *b = g_byte_array_new();
 
-    g_assert_cmpint(vmstate_save_state(f, vmsd, obj, NULL), ==, 0);
+    g_assert_cmpint(NCM_VMSTATE_SAVE(f, vmsd, obj), ==, 0);
     qemu_fflush(f);
     g_byte_array_append(b, bioc->data, bioc->usage);
     qemu_fclose(f);
@@ -1330,7 +1451,7 @@ static int vmstate_load(const VMStateDescription *vmsd, void *obj,
     bioc->data[len] = QEMU_VM_SECTION_FOOTER;
     bioc->usage = len + 1;
     f = qemu_file_new_input(QIO_CHANNEL(bioc));
-    ret = vmstate_load_state(f, vmsd, obj, vmsd->version_id);
+    ret = NCM_VMSTATE_LOAD(f, vmsd, obj, vmsd->version_id);
     qemu_fclose(f);
     object_unref(OBJECT(bioc));
     return ret;
@@ -1363,17 +1484,21 @@ static void mig_prepare(NcmFuzz *f, uint8_t state)
         /* the format and CRC mode change only at alternate setting 0 */
         control(f, 0x01, 11, 0, IF_DATA, NULL, 0);
         if (state & MIG_NTB32) {
-            f->ntb32 = control(f, 0x21, 0x84, 1, IF_CONTROL, NULL, 0) ==
-                       QXHCI_CC_SUCCESS;
+            f->ntb32 = control(f, CLASS_OUT, NCM_SET_NTB_FORMAT,
+                               NCM_NTB_FORMAT_SELECT_32, IF_CONTROL, NULL,
+                               0) == QXHCI_CC_SUCCESS;
         }
         if (state & MIG_CRC) {
-            f->crc = control(f, 0x21, 0x8a, 1, IF_CONTROL, NULL, 0) ==
+            f->crc = control(f, CLASS_OUT, NCM_SET_CRC_MODE, NCM_CRC_APPENDED,
+                             IF_CONTROL, NULL, 0) ==
                      QXHCI_CC_SUCCESS;
         }
         control(f, 0x01, 11, 1, IF_DATA, NULL, 0);
     }
     if (state & MIG_MC_FILTERS) {
-        control(f, 0x21, 0x40, 4, IF_CONTROL, (void *)mc, sizeof(mc));
+        control(f, CLASS_OUT, CDC_SET_ETHERNET_MULTICAST_FILTERS,
+                sizeof(mc) / CDC_MC_ADDRESS_LEN, IF_CONTROL, (void *)mc,
+                sizeof(mc));
     }
     if (state & MIG_IN_PARTIAL) {
         /* frames in, then an IN TD shorter than the NTB they make */
@@ -1409,10 +1534,10 @@ static void mig_prepare(NcmFuzz *f, uint8_t state)
         f->faults_set = true;
     }
     if (state & MIG_FAULT_BUSY) {
-        ncm_set_u32("x-fault-busy-ms", 1000);
+        ncm_set_u32("busy-ms", 1000);
     }
     if (state & MIG_FAULT_LINK) {
-        ncm_set_u32("x-fault-link-down-ms", 1000);
+        ncm_set_u32("link-down-ms", 1000);
     }
     flush_events(f->qts);
 }
@@ -1462,6 +1587,58 @@ static size_t mig_mutate(uint8_t *s, size_t len, FuzzIn *in, size_t keep)
     return len;
 }
 
+/* The xHCI's own state (hcd-xhci.c's "xhci-core", vmstate_xhci) */
+static Object *xhci_core(void)
+{
+    Object *pci = object_resolve_path("/machine/peripheral/xhci", NULL);
+
+    return pci ? object_resolve_path_component(pci, "xhci-core") : NULL;
+}
+
+/*
+ * @what's stream @saved and the stream its destination saves again,
+ * @again, must be the same: else the input aborts, naming the first
+ * byte that differs.
+ */
+static void migrate_compare(const char *what, GByteArray *saved,
+                            GByteArray *again)
+{
+    guint i;
+
+    if (again->len == saved->len &&
+        !memcmp(again->data, saved->data, saved->len)) {
+        return;
+    }
+    for (i = 0; i < MIN(again->len, saved->len); i++) {
+        if (again->data[i] != saved->data[i]) {
+            break;
+        }
+    }
+    fprintf(stderr, "usb-ncm-dl-fuzz: migrate here: the destination's %s "
+            "saves another stream (%u bytes, was %u; first difference at "
+            "byte %u: 0x%02x, was 0x%02x)\n", what, again->len, saved->len,
+            i, i < again->len ? again->data[i] : 0,
+            i < saved->len ? saved->data[i] : 0);
+    abort();
+}
+
+/* A stream the source saved unmodified must load: else a finding */
+static void migrate_load_or_abort(const char *what,
+                                  const VMStateDescription *vmsd, void *obj,
+                                  GByteArray *saved)
+{
+    int ret = vmstate_load(vmsd, obj, saved->data, saved->len);
+
+    if (ret < 0) {
+        /* QEMU's error_report() above names the field or the reason */
+        fprintf(stderr, "usb-ncm-dl-fuzz: migrate here: the destination's "
+                "%s (section %s) refused the %u bytes its source saved: "
+                "%d (%s)\n", what, vmsd->name, saved->len, ret,
+                strerror(-ret));
+        abort();
+    }
+}
+
 static void migration_run(NcmFuzz *fp, FuzzIn *inp)
 {
     NcmFuzz f = *fp;
@@ -1474,7 +1651,8 @@ static void migration_run(NcmFuzz *fp, FuzzIn *inp)
     FuzzIn none = { NULL, 0 };
     DeviceState *dev;
     size_t keep = 0, len;
-    uint8_t buf[28];
+    bool unmodified;
+    uint8_t buf[NCM_NTB_PARAMETERS_LEN];
     unsigned i;
 
     mig_prepare(&f, state);
@@ -1508,11 +1686,26 @@ static void migration_run(NcmFuzz *fp, FuzzIn *inp)
     mutated = g_byte_array_sized_new(saved->len);
     g_byte_array_append(mutated, saved->data, saved->len);
     len = mig_mutate(mutated->data, mutated->len, &in, keep);
-    if (vmstate_load(vmsd, dev, mutated->data, len) < 0) {
+    /*
+     * No mutation, or mutations that cancel out (an input that ends
+     * here, a byte set to its own value): the stream is the one the
+     * source produced, which its destination must take, and whose load
+     * must save the same stream again (migrate_here()'s rule).
+     */
+    unmodified = len == saved->len && !memcmp(mutated->data, saved->data,
+                                              len);
+    if (unmodified) {
+        g_autoptr(GByteArray) again = NULL;
+
+        migrate_load_or_abort(NCM_MODEL, vmsd, dev, saved);
+        again = vmstate_save(vmsd, dev);
+        migrate_compare(NCM_MODEL, saved, again);
+        ncm_fuzz_counters()->mig_unmodified++;
+    } else if (vmstate_load(vmsd, dev, mutated->data, len) < 0) {
         /*
-         * Refused, as it may be.  The device now holds part of the
-         * stream: put the saved state back before it is unplugged, as
-         * nothing else would run on it.
+         * A mutated stream refused, as it may be.  The device now holds
+         * part of the stream: put the saved state back before it is
+         * unplugged, as nothing else would run on it.
          */
         vmstate_load(vmsd, dev, saved->data, saved->len);
         goto out;
@@ -1524,7 +1717,8 @@ static void migration_run(NcmFuzz *fp, FuzzIn *inp)
      */
     f.device_dirty = true;
     settle(&f, 1);
-    control(&f, 0xa1, 0x80, 0, IF_CONTROL, buf, sizeof(buf));
+    control(&f, CLASS_IN, NCM_GET_NTB_PARAMETERS, 0, IF_CONTROL, buf,
+            sizeof(buf));
     control(&f, 0x80, 0, 0, 0, buf, 2);
     if (dev_usable(&f)) {
         qxhci_hold_doorbells(f.d, true);
@@ -1549,8 +1743,8 @@ static void migration_run(NcmFuzz *fp, FuzzIn *inp)
     qtest_clock_step(f.qts, 300 * 1000 * 1000);
     ncm_after_step(f.qts, NULL);
     wait_idle(&f, MAX_WAIT_STEPS);
-    ncm_set_u32("x-fault-busy-ms", 0);
-    ncm_set_u32("x-fault-link-down-ms", 0);
+    ncm_set_u32("busy-ms", 0);
+    ncm_set_u32("link-down-ms", 0);
     mig_frames(&f, 2, 100);
     wait_idle(&f, 8);
 out:
@@ -1891,28 +2085,45 @@ static void op_interrupter(NcmFuzz *f, FuzzIn *in)
 }
 
 /*
- * "Migrate here": take back the TDs in flight (a destination's device
- * has none), save the device's VMState, reset the device as a
- * destination's is, load the stream into it and go on.  A stream the
- * device wrote that it then refuses, or that does not come out the same
- * when saved again from the loaded device, is a finding: the input
- * aborts, as a crash does.
+ * "Migrate here", in the process: save the xHCI's state and the
+ * device's, reset both as a destination's are (a machine reset), load
+ * the streams in the order a migration stream has them (the controller
+ * was created first) and go on.  With @in_flight the TDs the device or
+ * the controller hold stay where they are: the destination's controller
+ * runs them again from its endpoint contexts, as after a migration with
+ * transfers half done (the reset cancels the source's packets, which a
+ * real source takes with it).  Without it the host takes every TD back
+ * first (Stop Endpoint), as usb-ncm-dl-fuzz's migrate did before.
+ *
+ * Only a device that can be reached is migrated.  A stream refused is a
+ * finding: the input aborts; so is a destination that saves again
+ * another stream than its source, for the controller or the device.
+ * Nothing may differ here: no virtual time passes between the save, the
+ * load and the save again, so the timers in the streams
+ * (VMSTATE_TIMER_PTR: xhci-core's mfwrap_timer, the device's) save the
+ * same expiry; the controller's endpoint kick timers that its post_load
+ * arms are not in its stream.  The PCI function's part of the xHCI's
+ * section (config space, MSI-X) is neither reset nor loaded: a PCI
+ * reset would unmap BAR 0 and rebuild the memory topology twice per
+ * migration, the cost the harness avoids elsewhere (ncm_fuzz_begin()),
+ * and nothing of the controller's or the device's load depends on it.
  */
-static void op_migrate(NcmFuzz *f, FuzzIn *in)
+static void migrate_here(NcmFuzz *f, bool in_flight)
 {
     DeviceState *dev = ncm_find();
+    Object *core = xhci_core();
     const VMStateDescription *vmsd;
     g_autoptr(GByteArray) saved = NULL;
     g_autoptr(GByteArray) again = NULL;
+    g_autoptr(GByteArray) xsaved = NULL;
+    g_autoptr(GByteArray) xagain = NULL;
     unsigned i;
-    int ret;
 
-    in_u8(in);
-    if (!dev || !dev_usable(f)) {
+    if (!dev || !core || !dev_usable(f)) {
         ncm_fuzz_counters()->migrate_skipped++;
         return;
     }
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < 4 && !in_flight; i++) {
         uint8_t ep = i == 0 ? 0 : i == 1 ? f->ep_in.address :
                      i == 2 ? f->ep_out.address : f->ep_notify.address;
 
@@ -1923,34 +2134,261 @@ static void op_migrate(NcmFuzz *f, FuzzIn *in)
             return;
         }
     }
+    /* what completed until now is the oracle's; not what follows */
     xfers_reap(f);
+    f->oracle_in = false;
+    f->data_defaults = false;
     flush_events(f->qts);
     vmsd = DEVICE_GET_CLASS(dev)->vmsd;
+    xsaved = vmstate_save(&vmstate_xhci, core);
     saved = vmstate_save(vmsd, dev);
+    device_cold_reset(DEVICE(core));
     usb_device_reset(USB_DEVICE(dev));
     flush_events(f->qts);
-    ret = vmstate_load(vmsd, dev, saved->data, saved->len);
-    if (ret < 0) {
-        fprintf(stderr, "usb-ncm-dl-fuzz: migrate here: the device refused "
-                "its own stream (%u bytes): %d\n", saved->len, ret);
-        abort();
-    }
+    migrate_load_or_abort("xHCI", &vmstate_xhci, core, xsaved);
+    migrate_load_or_abort(NCM_MODEL, vmsd, dev, saved);
+    xagain = vmstate_save(&vmstate_xhci, core);
     again = vmstate_save(vmsd, dev);
-    if (again->len != saved->len ||
-        memcmp(again->data, saved->data, saved->len)) {
-        for (i = 0; i < MIN(again->len, saved->len); i++) {
-            if (again->data[i] != saved->data[i]) {
-                break;
-            }
-        }
-        fprintf(stderr, "usb-ncm-dl-fuzz: migrate here: the loaded device "
-                "saves another stream (%u bytes, was %u; first difference "
-                "at byte %u)\n", again->len, saved->len, i);
-        abort();
-    }
+    migrate_compare("xHCI", xsaved, xagain);
+    migrate_compare(NCM_MODEL, saved, again);
     ncm_fuzz_counters()->migrate_runs++;
-    ncm_fuzz_counters()->migrate_bytes += saved->len;
+    ncm_fuzz_counters()->migrate_in_flight += in_flight;
+    ncm_fuzz_counters()->migrate_bytes += xsaved->len + saved->len;
     settle(f, 1);
+}
+
+/*
+ * Bit 0 of the operation's byte: the TDs in flight stay (migrate_here).
+ * A migration right after another saves what the first one's
+ * destination saved and was compared, one clock step later: nothing new
+ * is checked, and the committed corpus is full of such runs (88 % of
+ * its migrations, a third of the target's time), which libFuzzer's
+ * repeated-byte mutations make.  It is counted and skipped; a clock
+ * step or any other operation between two migrations makes the second
+ * one run.
+ */
+static void op_migrate(NcmFuzz *f, FuzzIn *in)
+{
+    bool in_flight = in_u8(in) & 1;
+
+    if (f->prev_op == OP_MIGRATE) {
+        ncm_fuzz_counters()->migrate_repeats++;
+        return;
+    }
+    migrate_here(f, in_flight);
+}
+
+/*
+ * Requests and migrations while a bulk transfer is half done
+ * (OP_MID_XFER): one OUT NTB sent a packet per TD, or IN NTBs read a
+ * packet per TD, stopped after k of its n packets (any k, chosen by the
+ * input, at up to MID_MAX_STOPS boundaries) for a class request, a
+ * standard request, a migration or a clock step.  The device sees a TD
+ * of wMaxPacketSize as a packet that does not end the transfer.
+ */
+#define MID_MAX_STOPS       4
+#define MID_MAX_PACKETS     64
+#define MID_WAIT_STEPS      8
+/* USB 2.0 9.4 table 9-6: the feature selector CLEAR_FEATURE uses here */
+#define USB_FEATURE_ENDPOINT_HALT   0
+/* USB 2.0 9.6.1: a device descriptor's bLength */
+#define USB_DEVICE_DESC_LEN         18
+
+static int set_alt(NcmFuzz *f, uint8_t v);
+static void set_config(NcmFuzz *f, uint8_t v);
+
+/*
+ * The standard requests a device sees from a host while its data flows.
+ * SET_ADDRESS is not among them: behind an xHCI the controller sends it
+ * (Address Device), once per enumeration, and a driver never does.
+ */
+static void mid_standard(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t sel = in_u8(in), buf[USB_DEVICE_DESC_LEN];
+    uint8_t ep = sel & 0x80 ? f->ep_out.address : f->ep_in.address;
+    uint8_t iface = sel & 0x80 ? IF_DATA : IF_CONTROL;
+
+    /* bits 0-3: the request; bits 4 and 7: its variants */
+    switch ((sel & 0x0f) % 9) {
+    case 0:
+        control(f, DeviceRequest >> 8, USB_REQ_GET_STATUS, 0, 0, buf, 2);
+        break;
+    case 1:
+        control(f, InterfaceRequest >> 8, USB_REQ_GET_STATUS, 0, iface, buf,
+                2);
+        break;
+    case 2:
+        control(f, EndpointRequest >> 8, USB_REQ_GET_STATUS, 0, ep, buf, 2);
+        break;
+    case 3:
+        control(f, EndpointOutRequest >> 8, USB_REQ_CLEAR_FEATURE,
+                USB_FEATURE_ENDPOINT_HALT, ep, NULL, 0);
+        break;
+    case 4:
+        /* SET_INTERFACE(data, 0), the endpoints dropped (bit 3: kept) */
+        set_alt(f, (sel >> 1) & 0x8);
+        break;
+    case 5:
+        /* SET_INTERFACE(data, 1), the endpoints added first (bit 3: not) */
+        set_alt(f, 1 | ((sel >> 1) & 0x8));
+        break;
+    case 6:
+        /* SET_CONFIGURATION(1) or (0), deconfigured first by bit 7 */
+        set_config(f, (sel & 0x80) | ((sel >> 4) & 1));
+        break;
+    case 7:
+        control(f, sel & 0x80 ? InterfaceRequest >> 8 : DeviceRequest >> 8,
+                sel & 0x80 ? USB_REQ_GET_INTERFACE :
+                USB_REQ_GET_CONFIGURATION, 0, IF_DATA, buf, 1);
+        break;
+    default:
+        control(f, DeviceRequest >> 8, USB_REQ_GET_DESCRIPTOR,
+                USB_DT_DEVICE << 8, 0, buf, sizeof(buf));
+        break;
+    }
+}
+
+/*
+ * Any class request of the function with the length a host gives it
+ * (bit 7 of the second byte: the input's), the value a byte of the input
+ */
+static void mid_class(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t sel = in_u8(in), how = in_u8(in);
+    unsigned i = sel % ARRAY_SIZE(ncm_class_reqs);
+    uint16_t len = how & 0x80 ? how & 0x3f : ncm_class_reqs[i].len;
+    uint8_t buf[64] = { 0 };
+
+    if (!ncm_class_reqs[i].in) {
+        in_fill(in, buf, len, len);
+        if (ncm_class_renegotiates(ncm_class_reqs[i].req)) {
+            /* as run_ops() does before such an OP_CLASS */
+            xfers_reap(f);
+            f->oracle_in = false;
+        }
+    }
+    class_request(f, ncm_class_reqs[i].req, ncm_class_reqs[i].in,
+                  in_u8(in), buf, len);
+}
+
+/* What happens at a packet boundary */
+static void mid_action(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t a = in_u8(in);
+
+    ncm_fuzz_counters()->mid_stops++;
+    switch (a % 4) {
+    case 0:
+        migrate_here(f, !(a & 0x80));
+        break;
+    case 1:
+        mid_class(f, in);
+        break;
+    case 2:
+        mid_standard(f, in);
+        break;
+    default:
+        /* time passes: the IN coalescing timer, notifications */
+        qtest_clock_step(f->qts, ((int64_t)(a >> 2) + 1) * 100000);
+        ncm_after_step(f->qts, NULL);
+        qxhci_poll(f->x);
+        break;
+    }
+}
+
+/* One packet's TD, waited for a while (left in flight if not done) */
+static void mid_packet(NcmFuzz *f, uint8_t ep, const uint8_t *data,
+                       uint32_t len)
+{
+    QXhciTransfer *t;
+    int i;
+
+    if (!ep_usable(f, ep, 3)) {
+        return;
+    }
+    t = qxhci_submit(f->d, ep, data, len);
+    g_ptr_array_add(f->xfers, t);
+    qxhci_poll(f->x);
+    for (i = 0; i < MID_WAIT_STEPS && !t->done && !f->d->gone; i++) {
+        qxhci_step(f->x);
+    }
+}
+
+/*
+ * @n packets of a transfer in pieces: before each of the stops, the
+ * input says how many packets go first (0: another stop at the same
+ * boundary), then what happens there; the rest goes after the last.
+ */
+static void mid_run(NcmFuzz *f, FuzzIn *in, uint8_t ep, const uint8_t *data,
+                    uint32_t len, unsigned n, unsigned stops)
+{
+    unsigned pos = 0, s, k;
+
+    for (s = 0; s <= stops; s++) {
+        unsigned upto = s == stops ? n : pos + in_u8(in) % (n - pos + 1);
+
+        for (k = pos; k < upto && dev_usable(f); k++) {
+            uint32_t off = k * f->mps;
+
+            /* OUT: the bytes of packet k; IN: one wMaxPacketSize each */
+            mid_packet(f, ep, data ? data + off : NULL,
+                       data ? MIN(f->mps, len - MIN(off, len)) : f->mps);
+        }
+        pos = upto;
+        if (s < stops && dev_usable(f)) {
+            mid_action(f, in);
+        }
+        xfers_reap(f);
+    }
+}
+
+static void op_mid_xfer(NcmFuzz *f, FuzzIn *in)
+{
+    uint8_t sel = in_u8(in);
+    unsigned stops = 1 + (sel >> 1) % MID_MAX_STOPS;
+
+    if (!dev_usable(f)) {
+        return;
+    }
+    ncm_fuzz_counters()->mid_xfers++;
+    if (!(sel & 1)) {
+        g_autoptr(GByteArray) ntb = build_ntb(f, in, 0);
+        unsigned n;
+
+        /* bit 4: the NTB ends on a packet boundary, a ZLP after it */
+        if (sel & 0x10) {
+            pad_zero(ntb, MIN(ROUND_UP(ntb->len, f->mps),
+                              MID_MAX_PACKETS * f->mps));
+        }
+        ntb->len = MIN(ntb->len, MID_MAX_PACKETS * f->mps);
+        n = ntb->len / f->mps + 1;      /* the last short, or a ZLP */
+        mid_run(f, in, f->ep_out.address, ntb->data, ntb->len, n, stops);
+    } else {
+        uint8_t count = in_u8(in) % 8 + 1;
+        uint32_t flen = 60 + in_u16(in) % 1455;
+        /* the NTB16 they make: NTH, NDP (a null entry last), datagrams */
+        uint32_t total = NCM_NTH16_LEN + 8 + 4 * (count + 1);
+        g_autofree uint8_t *frame = g_malloc0(flen);
+        unsigned i;
+
+        /* frames to the device's address, an IN NTB of several packets */
+        memcpy(frame, "\x52\x54\x00\x12\x34\x56\x52\x54\x00\xaa\xbb\xcc",
+               12);
+        stw_be_p(frame + 12, 0x88b5);
+        for (i = 0; i < count; i++) {
+            frame[14] = i;
+            sock_frame(frame, flen);
+            total += ROUND_UP(flen, 4);
+        }
+        flush_events(f->qts);
+        /*
+         * As many packets as that NTB takes when nothing else is queued:
+         * IN TDs an earlier operation left waiting take the first bytes,
+         * and what these leave is the next operation's half-sent NTB
+         */
+        mid_run(f, in, f->ep_in.address, NULL, 0,
+                MIN(total / f->mps + 1, MID_MAX_PACKETS), stops);
+    }
 }
 
 /* Running one input: in a forked child, or in the process */
@@ -2046,14 +2484,15 @@ static void ncm_run(QTestState *s, const char *zlp, bool data, NcmFuzzFn *fn,
  */
 static void oracle_start(NcmFuzz *f)
 {
-    uint8_t b[28];
+    uint8_t b[NCM_NTB_PARAMETERS_LEN];
 
     if (!f->oracle) {
         f->oracle = ncm_oracle_new();
     }
     ncm_oracle_reset(f->oracle);
     memset(b, 0, sizeof(b));
-    if (control(f, 0xa1, 0x80, 0, IF_CONTROL, b, sizeof(b)) !=
+    if (control(f, CLASS_IN, NCM_GET_NTB_PARAMETERS, 0, IF_CONTROL, b,
+                sizeof(b)) !=
         QXHCI_CC_SUCCESS) {
         return;
     }
@@ -2084,14 +2523,10 @@ static bool oracle_follows(unsigned op, const FuzzIn *in)
     switch (op) {
     case OP_CONTROL:
         return b0 & 0x80;
-    case OP_CLASS: {
-        /* op_class()'s table: SET_NTB_FORMAT, _INPUT_SIZE, ... */
-        static const bool renegotiates[16] = {
-            [9] = true, [11] = true, [13] = true, [15] = true,
-        };
-
-        return (b0 & 0x80) || !renegotiates[b0 % 16];
-    }
+    case OP_CLASS:
+        return (b0 & 0x80) ||
+               !ncm_class_renegotiates(
+                   ncm_class_reqs[b0 % ARRAY_SIZE(ncm_class_reqs)].req);
     case OP_BULK_OUT:
     case OP_BULK_IN:
     case OP_INTR_IN:
@@ -2102,6 +2537,20 @@ static bool oracle_follows(unsigned op, const FuzzIn *in)
     default:
         return false;
     }
+}
+
+/*
+ * An operation byte's operation.  The operations before OP_MID_XFER take
+ * the byte modulo their number, as before it was added, so that the
+ * committed corpus keeps its meaning; the ones added since take the
+ * bytes above the last whole round of them (253-255).
+ */
+#define OP_FIRST_ROUNDS     (256 / OP_MID_XFER * OP_MID_XFER)
+
+static unsigned op_of(uint8_t b)
+{
+    return b < OP_FIRST_ROUNDS ? b % OP_MID_XFER :
+           OP_MID_XFER + (b - OP_FIRST_ROUNDS) % (OP__MAX - OP_MID_XFER);
 }
 
 /* The operations of usb-ncm-dl-fuzz, from the second input byte on */
@@ -2131,6 +2580,7 @@ static void run_ops(NcmFuzz *f, FuzzIn *in)
         [OP_PORTSC] = op_portsc,
         [OP_INTERRUPTER] = op_interrupter,
         [OP_MIGRATE] = op_migrate,
+        [OP_MID_XFER] = op_mid_xfer,
     };
     int n = 0;
 
@@ -2138,8 +2588,13 @@ static void run_ops(NcmFuzz *f, FuzzIn *in)
         oracle_start(f);
     }
     while (in->len && n++ < MAX_OPS && !f->dead) {
-        unsigned op = in_u8(in) % OP__MAX;
+        unsigned op = op_of(in_u8(in));
 
+        f->oracle_was_in = f->oracle_in;
+        f->prev_op = f->op;
+        f->op = op;
+        f->fresh_before = f->fresh;
+        f->fresh = 0;
         if (!oracle_follows(op, in)) {
             /* what completed until now is checked; nothing after it */
             xfers_reap(f);
@@ -2208,6 +2663,8 @@ static GString *usb_ncm_dl_cmdline(FuzzTarget *t)
                            " -machine pc,accel=qtest -m 128M -display none"
                            " -nodefaults"
                            " -netdev socket,id=" NCM_NETDEV ",fd=%d"
+                           " -object usb-ncm-fault,id=" NCM_FAULT_ID
+                           ",device=/machine/peripheral/" NCM_ID
                            " -device qemu-xhci,id=xhci,addr=04.0"
                            " -device " NCM_MODEL ",id=" NCM_ID
                            ",bus=xhci.0,netdev=" NCM_NETDEV
@@ -2224,7 +2681,7 @@ static void register_usb_ncm_dl_fuzz_targets(void)
                        "operations: control requests, bulk and interrupt "
                        "transfers, cancellations, xHCI commands and "
                        "contexts, resets, replug, netdev frames, clock "
-                       "steps and x-fault-* changes",
+                       "steps and usb-ncm-fault changes",
         .get_init_cmdline = usb_ncm_dl_cmdline,
         .fuzz = usb_ncm_dl_fuzz,
     });

@@ -1420,7 +1420,7 @@ static void machine_reset(QTestState *s)
  * guest whose driver reloads starts: hcd_begin() resets the controller
  * through its register, which resets its root hub's ports, and the
  * device's port.  An input cannot set anything else that such a reset
- * leaves behind (no x-fault-* property, no link, no migration here).
+ * leaves behind (no usb-ncm-fault, no link, no migration here).
  */
 static void hcd_end(Hcd *h)
 {

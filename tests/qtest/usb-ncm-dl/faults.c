@@ -1,6 +1,6 @@
 /*
- * usb-ncm-dl qtest: fault injection (x-fault-*: link down, busy,
- * dropped and corrupted IN NTBs, re-enumeration)
+ * usb-ncm-dl qtest: fault injection (the usb-ncm-fault object: link
+ * down, busy, dropped and corrupted IN NTBs, re-enumeration)
  *
  * Copyright (c) 2026 The usb-ncm-dl authors
  *
@@ -30,9 +30,9 @@ static void test_fault_link_down(NcmEnv *e, const NcmCase *c)
 
     ncm_mark(e);
     t0 = ncm_clock_ns(e);
-    ncm_fault_set(e, "x-fault-link-down-ms", n_ms);
+    ncm_fault_set(e, "link-down-ms", n_ms);
     ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), false);
-    g_assert_cmpint(ncm_qom_get_int(e, "x-fault-link-down-ms"), !=, 0);
+    g_assert_cmpint(ncm_fault_get_int(e, "link-down-ms"), !=, 0);
 
     /* frames from the network do not reach the host... */
     for (i = 0; i < 3; i++) {
@@ -58,7 +58,7 @@ static void test_fault_link_down(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(now - t0, <, (n_ms - 2) * NCM_MS);
     if (end_early) {
         /* 0 ends the fault now */
-        ncm_fault_set(e, "x-fault-link-down-ms", 0);
+        ncm_fault_set(e, "link-down-ms", 0);
     } else {
         /* still down just before N ms... */
         qtest_clock_step(e->qts, t0 + (n_ms - 2) * NCM_MS - now);
@@ -70,7 +70,7 @@ static void test_fault_link_down(NcmEnv *e, const NcmCase *c)
     ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
     ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
     g_assert_cmpuint(ncm_notify_read(e, b, 100 * NCM_MS), ==, 0);
-    g_assert_cmpint(ncm_qom_get_int(e, "x-fault-link-down-ms"), ==, 0);
+    g_assert_cmpint(ncm_fault_get_int(e, "link-down-ms"), ==, 0);
     if (end_early) {
         /* the timer that would have ended it is gone */
         now = ncm_clock_ns(e);
@@ -118,8 +118,8 @@ static void test_fault_busy(NcmEnv *e, const NcmCase *c)
 
     ncm_mark(e);
     t0 = ncm_clock_ns(e);
-    ncm_fault_set(e, "x-fault-busy-ms", n_ms);
-    g_assert_cmpint(ncm_qom_get_int(e, "x-fault-busy-ms"), !=, 0);
+    ncm_fault_set(e, "busy-ms", n_ms);
+    g_assert_cmpint(ncm_fault_get_int(e, "busy-ms"), !=, 0);
     out = qxhci_submit(e->dev, e->ep_out.address, ntb->data, ntb->len);
     in = qxhci_submit(e->dev, e->ep_in.address, NULL, e->p.in_max);
     ncm_sock_send_frames(e, rx);
@@ -145,7 +145,7 @@ static void test_fault_busy(NcmEnv *e, const NcmCase *c)
     ncm_ntb_parse_in(e, buf, in->actual, e->in_size, got);
     qxhci_transfer_free(in);
     ncm_frames_assert_equal(got, rx);
-    g_assert_cmpint(ncm_qom_get_int(e, "x-fault-busy-ms"), ==, 0);
+    g_assert_cmpint(ncm_fault_get_int(e, "busy-ms"), ==, 0);
 
     ncm_assert_deltas(e, { "out_datagrams", tx->len },
                       { "in_datagrams", rx->len },
@@ -159,14 +159,14 @@ static void test_fault_drop_in(NcmEnv *e, const NcmCase *c)
 
     ncm_set_alt(e, 1);
     ncm_mark(e);
-    ncm_fault_set(e, "x-fault-drop-in-every", 2);
-    g_assert_cmpint(ncm_qom_get_int(e, "x-fault-drop-in-every"), ==, 2);
+    ncm_fault_set(e, "drop-in-every", 2);
+    g_assert_cmpint(ncm_fault_get_int(e, "drop-in-every"), ==, 2);
     /* one burst, one NTB; the 2nd and 4th are dropped, then no more */
     for (i = 0; i < 6; i++) {
         g_autoptr(GPtrArray) burst = ncm_frames_new();
 
         if (i == 4) {
-            ncm_fault_set(e, "x-fault-drop-in-every", 0);
+            ncm_fault_set(e, "drop-in-every", 0);
         }
         for (j = 0; j < 3; j++) {
             ncm_frames_add(burst, j % 2 ? ncm_mac : ncm_bcast_mac,
@@ -298,14 +298,14 @@ static void corrupt_rounds(NcmEnv *e, int how, unsigned count, uint32_t tag)
 
     ncm_mark(e);
     if (count > 1) {
-        ncm_fault_set(e, "x-fault-corrupt-count", count);
+        ncm_fault_set(e, "corrupt-count", count);
     }
     ncm_fault_corrupt(e, name);
     /* corrupted on purpose: the oracle must refuse each (below) */
     e->oracle_off = true;
-    now = ncm_qom_get_str(e, "x-fault-corrupt-in");
+    now = ncm_fault_get_str(e, "corrupt-in");
     g_assert_cmpstr(now, ==, name);
-    g_assert_cmpint(ncm_qom_get_int(e, "x-fault-corrupt-count"), ==, count);
+    g_assert_cmpint(ncm_fault_get_int(e, "corrupt-count"), ==, count);
 
     for (i = 0; i < count; i++) {
         g_autoptr(GPtrArray) frames = ncm_frames_new();
@@ -323,7 +323,7 @@ static void corrupt_rounds(NcmEnv *e, int how, unsigned count, uint32_t tag)
         want = ncm_in_ntb_expected(e, frames, e->rx_seq++);
         check_corrupted(e, got, want, how);
     }
-    g_assert_cmpint(ncm_qom_get_int(e, "x-fault-corrupt-count"), ==, 0);
+    g_assert_cmpint(ncm_fault_get_int(e, "corrupt-count"), ==, 0);
     e->oracle_off = false;
 
     /* the next one is clean */
@@ -348,7 +348,7 @@ static void test_fault_corrupt(NcmEnv *e, const NcmCase *c)
     }
     ncm_set_alt(e, 1);
     e->ntb32 = n32;
-    g_assert_cmpint(ncm_qom_get_int(e, "x-fault-corrupt-count"), ==, 0);
+    g_assert_cmpint(ncm_fault_get_int(e, "corrupt-count"), ==, 0);
     corrupt_rounds(e, how, 1, 9000);
     if (how == CORRUPT_BLOCK_LEN) {
         /* the input size the host set, not dwNtbInMaxSize */
@@ -386,7 +386,7 @@ static void test_fault_short_notify(NcmEnv *e, const NcmCase *c)
     n = ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS);
     g_assert_cmpmem(b, n, cut, sizeof(cut));
     g_assert_cmpuint(ncm_notify_read(e, b, 100 * NCM_MS), ==, 0);
-    g_assert_cmpint(ncm_qom_get_int(e, "x-fault-corrupt-count"), ==, 0);
+    g_assert_cmpint(ncm_fault_get_int(e, "corrupt-count"), ==, 0);
 
     /* the next ones are whole */
     ncm_set_link(e, true);
@@ -414,10 +414,11 @@ static void test_fault_corrupt_invalid(NcmEnv *e, const NcmCase *c)
 
     ncm_set_alt(e, 1);
     ncm_mark(e);
+    ncm_fault_object(e);
     for (i = 0; i < ARRAY_SIZE(bad); i++) {
         QDict *rsp = qtest_qmp(e->qts, "{'execute': 'qom-set', 'arguments': "
-                               "{'path': %s, 'property': 'x-fault-corrupt-in',"
-                               " 'value': %s}}", NCM_QOM_PATH, bad[i]);
+                               "{'path': %s, 'property': 'corrupt-in',"
+                               " 'value': %s}}", NCM_FAULT_PATH, bad[i]);
         QDict *err = qdict_get_qdict(rsp, "error");
 
         if (!err) {
@@ -425,12 +426,12 @@ static void test_fault_corrupt_invalid(NcmEnv *e, const NcmCase *c)
                            bad[i]);
         }
         g_assert(err);
-        g_assert(strstr(qdict_get_str(err, "desc"), "x-fault-corrupt-in"));
+        g_assert(strstr(qdict_get_str(err, "desc"), "corrupt-in"));
         qobject_unref(rsp);
     }
-    now = ncm_qom_get_str(e, "x-fault-corrupt-in");
+    now = ncm_fault_get_str(e, "corrupt-in");
     g_assert_cmpstr(now, ==, "none");
-    g_assert_cmpint(ncm_qom_get_int(e, "x-fault-corrupt-count"), ==, 0);
+    g_assert_cmpint(ncm_fault_get_int(e, "corrupt-count"), ==, 0);
 
     /* nothing armed: the next NTB is clean */
     ncm_check_rx_frame(e, 9800, 300);
@@ -464,34 +465,34 @@ static void test_fault_replug(NcmEnv *e, const NcmCase *c)
     ncm_check_marker(e, 39000);
     ncm_mark(e);
     t0 = ncm_clock_ns(e);
-    ncm_fault_set(e, "x-fault-replug-ms", 300);
+    ncm_fault_set(e, "replug-ms", 300);
     g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
     g_assert(e->dev->gone);
-    g_assert_cmpint(ncm_qom_get_int(e, "x-fault-replug-ms"), ==, 1);
+    g_assert_cmpint(ncm_fault_get_int(e, "replug-ms"), ==, 1);
     for (i = 0; i < 100 && ncm_clock_ns(e) - t0 < 250 * NCM_MS; i++) {
         qxhci_step(e->xhci);
         g_assert(!(qxhci_portsc(e->xhci, e->port) & 1));
     }
     replug_wait_back(e);
     g_assert_cmpint(ncm_clock_ns(e) - t0, >=, 300 * NCM_MS);
-    g_assert_cmpint(ncm_qom_get_int(e, "x-fault-replug-ms"), ==, 0);
+    g_assert_cmpint(ncm_fault_get_int(e, "replug-ms"), ==, 0);
     ncm_queue_check_traffic(e, 39100);
     ncm_assert_deltas(e, { "replugs", 1 });
 
     /* periodic: every 400 ms +- 50 down for 100 ms, for 2 s */
-    ncm_fault_set(e, "x-fault-replug-ms", 0);
-    ncm_fault_set(e, "x-fault-replug-seed", 7);
+    ncm_fault_set(e, "replug-ms", 0);
+    ncm_fault_set(e, "replug-seed", 7);
     qxhci_take_port_events(e->xhci, e->port);
     qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', 'arguments': "
-                             "{'path': %s, 'property': 'x-fault-replug-ms',"
-                             " 'value': 100}}", NCM_QOM_PATH);
+                             "{'path': %s, 'property': 'replug-ms',"
+                             " 'value': 100}}", NCM_FAULT_PATH);
     replug_wait_back(e);
-    ncm_fault_set(e, "x-fault-replug-every-ms", 400);
+    ncm_fault_set(e, "replug-every-ms", 400);
     t0 = ncm_clock_ns(e);
     while (ncm_clock_ns(e) - t0 < 2000 * NCM_MS) {
         qxhci_step(e->xhci);
     }
-    ncm_fault_set(e, "x-fault-replug-every-ms", 0);
+    ncm_fault_set(e, "replug-every-ms", 0);
     events = qxhci_take_port_events(e->xhci, e->port);
     g_test_message("%u port status changes in 2 s of periodic replugs",
                    events);
@@ -499,6 +500,103 @@ static void test_fault_replug(NcmEnv *e, const NcmCase *c)
     replug_wait_back(e);
     ncm_queue_check_traffic(e, 39200);
     g_assert_cmpuint(ncm_delta(e, "replugs"), >=, 5);
+}
+
+/* qom-set of a fault on the object @id: the error's text, or NULL */
+static char *fault_try_set(NcmEnv *e, const char *id, const char *fault,
+                           uint32_t value)
+{
+    g_autofree char *path = g_strdup_printf("/objects/%s", id);
+    QDict *rsp = qtest_qmp(e->qts, "{'execute': 'qom-set', 'arguments': "
+                           "{'path': %s, 'property': %s, 'value': %u}}",
+                           path, fault, value);
+    QDict *err = qdict_get_qdict(rsp, "error");
+    char *why = err ? g_strdup(qdict_get_str(err, "desc")) : NULL;
+
+    qobject_unref(rsp);
+    return why;
+}
+
+static int64_t fault_get(NcmEnv *e, const char *id, const char *fault)
+{
+    g_autofree char *path = g_strdup_printf("/objects/%s", id);
+    QDict *rsp = qtest_qmp(e->qts, "{'execute': 'qom-get', 'arguments': "
+                           "{'path': %s, 'property': %s}}", path, fault);
+    int64_t v = qdict_get_int(rsp, "return");
+
+    qobject_unref(rsp);
+    return v;
+}
+
+/*
+ * The usb-ncm-fault object apart from the device: created before the
+ * device it names (it looks the device up at the first fault), one per
+ * device, detached when the device goes and attached to the next one of
+ * that id; object-del ends its faults.
+ */
+static void test_fault_object(NcmEnv *e, const NcmCase *c)
+{
+    g_autofree char *why = NULL;
+    uint8_t b[16];
+    QDict *rsp;
+
+    ncm_set_alt(e, 1);
+    /* before the device: created, but a fault has nothing to act on */
+    qtest_qmp_assert_success(e->qts, "{'execute': 'object-add', "
+                             "'arguments': {'qom-type': 'usb-ncm-fault', "
+                             "'id': 'f9', 'device': 'ncm9'}}");
+    why = fault_try_set(e, "f9", "busy-ms", 100);
+    g_assert(why && strstr(why, "no usb-ncm device 'ncm9'"));
+    g_free(why);
+    g_assert_cmpint(fault_get(e, "f9", "busy-ms"), ==, 0);
+
+    /* hot-plugged: f9 attaches at its first fault */
+    qtest_qmp_device_add(e->qts, c->model, "ncm9", "{'bus': 'xhci.0'}");
+    g_assert_null(fault_try_set(e, "f9", "replug-seed", 5));
+    g_assert_null(fault_try_set(e, "f9", "drop-in-every", 3));
+    g_assert_cmpint(fault_get(e, "f9", "drop-in-every"), ==, 3);
+    /* one injector per device */
+    rsp = qtest_qmp(e->qts, "{'execute': 'object-add', 'arguments': "
+                    "{'qom-type': 'usb-ncm-fault', 'id': 'f10', "
+                    "'device': '/machine/peripheral/ncm9'}}");
+    g_assert(qdict_haskey(rsp, "error"));
+    g_assert(strstr(qdict_get_str(qdict_get_qdict(rsp, "error"), "desc"),
+                    "has a fault injector already"));
+    qobject_unref(rsp);
+
+    /* the device goes: the faults with it, and nothing to attach to */
+    qtest_qmp_device_del(e->qts, "ncm9");
+    g_assert_cmpint(fault_get(e, "f9", "drop-in-every"), ==, 0);
+    why = fault_try_set(e, "f9", "busy-ms", 100);
+    g_assert(why && strstr(why, "ncm9"));
+
+    /* a new device of that id: f9 attaches to it */
+    qtest_qmp_device_add(e->qts, c->model, "ncm9", "{'bus': 'xhci.0'}");
+    g_assert_null(fault_try_set(e, "f9", "replug-ms", 50));
+    g_assert_cmpint(fault_get(e, "f9", "replug-ms"), ==, 1);
+    ncm_step(e, 60 * NCM_MS);
+    g_assert_cmpint(fault_get(e, "f9", "replug-ms"), ==, 0);
+    g_assert_null(fault_try_set(e, "f9", "busy-ms", 1000000));
+    qtest_qmp_assert_success(e->qts, "{'execute': 'object-del', "
+                             "'arguments': {'id': 'f9'}}");
+    qtest_qmp_device_del(e->qts, "ncm9");
+
+    /*
+     * ncm0 with its own object: a link held down for good comes back when
+     * the object goes
+     */
+    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
+    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+    ncm_check_marker(e, 9900);
+    ncm_fault_set(e, "link-down-ms", 1000000);
+    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), false);
+    g_assert_cmpint(ncm_fault_get_int(e, "link-down-ms"), ==, 1);
+    qtest_qmp_assert_success(e->qts, "{'execute': 'object-del', "
+                             "'arguments': {'id': %s}}",
+                             NCM_FAULT_PATH + strlen("/objects/"));
+    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
+    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+    ncm_check_marker(e, 9910);
 }
 
 void ncm_add_fault_cases(bool ss)
@@ -532,4 +630,5 @@ void ncm_add_fault_cases(bool ss)
     ncm_add_case(ss, NCM_DL, "fault/corrupt-in/invalid-name-rejected",
                  test_fault_corrupt_invalid, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "fault/replug", test_fault_replug, NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "fault/object", test_fault_object, NULL, NULL);
 }

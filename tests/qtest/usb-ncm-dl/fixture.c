@@ -8,6 +8,7 @@
 
 #include "qemu/osdep.h"
 #include "fixture.h"
+#include "hw/usb/ncm-eth-stats.h"
 #include "libqos/malloc-pc.h"
 
 #define SOCK_TIMEOUT_MS         5000
@@ -908,17 +909,22 @@ void ncm_set_link(NcmEnv *e, bool up)
                              " {'name': 'ncm0', 'up': %i}}", up);
 }
 
-static QDict *qom_get_of(QTestState *qts, const char *prop)
+static QDict *qom_get_at(QTestState *qts, const char *path,
+                         const char *prop)
 {
     QDict *rsp = qtest_qmp(qts, "{'execute': 'qom-get', 'arguments': "
-                           "{'path': %s, 'property': %s}}",
-                           NCM_QOM_PATH, prop);
+                           "{'path': %s, 'property': %s}}", path, prop);
 
     if (!qdict_haskey(rsp, "return")) {
         g_test_message("qom-get %s failed", prop);
     }
     g_assert(qdict_haskey(rsp, "return"));
     return rsp;
+}
+
+static QDict *qom_get_of(QTestState *qts, const char *prop)
+{
+    return qom_get_at(qts, NCM_QOM_PATH, prop);
 }
 
 static QDict *qom_get(NcmEnv *e, const char *prop)
@@ -1027,14 +1033,12 @@ uint64_t ncm_delta(NcmEnv *e, const char *name)
 }
 
 /* The counters GET_ETHERNET_STATISTIC reports: what a migration keeps */
-const char *const ncm_eth_stat_names[] = {
-    "out_datagrams", "out_crc_errors", "rx_oversize", "rx_inactive_drops",
-    "out_directed_frames", "out_directed_bytes", "out_multicast_frames",
-    "out_multicast_bytes", "out_broadcast_frames", "out_broadcast_bytes",
-    "in_directed_frames", "in_directed_bytes", "in_multicast_frames",
-    "in_multicast_bytes", "in_broadcast_frames", "in_broadcast_bytes",
-    NULL
+#define NCM_ETH_STAT_NAME(sel, counter) { #counter },
+const NcmEthStatName ncm_eth_stat_names[] = {
+    NCM_ETH_STAT_COUNTERS(NCM_ETH_STAT_NAME)
+    { NULL }
 };
+#undef NCM_ETH_STAT_NAME
 
 /* Each of them as in @before (a migration lost none of them) */
 void ncm_assert_eth_stats_kept(NcmEnv *e, QDict *before)
@@ -1042,8 +1046,8 @@ void ncm_assert_eth_stats_kept(NcmEnv *e, QDict *before)
     g_autoptr(QDict) now = ncm_stats(e);
     unsigned i, nonzero = 0;
 
-    for (i = 0; ncm_eth_stat_names[i]; i++) {
-        const char *key = ncm_eth_stat_names[i];
+    for (i = 0; ncm_eth_stat_names[i].name; i++) {
+        const char *key = ncm_eth_stat_names[i].name;
 
         g_assert(qdict_haskey(now, key) && qdict_haskey(before, key));
         if (qdict_get_int(now, key) != qdict_get_int(before, key)) {
@@ -1100,18 +1104,63 @@ void ncm_assert_parse_errors(NcmEnv *e, const char *name, uint64_t n)
     }
 }
 
-void ncm_fault_set(NcmEnv *e, const char *prop, uint32_t value)
+/*
+ * The usb-ncm-fault object of the machine the case runs on: created at
+ * the first fault (object-add, after the device), also on a migration's
+ * destination, which starts without one.
+ */
+void ncm_fault_object(NcmEnv *e)
 {
+    QDict *rsp = qtest_qmp(e->qts, "{'execute': 'qom-list', 'arguments': "
+                           "{'path': %s}}", NCM_FAULT_PATH);
+
+    if (qdict_haskey(rsp, "error")) {
+        qtest_qmp_assert_success(e->qts, "{'execute': 'object-add', "
+                                 "'arguments': {'qom-type': 'usb-ncm-fault', "
+                                 "'id': %s, 'device': 'ncm0'}}",
+                                 NCM_FAULT_PATH + strlen("/objects/"));
+    }
+    qobject_unref(rsp);
+}
+
+void ncm_fault_set(NcmEnv *e, const char *fault, uint32_t value)
+{
+    ncm_fault_object(e);
     qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', 'arguments': "
                              "{'path': %s, 'property': %s, 'value': %u}}",
-                             NCM_QOM_PATH, prop, value);
+                             NCM_FAULT_PATH, fault, value);
 }
 
 void ncm_fault_corrupt(NcmEnv *e, const char *how)
 {
+    ncm_fault_object(e);
     qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', 'arguments': "
-                             "{'path': %s, 'property': 'x-fault-corrupt-in', "
-                             "'value': %s}}", NCM_QOM_PATH, how);
+                             "{'path': %s, 'property': 'corrupt-in', "
+                             "'value': %s}}", NCM_FAULT_PATH, how);
+}
+
+int64_t ncm_fault_get_int(NcmEnv *e, const char *fault)
+{
+    QDict *rsp;
+    int64_t v;
+
+    ncm_fault_object(e);
+    rsp = qom_get_at(e->qts, NCM_FAULT_PATH, fault);
+    v = qdict_get_int(rsp, "return");
+    qobject_unref(rsp);
+    return v;
+}
+
+char *ncm_fault_get_str(NcmEnv *e, const char *fault)
+{
+    QDict *rsp;
+    char *v;
+
+    ncm_fault_object(e);
+    rsp = qom_get_at(e->qts, NCM_FAULT_PATH, fault);
+    v = g_strdup(qdict_get_str(rsp, "return"));
+    qobject_unref(rsp);
+    return v;
 }
 
 /* Virtual time in ns (clock_step refuses a step of 0, so step by 1 ns) */
@@ -1301,12 +1350,15 @@ static void run_case(const void *data)
 /*
  * Cases whose outcome does not depend on the packet size run at high
  * speed only with -m slow: the OUT NTB parser sees whole transfers, and
- * the IN faults corrupt whole NTBs.  Super speed runs them always.
+ * the IN faults corrupt whole NTBs.  Super speed runs them always.  So do
+ * the mid-transfer cases for their time: at 512 bytes a packet a
+ * transfer has twice the boundaries, each a migration.
  */
 static bool ncm_case_is_slow(bool super, const char *name)
 {
     return !super && (g_str_has_prefix(name, "malformed/") ||
-                      g_str_has_prefix(name, "fault/corrupt"));
+                      g_str_has_prefix(name, "fault/corrupt") ||
+                      g_str_has_prefix(name, "mid-transfer/"));
 }
 
 void ncm_add_case(bool super, const char *model, const char *name,

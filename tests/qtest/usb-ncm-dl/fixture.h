@@ -261,12 +261,25 @@ void ncm_assert_deltas_n(NcmEnv *e, const NcmDelta *want, size_t n);
                         ARRAY_SIZE(((const NcmDelta[]) { __VA_ARGS__ })))
 uint64_t ncm_delta(NcmEnv *e, const char *name);
 void ncm_assert_parse_errors(NcmEnv *e, const char *name, uint64_t n);
-extern const char *const ncm_eth_stat_names[];
+/* the Ethernet statistics' counters (NCM_ETH_STAT_COUNTERS), { NULL } last */
+typedef struct NcmEthStatName {
+    const char *name;
+} NcmEthStatName;
+extern const NcmEthStatName ncm_eth_stat_names[];
 void ncm_assert_eth_stats_kept(NcmEnv *e, QDict *before);
 int64_t ncm_qom_get_stat(NcmEnv *e, const char *name);
 
-void ncm_fault_set(NcmEnv *e, const char *prop, uint32_t value);
+/*
+ * Fault injection: the properties of the usb-ncm-fault object
+ * NCM_FAULT_PATH ("busy-ms", ...), which ncm_fault_object() creates on
+ * the case's machine if it has none; ncm_fault_corrupt() sets corrupt-in.
+ */
+#define NCM_FAULT_PATH          "/objects/ncm-fault"
+void ncm_fault_object(NcmEnv *e);
+void ncm_fault_set(NcmEnv *e, const char *fault, uint32_t value);
 void ncm_fault_corrupt(NcmEnv *e, const char *how);
+int64_t ncm_fault_get_int(NcmEnv *e, const char *fault);
+char *ncm_fault_get_str(NcmEnv *e, const char *fault);
 
 /*
  * Migration (migrate.c): save the machine to @file, load it into a new
@@ -317,7 +330,7 @@ char *ncm_get_string(NcmEnv *e, uint8_t index);
  * The oracle: ncm_oracle_in() checks the @len bytes a bulk IN TD of
  * @requested bytes returned, ncm_oracle_in_td() a completed TD; both fail
  * the case on a violation, unless e->oracle_off.  ncm_oracle_catches()
- * asserts that the oracle refuses such a transfer (x-fault-corrupt-in).
+ * asserts that the oracle refuses such a transfer (corrupt-in).
  * ncm_function_reset(): the device reset its function (NCM 1.0 7.2: a
  * SET_INTERFACE of the data interface, SET_CONFIGURATION or a port
  * reset), @defaults when the negotiated parameters went back to theirs.
@@ -364,7 +377,7 @@ void ncm_add_case(bool super, const char *model, const char *name,
 void ncm_add_control_cases(bool ss);   /* control.c: requests, descriptors */
 void ncm_add_tx_cases(bool ss);        /* tx.c: host to device, OUT NTBs */
 void ncm_add_rx_cases(bool ss);        /* rx.c: device to host, IN NTBs */
-void ncm_add_fault_cases(bool ss);     /* faults.c: x-fault-* injection */
+void ncm_add_fault_cases(bool ss);     /* faults.c: usb-ncm-fault */
 void ncm_add_lifecycle_cases(bool ss); /* lifecycle.c: queues, resets, */
                                        /* hot-unplug, migration */
 void ncm_add_spec_cases(bool ss);      /* ncm-spec.c: NCM 1.0 requests */

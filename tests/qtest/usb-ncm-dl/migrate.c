@@ -454,10 +454,10 @@ static void migrate_each_step(NcmEnv *e)
         return;
     }
     if (!migrate_save(e, file, &why)) {
-        /* a fault is active (x-fault-*): migration is refused, rightly */
+        /* a fault is active (usb-ncm-fault): migration is refused */
         g_test_message("migrate-each: the source (%s) refused: %s", status,
                        why);
-        g_assert(why && strstr(why, "x-fault"));
+        g_assert(why && strstr(why, "usb-ncm-fault"));
         e->mig.blocked++;
         return;
     }

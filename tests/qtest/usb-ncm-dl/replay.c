@@ -111,7 +111,7 @@ static void replay_script(NcmEnv *e, bool perturb, ReplayRun *run)
     }
 
     /* a link flap: down, and up again (speed, then connection) 200 ms later */
-    ncm_fault_set(e, "x-fault-link-down-ms", 200);
+    ncm_fault_set(e, "link-down-ms", 200);
     await_connection(e, false, run);
     host_stall(perturb, r);
     run_for(e, 210 * NCM_MS);
@@ -138,11 +138,11 @@ static void replay_script(NcmEnv *e, bool perturb, ReplayRun *run)
     }
 
     /* re-enumeration with a seeded jitter: periodic, for 1.5 s */
-    ncm_fault_set(e, "x-fault-replug-seed", 7);
-    ncm_fault_set(e, "x-fault-replug-every-ms", 300);
+    ncm_fault_set(e, "replug-seed", 7);
+    ncm_fault_set(e, "replug-every-ms", 300);
     host_stall(perturb, r);
     run_for(e, 1500 * NCM_MS);
-    ncm_fault_set(e, "x-fault-replug-every-ms", 0);
+    ncm_fault_set(e, "replug-every-ms", 0);
     g_string_append_printf(run->times, "replug-port-events:%d\n",
                            qxhci_take_port_events(e->xhci, e->port));
     run_for(e, 500 * NCM_MS);
@@ -209,7 +209,7 @@ static void test_replay_deterministic(NcmEnv *e, const NcmCase *c)
     /* the script moves data both ways, flaps the link and replugs */
     g_assert(strstr(a.trace, "OUT NTB"));
     g_assert(strstr(a.trace, "IN NTB"));
-    g_assert(strstr(a.trace, "x-fault-link-down-ms"));
+    g_assert(strstr(a.trace, "link-down-ms="));
     g_assert(strstr(a.trace, "usb_ncm_replug"));
     if (strcmp(a.trace, b.trace)) {
         report_first_difference(a.trace, b.trace);

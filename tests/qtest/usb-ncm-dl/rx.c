@@ -447,7 +447,7 @@ static void in_cancel_parked(NcmEnv *e, const NcmCase *c, QXhciTransfer *t,
         break;
     }
     if (busy) {
-        ncm_fault_set(e, "x-fault-busy-ms", 0);
+        ncm_fault_set(e, "busy-ms", 0);
     }
     qxhci_poll(e->xhci);
     if (t->done && t->actual) {
@@ -495,7 +495,7 @@ static void test_rx_parked_cancel(NcmEnv *e, const NcmCase *c)
      */
     ncm_mark(e);
     t = in_park(e, e->p.in_max, 0);
-    ncm_fault_set(e, "x-fault-busy-ms", 1000000);
+    ncm_fault_set(e, "busy-ms", 1000000);
     for (i = 0; i < 4; i++) {
         ncm_frames_add(rx, i % 2 ? ncm_mac : ncm_bcast_mac, 11300 + i,
                        200 + i * 90);
