@@ -69,6 +69,17 @@ def code_of(text):
                   text, flags=re.S)
 
 
+def code_lines_matching(files, pattern):
+    """"file:line: text" of each line of @files, comments left out,
+    that @pattern matches"""
+    hits = []
+    for f in files:
+        for n, line in enumerate(code_of(text_of(f)).split("\n"), 1):
+            if pattern.search(line):
+                hits.append(f"{f}:{n}: {line.strip()}")
+    return hits
+
+
 def report(name, why, hits):
     if hits:
         print(f"FAIL: layers/{name} ({why})")
@@ -83,23 +94,13 @@ def main():
     files = ours()
     rc = 0
 
-    hits = []
-    for f in files:
-        if not f.endswith(".h"):
-            continue
-        for n, line in enumerate(code_of(text_of(f)).split("\n"), 1):
-            if STATE_DECL.search(line):
-                hits.append(f"{f}:{n}: {line.strip()}")
+    hits = code_lines_matching([f for f in files if f.endswith(".h")],
+                               STATE_DECL)
     rc |= report("state-private", "USBNcmState declared in a header; it "
                  "is dev-ncm.c's", hits)
 
-    hits = []
-    for f in files:
-        if not DEVICE.match(f):
-            continue
-        for n, line in enumerate(code_of(text_of(f)).split("\n"), 1):
-            if FAULT_NAMES.search(line):
-                hits.append(f"{f}:{n}: {line.strip()}")
+    hits = code_lines_matching([f for f in files if DEVICE.match(f)],
+                               FAULT_NAMES)
     rc |= report("no-fault-object-in-device", "the device names the fault "
                  "object; use include/hw/usb/ncm-fault-target.h", hits)
 
