@@ -161,8 +161,7 @@ fi
 # QEMU to the other one at every step, on the 10.0 machine type, and
 # back (CHECK_QTEST_CROSS=0: none).  A stream of one version that the
 # other refuses fails the case with the field named.
-other=$NCM_TOP/build/10.2/qemu/qemu-system-x86_64
-[ "$QEMU_VERSION" = 10.0 ] || other=$NCM_TOP/build/qemu/qemu-system-x86_64
+other=$NCM_OTHER_QEMU
 cross_cases=(super/migrate/mid-transfer super/migrate/queued-in-tds
              super/rx/frames super/tx/64k-ntb super/notify/set-link
              high/migrate/mid-transfer)
@@ -186,7 +185,7 @@ if [ "${CHECK_QTEST_CROSS:-1}" != 0 ] && [ -x "$other" ] &&
     done
 elif [ "${CHECK_QTEST_CROSS:-1}" != 0 ]; then
     # not silently absent: the summary counts what was not run, and why
-    why="$other not built: QEMU_VERSION=$([ "$QEMU_VERSION" = 10.0 ] && echo 10.2 || echo 10.0) make qemu builds it"
+    why="$other not built: QEMU_VERSION=$NCM_OTHER_VERSION make qemu builds it"
     [ -x "$crossbin" ] || why="$crossbin not built"
     for c in "${cross_cases[@]}"; do
         echo "SKIP: qtest-migrate-cross/x86_64/usb-ncm-dl/$c ($why)"

@@ -18,6 +18,15 @@ if [ -z "${NCM_BUILD:-}" ]; then
     # (build/sanitize/, build/10.2/sanitize/); scripts/setup/sanitize.sh
     [ "${SANITIZE:-0}" = 0 ] || NCM_BUILD=$NCM_BUILD/sanitize
 fi
+# The other line and its qemu-system-x86_64, for the runs that migrate
+# from one version to the other (10.2 beside 10.0, 10.0 beside 10.2)
+if [ "$QEMU_VERSION" = 10.0 ]; then
+    NCM_OTHER_VERSION=10.2
+    NCM_OTHER_QEMU=$NCM_TOP/build/10.2/qemu/qemu-system-x86_64
+else
+    NCM_OTHER_VERSION=10.0
+    NCM_OTHER_QEMU=$NCM_TOP/build/qemu/qemu-system-x86_64
+fi
 NCM_CACHE=${NCM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/usb-ncm-dl}
 NCM_T0=${NCM_T0:-$(date +%s)}
 export NCM_T0

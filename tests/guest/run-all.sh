@@ -62,13 +62,11 @@ arm64_leg() {
 # there (QEMU_VERSION=10.2 make qemu, or make check-migrate-cross)
 # shellcheck disable=SC2317 # (called by leg)
 migrate_cross_leg() {
-    local other=$NCM_TOP/build/10.2/qemu/qemu-system-x86_64 want=10.2
-    [ "$QEMU_VERSION" = 10.0 ] || { other=$NCM_TOP/build/qemu/qemu-system-x86_64; want=10.0; }
-    if [ ! -x "$other" ]; then
-        echo "SKIP: guest/migrate-$1-cross-version ($other not built: QEMU_VERSION=$want make qemu, or make check-migrate-cross)"
+    if [ ! -x "$NCM_OTHER_QEMU" ]; then
+        echo "SKIP: guest/migrate-$1-cross-version ($NCM_OTHER_QEMU not built: QEMU_VERSION=$NCM_OTHER_VERSION make qemu, or make check-migrate-cross)"
         return 0
     fi
-    MIGRATE_DST_QEMU=$other MIGRATE_MACHINE=pc-q35-10.0 \
+    MIGRATE_DST_QEMU=$NCM_OTHER_QEMU MIGRATE_MACHINE=pc-q35-10.0 \
         bash "$NCM_TOP/tests/guest/run-migrate-test.sh" "$@"
 }
 # soak_leg SECONDS: the soak's smoke, a fault every 4 s unless told
