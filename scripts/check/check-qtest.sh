@@ -128,7 +128,11 @@ fi
 for core in usb-core-test usb-core-migration-test; do
     cbin=$NCM_BUILD/qemu/tests/qtest/$core
     [ -x "$cbin" ] || continue
-    "$cbin" -l 2>/dev/null | grep '^/' | grep -E -- "${filter:-.}" |
+    # (a filter may match none of them: that is no failure)
+    mapfile -t core_cases < <("$cbin" -l 2>/dev/null | grep '^/' |
+                              grep -E -- "${filter:-.}")
+    [ "${#core_cases[@]}" -gt 0 ] || continue
+    printf '%s\n' "${core_cases[@]}" |
         xargs -d '\n' -P "$JOBS" -I{} bash "$0" --one "$cbin" {} ||
         failed=1
 done

@@ -129,16 +129,43 @@ replay_trace_args() {
         GUEST_CMD+=(-trace savevm_state_setup
                     -trace qemu_loadvm_state_post_main) ;;
     esac
+    # Context for a trace that differs, not compared: when the VM stopped
+    # and ran (cues, replay breaks, the guest's power-off, quit), when
+    # QEMU was asked to shut down, and the port's view of the device
+    GUEST_CMD+=(-trace runstate_set -trace qemu_system_shutdown_request
+                -trace usb_port_attach -trace usb_port_detach)
 }
 
-# replay_device_trace FILE: the trace events of the recorded run itself,
-# those after the snapshot was saved (recording) or loaded (replay); the
-# whole file when there is no snapshot
+# replay_device_trace FILE: the device's trace events (REPLAY_TRACE's,
+# not the context events replay_trace_args adds) of the recorded run
+# itself, those after the snapshot was saved (recording) or loaded
+# (replay); the whole file when there is no snapshot
 replay_device_trace() {
     awk '/^(savevm_state_setup|qemu_loadvm_state_post_main)/ {
              n = 0; delete keep; next }
+         /^(runstate_set|qemu_system_shutdown_request|usb_port_attach|usb_port_detach) / {
+             next }
          { keep[++n] = $0 }
          END { for (i = 1; i <= n; i++) print keep[i] }' "$1"
+}
+
+# replay_trace_context FILE LINE: where the device's LINE-th event (as
+# replay_device_trace numbers them) sits in FILE, with the context events
+# around it: the 8 lines of FILE before it and the 8 after, for a failure
+# that is seen only in CI's log
+replay_trace_context() {
+    awk -v want="$2" '
+         /^(savevm_state_setup|qemu_loadvm_state_post_main)/ {
+             n = 0; start = NR }
+         { line[NR] = $0 }
+         !/^(savevm_state_setup|qemu_loadvm_state_post_main|runstate_set|qemu_system_shutdown_request|usb_port_attach|usb_port_detach) / {
+             if (++n == want) at = NR }
+         END {
+             if (!at) at = NR + 1
+             for (i = at - 8; i <= at + 8; i++)
+                 if (i > start && i in line)
+                     printf "%s %s\n", (i == at ? ">" : " "), line[i]
+         }' "$1"
 }
 
 # replay_vmlinux: the guest kernel's vmlinux with symbols, if there is one

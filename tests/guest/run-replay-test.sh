@@ -89,7 +89,24 @@ same() {
         runner_check "$1" 1 "$4 differs: $d"
         # where they part, for a failure seen only in CI's log
         diff "$2" "$3" | head -n 12 | sed 's/^/#   /'
+        return 1
     fi
+}
+
+# trace_divergence BASE: where the device traces of BASE.record.trace and
+# BASE.replay.trace part, with the run states and port events around it
+# in each, and how far each run got (its icount when the guest was done)
+trace_divergence() {
+    local b=$1 first mode
+    first=$(cmp "$b.record.device-trace" "$b.replay.device-trace" 2>&1 |
+            sed -n 's/.* line \([0-9]*\).*/\1/p')
+    first=${first:-1}
+    for mode in record replay; do
+        echo "#   $mode trace around device event $first" \
+             "(icount at the end: $(json "$b.$mode.log.stats.json" icount)," \
+             "VM $(json "$b.$mode.log.stats.json" vm_status)):"
+        replay_trace_context "$b.$mode.trace" "$first" | sed 's/^/#     /'
+    done
 }
 
 # compare NAME: the checks common to every scenario, on build/replay/NAME.*
@@ -106,7 +123,10 @@ compare() {
     same "$n/stats" "$b.record.stats" "$b.replay.stats" "x-stats"
     replay_device_trace "$b.record.trace" >"$b.record.device-trace"
     replay_device_trace "$b.replay.trace" >"$b.replay.device-trace"
-    same "$n/trace" "$b.record.device-trace" "$b.replay.device-trace" "trace"
+    if ! same "$n/trace" "$b.record.device-trace" "$b.replay.device-trace" \
+         "trace"; then
+        trace_divergence "$b"
+    fi
     echo "# $n: $(wc -l <"$b.record.device-trace" 2>/dev/null || echo 0) trace events;" \
          "recorded in $(cat "$b.record.seconds" 2>/dev/null) s, replayed in" \
          "$(cat "$b.replay.seconds" 2>/dev/null) s;" \

@@ -366,39 +366,33 @@ static void test_streams_migrated(NcmEnv *e, const NcmCase *c)
     ncm_queue_check_traffic(e, 4400);
 }
 
-/*
- * An isochronous endpoint context on an endpoint that is not one: the
- * guest configures the device's interrupt IN endpoint (notifications) as
- * Isoch IN, queues an Isoch TD with Start Isoch ASAP and rings its
- * doorbell twice.  The device NAKs a notification read while it has none,
- * as an interrupt endpoint does; QEMU's xHCI asserted that an isochronous
- * retry is never NAKed and aborted (finding F16, hcd-xhci.c
- * xhci_kick_epctx: Assertion 'xfer->packet.status != USB_RET_NAK').
- * patches/0022 retries it as any NAKed TD.
- */
 #define ST_TRB_ISOCH            5
 #define ST_TRB_SIA              (1u << 31)
 #define ST_EP_ISOCH_IN          5
+#define ST_EP_INTR_IN           7
 
-static void test_iso_context_on_interrupt_ep(NcmEnv *e, const NcmCase *c)
+/*
+ * Drop the device's interrupt IN endpoint (notifications) and add it back
+ * as an endpoint of type @ep_type with Endpoint Context Interval @interval
+ * and a fresh one-segment ring, which is returned
+ */
+static uint64_t st_reconfigure_notify_ep(NcmEnv *e, unsigned ep_type,
+                                         uint8_t interval)
 {
     unsigned csz = qxhci_ctx_size(e->xhci);
     unsigned dci = st_dci(e->ep_notify.address);
     uint64_t ictx = st_zalloc(e, 33 * csz);
     uint64_t ring = st_zalloc(e, 16 * ST_RING_TRBS);
-    uint64_t buf = st_zalloc(e, 64);
     uint32_t dw[5] = { 0 }, ep_dw[5] = { 0 };
-    uint8_t drop[1] = { e->ep_notify.address };
-    int cc, i;
+    int cc;
 
     st_write_trb(e, ring + 16 * (ST_RING_TRBS - 1), ring, 0,
                  ST_TRB_LINK << 10 | ST_TRB_LINK_TC | ST_TRB_C);
-    /* drop and add the endpoint: the same one, now isochronous */
     dw[0] = 1u << dci;
     dw[1] = 1 | 1u << dci;
     st_write_dw(e, ictx, dw, 2);
-    ep_dw[0] = 0;                                   /* Interval 0: 125 us */
-    ep_dw[1] = ST_EP_ISOCH_IN << 3 |
+    ep_dw[0] = (uint32_t)interval << 16;
+    ep_dw[1] = ep_type << 3 |
                (uint32_t)(e->ep_notify.max_packet & 0x7ff) << 16;
     ep_dw[2] = (uint32_t)ring | 1;                  /* DCS */
     ep_dw[3] = ring >> 32;
@@ -411,6 +405,38 @@ static void test_iso_context_on_interrupt_ep(NcmEnv *e, const NcmCase *c)
                        (uint32_t)e->dev->slot << 24, NULL);
     guest_free(&e->qs->alloc, ictx);
     g_assert_cmpint(cc, ==, QXHCI_CC_SUCCESS);
+    return ring;
+}
+
+/* The notification endpoint as the device describes it, and traffic */
+static void st_restore_notify_ep(NcmEnv *e)
+{
+    uint8_t drop[1] = { e->ep_notify.address };
+
+    g_assert_cmpint(qxhci_configure_endpoints(e->dev, NULL, 0, drop, 1), ==,
+                    QXHCI_CC_SUCCESS);
+    g_assert_cmpint(qxhci_configure_endpoints(e->dev, &e->ep_notify, 1,
+                                              NULL, 0), ==,
+                    QXHCI_CC_SUCCESS);
+    ncm_set_alt(e, 1);
+    ncm_queue_check_traffic(e, 4200);
+}
+
+/*
+ * An isochronous endpoint context on an endpoint that is not one: the
+ * guest configures the device's interrupt IN endpoint (notifications) as
+ * Isoch IN, queues an Isoch TD with Start Isoch ASAP and rings its
+ * doorbell twice.  The device NAKs a notification read while it has none,
+ * as an interrupt endpoint does; QEMU's xHCI asserted that an isochronous
+ * retry is never NAKed and aborted (finding F16, hcd-xhci.c
+ * xhci_kick_epctx: Assertion 'xfer->packet.status != USB_RET_NAK').
+ * patches/0022 retries it as any NAKed TD.
+ */
+static void test_iso_context_on_interrupt_ep(NcmEnv *e, const NcmCase *c)
+{
+    uint64_t ring = st_reconfigure_notify_ep(e, ST_EP_ISOCH_IN, 0);
+    uint64_t buf = st_zalloc(e, 64);
+    int i;
 
     /* one Isoch TD, as soon as possible; nothing to notify yet */
     st_write_trb(e, ring, buf, 16, ST_TRB_ISOCH << 10 | ST_TRB_SIA |
@@ -420,15 +446,37 @@ static void test_iso_context_on_interrupt_ep(NcmEnv *e, const NcmCase *c)
         ncm_step(e, 1000 * 1000);
     }
     ncm_assert_alive(e);
+    st_restore_notify_ep(e);
+}
 
-    /* the endpoint as the device describes it again: traffic flows */
-    g_assert_cmpint(qxhci_configure_endpoints(e->dev, NULL, 0, drop, 1), ==,
-                    QXHCI_CC_SUCCESS);
-    g_assert_cmpint(qxhci_configure_endpoints(e->dev, &e->ep_notify, 1,
-                                              NULL, 0), ==,
-                    QXHCI_CC_SUCCESS);
-    ncm_set_alt(e, 1);
-    ncm_queue_check_traffic(e, 4200);
+/*
+ * An interrupt endpoint context whose Interval is out of its range (xHCI
+ * 1.2 6.2.3.6: 0-15 for interrupt endpoints; the field is 8 bits): QEMU
+ * 10.2.2's xhci_init_epctx() shifts 1 by it unchecked, undefined for 229
+ * (finding F24, UBSan "shift exponent 229 is too large for 32-bit type
+ * int", found by usb-ncm-dl-fuzz).  patches/0031 caps the exponent as
+ * QEMU 10.0.13 does; the endpoint then polls rarely, and nothing breaks.
+ * Every shift from 16 up is out of range; 31 and 32 are the last that fit
+ * and the first that does not.
+ */
+static void test_interrupt_ep_interval_out_of_range(NcmEnv *e,
+                                                    const NcmCase *c)
+{
+    static const uint8_t intervals[] = { 16, 31, 32, 229, 255 };
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(intervals); i++) {
+        uint64_t ring = st_reconfigure_notify_ep(e, ST_EP_INTR_IN,
+                                                 intervals[i]);
+        uint64_t buf = st_zalloc(e, 64);
+
+        st_write_trb(e, ring, buf, 16, ST_TRB_NORMAL << 10 | ST_TRB_IOC |
+                     ST_TRB_ISP | ST_TRB_C);
+        qxhci_ring_doorbell(e->dev, e->ep_notify.address);
+        ncm_step(e, 1000 * 1000);
+        ncm_assert_alive(e);
+    }
+    st_restore_notify_ep(e);
 }
 
 void ncm_add_stream_cases(bool ss)
@@ -465,6 +513,8 @@ void ncm_add_stream_cases(bool ss)
     QEMU_BUILD_BUG_ON(ARRAY_SIZE(seqs) != ARRAY_SIZE(names));
     ncm_add_case(ss, NCM_DL, "xhci/iso-context-on-interrupt-ep",
                  test_iso_context_on_interrupt_ep, NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "xhci/interrupt-ep-interval-out-of-range",
+                 test_interrupt_ep_interval_out_of_range, NULL, NULL);
     if (!ss) {
         return;     /* streams are SuperSpeed's */
     }
