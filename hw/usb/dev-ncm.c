@@ -51,46 +51,88 @@ struct USBNcmClass {
 };
 
 /*
- * The numeric properties a profile supplies: name, field of
- * USBNcmProfile, field of USBNcmState, the default, which means "the
- * profile's" (it is no valid value of the property: realize replaces it
- * with the profile's), and what the property is.  Their DEFINE_PROP_*
- * (usb_ncm_profile_properties[] below) have the same defaults.
- * ntb32 (OnOffAuto, auto) and zlp (unset or "profile") do the same.
+ * The device's properties, each once: how it is defined, its name, its
+ * field of USBNcmState, what it is (-device usb-ncm-dl,help) and its
+ * default.  usb_ncm_property_defs[] is made of this list and
+ * USB_NCM_PROFILE_PROPS; the properties, their descriptions and the
+ * profile's values come from that table.
+ */
+#define USB_NCM_PROPS(X) \
+    X(DEFINE_PROP_UINT16, "ntb-in-divisor", fn.cfg.in_divisor, \
+      "wNdpInDivisor, power of two 4..4096", 4) \
+    X(DEFINE_PROP_UINT16, "ntb-in-remainder", fn.cfg.in_remainder, \
+      "wNdpInPayloadRemainder, below the divisor", 0) \
+    X(DEFINE_PROP_UINT16, "ntb-in-alignment", fn.cfg.in_alignment, \
+      "wNdpInAlignment, power of two 4..4096", 4) \
+    X(DEFINE_PROP_UINT16, "ntb-out-divisor", fn.cfg.out_divisor, \
+      "wNdpOutDivisor, power of two 4..4096", 4) \
+    X(DEFINE_PROP_UINT16, "ntb-out-remainder", fn.cfg.out_remainder, \
+      "wNdpOutPayloadRemainder, below the divisor", 0) \
+    X(DEFINE_PROP_UINT16, "ntb-out-alignment", fn.cfg.out_alignment, \
+      "wNdpOutAlignment, power of two 4..4096", 4) \
+    X(DEFINE_PROP_BOOL, "x-deferred-out", deferred_out, \
+      "read bulk OUT in a bottom half (off: in the vCPU thread, for " \
+      "comparison)", true) \
+    X(DEFINE_PROP_UINT32, "in-coalesce-us", in_coalesce.max_us, \
+      "while the host has fewer bulk IN transfers queued than usual, an " \
+      "IN NTB keeps taking datagrams for up to this long, 0 (off)..100000", \
+      NCM_IN_COALESCE_US_DEFAULT) \
+    X(DEFINE_PROP_BOOL, "remote-wakeup", remote_wakeup, \
+      "advertise remote wakeup: a frame wakes a suspended device", true) \
+    X(DEFINE_PROP_ON_OFF_AUTO, "x-park-packets", park_packets, \
+      "hold bulk packets until there is data (auto: at high speed and " \
+      "above; below, the controller may be an OHCI, which allows one per " \
+      "controller)", ON_OFF_AUTO_AUTO) \
+    X(DEFINE_PROP_UINT16, "vendorid", vendor_id, \
+      "idVendor (0: the model's own)", 0) \
+    X(DEFINE_PROP_UINT16, "productid", product_id, \
+      "idProduct (0: the model's own)", 0) \
+    X(USB_NCM_PROP_STRING, "manufacturer", manufacturer, \
+      "manufacturer string, UTF-8, at most 126 UTF-16 code units", NULL) \
+    X(USB_NCM_PROP_STRING, "product", product, \
+      "product string, UTF-8, at most 126 UTF-16 code units", NULL)
+
+/*
+ * The numeric properties a profile supplies: how it is defined, its
+ * name, field of USBNcmProfile, field of USBNcmState (the same size), the
+ * default, which means "the profile's" (it is no valid value of the
+ * property: realize replaces it with the profile's), and what the
+ * property is.  ntb32 (OnOffAuto, auto), zlp (unset or "profile") and
+ * profile itself are described in usb_ncm_class_set_props().
  */
 #define USB_NCM_PROFILE_PROPS(X) \
-    X("ntb-in-max-size", ntb_in_max_size, \
+    X(DEFINE_PROP_UINT32, "ntb-in-max-size", ntb_in_max_size, \
       fn.cfg.ntb_in_max_size, 0, "dwNtbInMaxSize, 2048..65536") \
-    X("ntb-out-max-size", ntb_out_max_size, \
+    X(DEFINE_PROP_UINT32, "ntb-out-max-size", ntb_out_max_size, \
       fn.cfg.ntb_out_max_size, 0, "dwNtbOutMaxSize, 2048..65536") \
-    X("ntb-out-max-datagrams", \
+    X(DEFINE_PROP_UINT16, "ntb-out-max-datagrams", \
       out_max_datagrams, fn.cfg.out_max_datagrams, UINT16_MAX, \
       "wNtbOutMaxDatagrams, 0 (no limit)..1024") \
-    X("in-datagrams-per-ntb", in_datagrams, \
+    X(DEFINE_PROP_UINT16, "in-datagrams-per-ntb", in_datagrams, \
       fn.cfg.in_max_datagrams, UINT16_MAX, \
       "the firmware's own limit of datagrams per IN NTB, 0 (none)..1024") \
-    X("max-segment-size", max_segment_size, \
+    X(DEFINE_PROP_UINT16, "max-segment-size", max_segment_size, \
       fn.cfg.max_segment_size, 0, \
       "wMaxSegmentSize (largest frame), from 1514") \
-    X("power-on-filter", power_on_filter, \
+    X(DEFINE_PROP_UINT16, "power-on-filter", power_on_filter, \
       fn.cfg.power_on_filter, UINT16_MAX, \
       "packet filter until the host sets one: CDC bits, 0x01 " \
       "promiscuous, 0x02 all multicast, 0x04 directed, 0x08 broadcast, " \
       "0x10 multicast") \
-    X("network-capabilities", caps, \
+    X(DEFINE_PROP_UINT8, "network-capabilities", caps, \
       fn.cfg.network_caps, UINT8_MAX, \
       "bmNetworkCapabilities: 0x01 packet filter, 0x02 net address, " \
       "0x08 max datagram size, 0x10 CRC mode, 0x20 8-byte NTB input " \
       "size") \
-    X("multicast-filters", mc_filters, \
+    X(DEFINE_PROP_UINT16, "multicast-filters", mc_filters, \
       fn.cfg.mc_filters, UINT16_MAX, \
       "wNumberMCFilters: filters 0..256, +0x8000 for imperfect (hash) " \
       "filtering") \
-    X("ethernet-statistics", eth_stats, \
+    X(DEFINE_PROP_UINT32, "ethernet-statistics", eth_stats, \
       fn.cfg.eth_stats, UINT32_MAX, \
       "bmEthernetStatistics: bit N-1 for GET_ETHERNET_STATISTIC " \
       "selector N, 1..17") \
-    X("bcd-cdc", bcd_cdc, bcd_cdc, 0, \
+    X(DEFINE_PROP_UINT16, "bcd-cdc", bcd_cdc, bcd_cdc, 0, \
       "bcdCDC of the header descriptor, 0x0110 or 0x0120")
 
 /* zlp=profile: the profile's NcmZlpPolicy */
@@ -1195,17 +1237,104 @@ static bool usb_ncm_parse_name(const char *prop, const char *value,
     return false;
 }
 
+/* Properties */
+
+/*
+ * A property, what it is (-device usb-ncm-dl,help, NULL: described by
+ * usb_ncm_class_set_props()), and for a profile property (profile_size
+ * not 0) where its value is in USBNcmProfile and the default that means
+ * "the profile's".
+ */
+typedef struct USBNcmPropertyDef {
+    Property prop;
+    const char *help;
+    size_t profile_offset;
+    size_t profile_size;
+    uint32_t unset;
+} USBNcmPropertyDef;
+
+#define USB_NCM_PROP(define, name, field, help, dflt) \
+    { define(name, USBNcmState, field, dflt), help },
+#define USB_NCM_PROFILE_PROP(define, name, pfield, sfield, unset, help) \
+    { define(name, USBNcmState, sfield, unset), help, \
+      offsetof(USBNcmProfile, pfield), sizeof_field(USBNcmProfile, pfield) + \
+      QEMU_BUILD_BUG_ON_ZERO(sizeof_field(USBNcmProfile, pfield) != \
+                             sizeof_field(USBNcmState, sfield)), unset },
+/* DEFINE_PROP_STRING, with a default as the others have: NULL */
+#define USB_NCM_PROP_STRING(name, state, field, unset) \
+    DEFINE_PROP_STRING(name, state, field)
+
+static const USBNcmPropertyDef usb_ncm_property_defs[] = {
+    { DEFINE_PROP_MACADDR("mac", USBNcmState, conf.macaddr) },
+    { DEFINE_PROP_NETDEV("netdev", USBNcmState, conf.peers) },
+    USB_NCM_PROPS(USB_NCM_PROP)
+    USB_NCM_PROFILE_PROPS(USB_NCM_PROFILE_PROP)
+    { DEFINE_PROP_ON_OFF_AUTO("ntb32", USBNcmState, ntb32,
+                              ON_OFF_AUTO_AUTO) },
+    /* names, checked at realize (usb_ncm_parse_name()) */
+    { DEFINE_PROP_STRING("zlp", USBNcmState, zlp_name) },
+    { DEFINE_PROP_STRING("profile", USBNcmState, profile_name) },
+};
+
+#undef USB_NCM_PROP
+#undef USB_NCM_PROFILE_PROP
+
+/* A profile property's value in a USBNcmState or a USBNcmProfile */
+static uint32_t usb_ncm_field_get(const void *base, size_t offset,
+                                  size_t size)
+{
+    const uint8_t *f = (const uint8_t *)base + offset;
+
+    switch (size) {
+    case 1:
+        return *f;
+    case 2:
+        return *(const uint16_t *)f;
+    case 4:
+        return *(const uint32_t *)f;
+    default:
+        g_assert_not_reached();
+    }
+}
+
+static void usb_ncm_field_set(void *base, size_t offset, size_t size,
+                              uint32_t value)
+{
+    uint8_t *f = (uint8_t *)base + offset;
+
+    switch (size) {
+    case 1:
+        *f = value;
+        break;
+    case 2:
+        *(uint16_t *)f = value;
+        break;
+    case 4:
+        *(uint32_t *)f = value;
+        break;
+    default:
+        g_assert_not_reached();
+    }
+}
+
 /* Every property left at its "the profile's" default takes its value */
 static void usb_ncm_apply_profile(USBNcmState *s)
 {
     const USBNcmProfile *p = &usb_ncm_profiles[s->profile];
 
-#define USB_NCM_APPLY_PROFILE(name, pfield, sfield, unset, help) \
-    if (s->sfield == (unset)) {                                          \
-        s->sfield = p->pfield;                                           \
+    size_t i;
+
+    for (i = 0; i < ARRAY_SIZE(usb_ncm_property_defs); i++) {
+        const USBNcmPropertyDef *d = &usb_ncm_property_defs[i];
+
+        if (d->profile_size &&
+            usb_ncm_field_get(s, d->prop.offset, d->profile_size) ==
+            d->unset) {
+            usb_ncm_field_set(s, d->prop.offset, d->profile_size,
+                              usb_ncm_field_get(p, d->profile_offset,
+                                                d->profile_size));
+        }
     }
-    USB_NCM_PROFILE_PROPS(USB_NCM_APPLY_PROFILE)
-#undef USB_NCM_APPLY_PROFILE
     if (s->ntb32 == ON_OFF_AUTO_AUTO) {
         s->ntb32 = p->ntb32 ? ON_OFF_AUTO_ON : ON_OFF_AUTO_OFF;
     }
@@ -1339,6 +1468,9 @@ static void usb_ncm_instance_init(Object *obj)
                                   "/ethernet-phy@0", DEVICE(obj));
     object_property_add(obj, "x-stats", "UsbNcmStats", usb_ncm_get_stats,
                         NULL, NULL, NULL);
+    object_property_set_description(obj, "x-stats",
+                                    "the device's counters (read-only; for "
+                                    "tests and debugging)");
 }
 
 /*
@@ -1566,85 +1698,6 @@ static const VMStateDescription vmstate_usb_ncm = {
     },
 };
 
-/* Properties */
-
-static const Property usb_ncm_properties[] = {
-    DEFINE_NIC_PROPERTIES(USBNcmState, conf),
-    DEFINE_PROP_UINT16("ntb-in-divisor", USBNcmState, fn.cfg.in_divisor, 4),
-    DEFINE_PROP_UINT16("ntb-in-remainder", USBNcmState, fn.cfg.in_remainder, 0),
-    DEFINE_PROP_UINT16("ntb-in-alignment", USBNcmState, fn.cfg.in_alignment, 4),
-    DEFINE_PROP_UINT16("ntb-out-divisor", USBNcmState, fn.cfg.out_divisor, 4),
-    DEFINE_PROP_UINT16("ntb-out-remainder", USBNcmState,
-                       fn.cfg.out_remainder, 0),
-    DEFINE_PROP_UINT16("ntb-out-alignment", USBNcmState,
-                       fn.cfg.out_alignment, 4),
-    DEFINE_PROP_BOOL("x-deferred-out", USBNcmState, deferred_out, true),
-    DEFINE_PROP_UINT32("in-coalesce-us", USBNcmState, in_coalesce.max_us,
-                       NCM_IN_COALESCE_US_DEFAULT),
-    DEFINE_PROP_BOOL("remote-wakeup", USBNcmState, remote_wakeup, true),
-    DEFINE_PROP_ON_OFF_AUTO("x-park-packets", USBNcmState, park_packets,
-                            ON_OFF_AUTO_AUTO),
-    DEFINE_PROP_UINT16("vendorid", USBNcmState, vendor_id, 0),
-    DEFINE_PROP_UINT16("productid", USBNcmState, product_id, 0),
-    DEFINE_PROP_STRING("manufacturer", USBNcmState, manufacturer),
-    DEFINE_PROP_STRING("product", USBNcmState, product),
-};
-
-static const char *const usb_ncm_property_help[][2] = {
-    { "ntb-in-divisor", "wNdpInDivisor, power of two 4..4096" },
-    { "ntb-in-remainder", "wNdpInPayloadRemainder, below the divisor" },
-    { "ntb-in-alignment", "wNdpInAlignment, power of two 4..4096" },
-    { "ntb-out-divisor", "wNdpOutDivisor, power of two 4..4096" },
-    { "ntb-out-remainder", "wNdpOutPayloadRemainder, below the divisor" },
-    { "ntb-out-alignment", "wNdpOutAlignment, power of two 4..4096" },
-    { "x-deferred-out", "read bulk OUT in a bottom half (off: in the "
-                        "vCPU thread, for comparison)" },
-    { "in-coalesce-us", "while the host has fewer bulk IN transfers queued "
-                        "than usual, an IN NTB keeps taking datagrams for "
-                        "up to this long, 0 (off)..100000" },
-    { "remote-wakeup", "advertise remote wakeup: a frame wakes a "
-                       "suspended device" },
-    { "x-park-packets", "hold bulk packets until there is data (auto: at "
-                        "high speed and above; below, the controller may "
-                        "be an OHCI, which allows one per controller)" },
-    { "vendorid", "idVendor (0: the model's own)" },
-    { "productid", "idProduct (0: the model's own)" },
-    { "manufacturer", "manufacturer string, UTF-8, at most 126 UTF-16 "
-                      "code units" },
-    { "product", "product string, UTF-8, at most 126 UTF-16 code units" },
-};
-
-/*
- * What a profile supplies.  Each variant has its own copy of these, so
- * that -device ...,help can say what its default profile gives.
- */
-static const Property usb_ncm_profile_properties[] = {
-    /* the defaults of USB_NCM_PROFILE_PROPS: "the profile's" */
-    DEFINE_PROP_UINT32("ntb-in-max-size", USBNcmState,
-                       fn.cfg.ntb_in_max_size, 0),
-    DEFINE_PROP_UINT32("ntb-out-max-size", USBNcmState,
-                       fn.cfg.ntb_out_max_size, 0),
-    DEFINE_PROP_UINT16("ntb-out-max-datagrams", USBNcmState,
-                       fn.cfg.out_max_datagrams, UINT16_MAX),
-    DEFINE_PROP_UINT16("in-datagrams-per-ntb", USBNcmState,
-                       fn.cfg.in_max_datagrams, UINT16_MAX),
-    DEFINE_PROP_UINT16("max-segment-size", USBNcmState,
-                       fn.cfg.max_segment_size, 0),
-    DEFINE_PROP_UINT16("power-on-filter", USBNcmState,
-                       fn.cfg.power_on_filter, UINT16_MAX),
-    DEFINE_PROP_UINT8("network-capabilities", USBNcmState,
-                      fn.cfg.network_caps, UINT8_MAX),
-    DEFINE_PROP_UINT16("multicast-filters", USBNcmState, fn.cfg.mc_filters,
-                       UINT16_MAX),
-    DEFINE_PROP_UINT32("ethernet-statistics", USBNcmState, fn.cfg.eth_stats,
-                       UINT32_MAX),
-    DEFINE_PROP_UINT16("bcd-cdc", USBNcmState, bcd_cdc, 0),
-    DEFINE_PROP_ON_OFF_AUTO("ntb32", USBNcmState, ntb32, ON_OFF_AUTO_AUTO),
-    /* names, checked at realize (usb_ncm_parse_name()) */
-    DEFINE_PROP_STRING("zlp", USBNcmState, zlp_name),
-    DEFINE_PROP_STRING("profile", USBNcmState, profile_name),
-};
-
 static void usb_ncm_describe(ObjectClass *klass, const char *name,
                              const char *what, const char *unset,
                              const char *value, const char *profile)
@@ -1668,19 +1721,39 @@ static void usb_ncm_describe_num(ObjectClass *klass, const char *name,
     usb_ncm_describe(klass, name, what, unset_str, value_str, profile);
 }
 
-/* The profile properties, and profile= with @profile as its default */
-static void usb_ncm_add_profile_props(ObjectClass *klass,
-                                      USBNcmProfileId profile)
+/*
+ * The properties and their descriptions, with @profile as profile='s
+ * default: what each profile property is with it.  Each variant has its
+ * own ObjectProperty for each, so that -device ...,help can say what its
+ * default profile gives; the Property array is the same.
+ */
+static void usb_ncm_class_set_props(ObjectClass *klass,
+                                    USBNcmProfileId profile)
 {
+    static Property props[ARRAY_SIZE(usb_ncm_property_defs)];
     const USBNcmProfile *p = &usb_ncm_profiles[profile];
     const char *pname = usb_ncm_profile_names[profile];
-    g_autofree char *profile_help = NULL;
+    g_autoptr(GString) profile_help = g_string_new(
+        "descriptor and capability values of a real NCM function: ");
+    size_t i;
 
-    device_class_set_props(DEVICE_CLASS(klass), usb_ncm_profile_properties);
-#define USB_NCM_DESCRIBE_PROFILE_PROP(name, pfield, sfield, unset, help)  \
-    usb_ncm_describe_num(klass, name, help, unset, p->pfield, pname);
-    USB_NCM_PROFILE_PROPS(USB_NCM_DESCRIBE_PROFILE_PROP)
-#undef USB_NCM_DESCRIBE_PROFILE_PROP
+    for (i = 0; i < ARRAY_SIZE(props); i++) {
+        props[i] = usb_ncm_property_defs[i].prop;
+    }
+    device_class_set_props_n(DEVICE_CLASS(klass), props, ARRAY_SIZE(props));
+    for (i = 0; i < ARRAY_SIZE(usb_ncm_property_defs); i++) {
+        const USBNcmPropertyDef *d = &usb_ncm_property_defs[i];
+
+        if (d->profile_size) {
+            usb_ncm_describe_num(klass, d->prop.name, d->help, d->unset,
+                                 usb_ncm_field_get(p, d->profile_offset,
+                                                   d->profile_size),
+                                 pname);
+        } else if (d->help) {
+            object_class_property_set_description(klass, d->prop.name,
+                                                  d->help);
+        }
+    }
     usb_ncm_describe(klass, "ntb32", "advertise NTB32 as well as NTB16",
                      "auto", p->ntb32 ? "on" : "off", pname);
 
@@ -1689,12 +1762,14 @@ static void usb_ncm_add_profile_props(ObjectClass *klass,
                      "1.0) or required (short packet or ZLP only, "
                      "DisplayLink firmware)", "profile",
                      usb_ncm_zlp_names[p->zlp], pname);
-    profile_help = g_strdup_printf("descriptor and capability values of a "
-                                   "real NCM function: displaylink, "
-                                   "generic, rtl8156, f_ncm, minimal "
-                                   "(default %s); a property given as "
-                                   "well wins", pname);
-    object_class_property_set_description(klass, "profile", profile_help);
+    for (i = 0; i < NCM_PROFILE__MAX; i++) {
+        g_string_append_printf(profile_help, "%s%s", i ? ", " : "",
+                               usb_ncm_profile_names[i]);
+    }
+    g_string_append_printf(profile_help, " (default %s); a property given "
+                           "as well wins", pname);
+    object_class_property_set_description(klass, "profile",
+                                          profile_help->str);
 }
 
 static void usb_ncm_base_class_init(ObjectClass *klass,
@@ -1703,7 +1778,6 @@ static void usb_ncm_base_class_init(ObjectClass *klass,
     DeviceClass *dc = DEVICE_CLASS(klass);
     USBDeviceClass *uc = USB_DEVICE_CLASS(klass);
     UsbNcmFaultTargetClass *fc = USB_NCM_FAULT_TARGET_CLASS(klass);
-    size_t i;
 
     fc->attach = usb_ncm_fault_attach;
     fc->name = usb_ncm_fault_name;
@@ -1723,12 +1797,6 @@ static void usb_ncm_base_class_init(ObjectClass *klass,
     dc->vmsd = &vmstate_usb_ncm;
     /* an NTB cut at 256 bytes shows its headers and no datagram */
     uc->pcap_snaplen = USB_PCAP_SNAPLEN_MAX;
-    device_class_set_props(dc, usb_ncm_properties);
-    for (i = 0; i < ARRAY_SIZE(usb_ncm_property_help); i++) {
-        object_class_property_set_description(klass,
-                                              usb_ncm_property_help[i][0],
-                                              usb_ncm_property_help[i][1]);
-    }
 }
 
 /* usb-ncm: NCM 1.0 delimiting; directed, broadcast and all multicast */
@@ -1740,7 +1808,7 @@ static void usb_ncm_class_init(ObjectClass *klass, NcmClassInitData *data)
     USB_NCM_BASE_CLASS(klass)->variant = &usb_ncm_variant;
     uc->product_desc = "QEMU USB NCM Ethernet";
     dc->desc = "USB CDC-NCM Ethernet adapter";
-    usb_ncm_add_profile_props(klass, NCM_PROFILE_GENERIC);
+    usb_ncm_class_set_props(klass, NCM_PROFILE_GENERIC);
 }
 
 /*
@@ -1756,7 +1824,7 @@ static void usb_ncm_dl_class_init(ObjectClass *klass, NcmClassInitData *data)
     uc->product_desc = "USB-NCM-DL Giga Ethernet";
     dc->desc = "DisplayLink-style USB CDC-NCM Ethernet (64 KiB NTBs, "
                "ZLP-required firmware)";
-    usb_ncm_add_profile_props(klass, NCM_PROFILE_DISPLAYLINK);
+    usb_ncm_class_set_props(klass, NCM_PROFILE_DISPLAYLINK);
 }
 
 static const TypeInfo usb_ncm_types[] = {

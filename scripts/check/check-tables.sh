@@ -9,7 +9,10 @@
 #    only: no other Python file packs an NTH/NDP struct or spells an NTH
 #    signature;
 #  - the Ethernet statistics are listed only in NCM_ETH_STAT_COUNTERS
-#    (include/hw/usb/ncm-eth-stats.h).
+#    (include/hw/usb/ncm-eth-stats.h);
+#  - the device's properties are one table (usb_ncm_property_defs[] in
+#    hw/usb/dev-ncm.c, name, field, default and help together): no
+#    Property array of its own beside it, device_class_set_props once.
 # One PASS/FAIL line per rule; the offending lines are shown.
 set -uo pipefail
 . "$(dirname "$0")/../setup/common.sh"
@@ -106,5 +109,20 @@ else
     else
         echo "PASS: tables/eth-stats (${#stats[@]} counters, listed only in $fhdr)"
     fi
+fi
+# The properties: usb_ncm_property_defs[] is their one table
+dev=hw/usb/dev-ncm.c
+arrays=$(git ls-files 'hw/usb/*ncm*.c' | xargs grep -nE \
+    '^[[:space:]]*(static[[:space:]]+)?(const[[:space:]]+)?Property[[:space:]]+[A-Za-z0-9_]+\[' 2>/dev/null |
+    grep -v 'static Property props\[ARRAY_SIZE(usb_ncm_property_defs)\]')
+calls=$(git ls-files 'hw/usb/*ncm*.c' | xargs grep -nE 'device_class_set_props(_n)?\(' 2>/dev/null)
+ncalls=$(printf '%s' "$calls" | grep -c .)
+ndefs=$(grep -c 'usb_ncm_property_defs\[\] = {' "$dev")
+if [ -n "$arrays" ] || [ "$ncalls" != 1 ] || [ "$ndefs" != 1 ]; then
+    echo "FAIL: tables/properties (a Property array beside usb_ncm_property_defs[], or device_class_set_props called $ncalls times; one table in $dev, one call)"
+    printf '%s\n%s\n' "$arrays" "$calls" | sed '/^$/d; s/^/    | /'
+    rc=1
+else
+    echo "PASS: tables/properties (one table, usb_ncm_property_defs[]; device_class_set_props once)"
 fi
 exit $rc

@@ -39,6 +39,23 @@ for prop in netdev mac ntb-in-max-size ntb-out-max-size ntb-in-divisor \
     fi
 done
 
+# Every property the device adds says what it is: those a USB device
+# gets from QEMU itself (usb-kbd's, and bootindex, which
+# device_add_bootindex_property() leaves undescribed) apart
+core=$("$QEMU" -device usb-kbd,help 2>&1 | sed -n 's/^  \([a-z0-9_-]*\)=.*/\1/p')
+for dev in usb-ncm-dl usb-ncm; do
+    undescribed=$("$QEMU" -device "$dev,help" 2>&1 |
+        sed -n 's/^  \([a-z0-9_-]*\)=[^ ]*$/\1/p' |
+        grep -vxF -e bootindex $(printf -- '-e %s ' $core))
+    nprops=$("$QEMU" -device "$dev,help" 2>&1 | grep -c '^  [a-z]')
+    if [ -z "$undescribed" ] && [ "$nprops" -gt 30 ]; then
+        echo "PASS: device/help-describes/$dev ($nprops properties)"
+    else
+        echo "FAIL: device/help-describes/$dev (no description:" \
+             "$(echo $undescribed); $nprops properties listed)"
+    fi
+done
+
 for dev in usb-ncm-dl usb-ncm; do
     out=$(qemu_try -device "$dev,netdev=n0,bus=xhci.0")
     if grep -q '"return"' <<<"$out" && ! grep -qi 'error' <<<"$out"; then

@@ -35,6 +35,7 @@
 #define ST_TRB_STOP_EP          15
 #define ST_TRB_SET_TR_DEQUEUE   16
 #define ST_CC_INVALID_STREAM_TYPE 10
+#define ST_CC_INVALID_STREAM_ID 34
 #define ST_TRB_C                (1u << 0)
 #define ST_TRB_LINK_TC          (1u << 1)
 #define ST_TRB_ISP              (1u << 2)
@@ -304,7 +305,8 @@ static void test_streams(NcmEnv *e, const NcmCase *c)
  * migrates.  The destination rebuilds its endpoints from that context,
  * before the device's state is loaded, so it takes the streams; it must
  * not run them, nor move their rings (Set TR Dequeue Pointer with Stream
- * ID 0, which QEMU 10.2 asserts against, and 1).
+ * ID 0, which QEMU 10.2 asserts against, and 1), also with the device off
+ * the bus.
  */
 static void test_streams_migrated(NcmEnv *e, const NcmCase *c)
 {
@@ -361,7 +363,29 @@ static void test_streams_migrated(NcmEnv *e, const NcmCase *c)
     ncm_sock_expect_silence(e, 20);
     qxhci_set_event_hook(e->xhci, NULL, NULL);
 
-    /* configured again without streams, the endpoint works */
+    /*
+     * With the device off the bus its endpoint is gone, and nothing
+     * refuses the streams: Stream ID 0 must come back as a Stream ID
+     * error, where QEMU 10.2.2's xhci_find_stream() asserts (finding F25,
+     * patches/0031)
+     */
+    ncm_fault_set(e, "replug-ms", 1000);
+    g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
+    g_assert_cmpint(qxhci_cmd_raw(e->xhci, se.ep[0].ring[1] | 1, 0,
+                                  ST_TRB_SET_TR_DEQUEUE << 10 |
+                                  se.ep[0].dci << 16 |
+                                  (uint32_t)e->dev->slot << 24, NULL),
+                    ==, ST_CC_INVALID_STREAM_ID);
+    ncm_assert_alive(e);
+    ncm_fault_set(e, "replug-ms", 0);                   /* back at once */
+    while (!(qxhci_portsc(e->xhci, e->port) & 1)) {
+        qxhci_step(e->xhci);
+    }
+    qxhci_device_free(e->dev);
+    e->dev = NULL;
+    ncm_reenumerate(e);
+
+    /* enumerated again, without streams, the endpoint works */
     ncm_set_alt(e, 1);
     ncm_queue_check_traffic(e, 4400);
 }
