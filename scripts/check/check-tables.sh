@@ -4,7 +4,10 @@
 # One source of truth per table (part of the style suite):
 #  - class request codes live in include/hw/usb/cdc-ncm.h only: no C file
 #    under tests/ defines one of its request names again, nor any other
-#    name of that header;
+#    name of that header; standard request codes in QEMU's hw/usb.h
+#    (fuzz targets) and tests/qtest/libqos/xhci-driver.h (qtests) only;
+#    no request is a bare number where a control transfer is made or
+#    compared;
 #  - NTHs and NDPs of the Python tools are built by scripts/lib/ncm_ntb.py
 #    only: no other Python file packs an NTH/NDP struct or spells an NTH
 #    signature;
@@ -40,6 +43,26 @@ else
     else
         echo "PASS: tables/request-codes (${#reqs[@]} codes, only in $hdr)"
     fi
+fi
+
+# Standard requests: defined in libqos's xHCI driver (and QEMU's
+# hw/usb.h) only; and no control transfer or comparison with a bare
+# request number, class or standard
+std='GET_STATUS|CLEAR_FEATURE|SET_FEATURE|SET_ADDRESS|GET_DESCRIPTOR|SET_DESCRIPTOR|GET_CONFIGURATION|SET_CONFIGURATION|GET_INTERFACE|SET_INTERFACE|SYNCH_FRAME'
+hits=$(git ls-files 'tests/*.c' 'tests/*.h' | grep -vx tests/qtest/libqos/xhci-driver.h |
+    xargs grep -nE "^[[:space:]]*#[[:space:]]*define[[:space:]]+[A-Za-z0-9_]*REQ_($std)\b" 2>/dev/null)
+num='(0x[0-9a-fA-F]+|[0-9]+)'
+hits2=$(git ls-files 'tests/qtest/*.c' 'tests/qtest/*.h' 'tests/unit/*.c' | xargs grep -nE \
+    "\\b((qxhci_control(_submit)?|control)\\([^,()]+, *[^,()]+, *$num *,|(ncm_class_in|ncm_class_out|class_request)\\([^,()]+, *$num *,|\\breq(uest)? *[!=]= *$num\\b)" 2>/dev/null)
+# (the corpus generators: control(TYPE, REQ, ...))
+hits2+=$(git ls-files 'tests/fuzz/*.py' | xargs grep -nE \
+    "\\bcontrol\\(0x[0-9a-fA-F]+, *$num *," 2>/dev/null)
+if [ -n "$hits$hits2" ]; then
+    echo "FAIL: tables/standard-requests (a standard request defined again, or a request as a bare number; use QXHCI_REQ_*, USB_REQ_* or cdc-ncm.h's)"
+    printf '%s\n%s\n' "$hits" "$hits2" | sed '/^$/d; s/^/    | /'
+    rc=1
+else
+    echo "PASS: tables/standard-requests (defined only in libqos/xhci-driver.h; no bare request numbers)"
 fi
 
 # any other name of the header defined again in a test (filter bits,

@@ -93,6 +93,31 @@ _SRC = c_source()
 OPS = c_ops(_SRC)
 globals().update(op_bytes(OPS))
 
+
+def std_reqs():
+    """the standard request codes, by name, from libqos's xHCI driver (the
+    qtests' one list of them)"""
+    hdr = os.path.join(TOP, '..', 'qtest', 'libqos', 'xhci-driver.h')
+    with open(hdr) as f:
+        codes = {n: int(v, 0) for n, v in re.findall(
+            r'#define\s+QXHCI_REQ_([A-Z_]+)\s+(0x[0-9a-fA-F]+)\b', f.read())}
+    if 'GET_DESCRIPTOR' not in codes:
+        sys.exit(f'{hdr}: no QXHCI_REQ_GET_DESCRIPTOR; the pattern is stale')
+    return codes
+
+
+def class_codes():
+    """the class request codes of cdc-ncm.h, by name"""
+    hdr = os.path.join(TOP, '..', '..', 'include', 'hw', 'usb', 'cdc-ncm.h')
+    with open(hdr) as f:
+        return {n: int(v, 0) for n, v in re.findall(
+            r'#define\s+((?:CDC|NCM)_[A-Z0-9_]+)\s+(0x[0-9a-fA-F]+)\b',
+            f.read())}
+
+
+REQ = std_reqs()
+CDC = class_codes()
+
 # op_class: index into the target's request table; bit 7 = device to host
 CLASS = {r: i for i, r in enumerate(c_class_reqs(_SRC))}
 # op_xhci_cmd: index into the target's table of TRB types
@@ -382,27 +407,27 @@ STRUCTURED = {
     ]),
     # selective suspend with remote wakeup, woken by a frame
     'suspend': b'\x00' + b''.join([
-        control(0x00, 3, 1, 0),
-        control(0x01, 3, 0, 0x0200),
+        control(0x00, REQ['SET_FEATURE'], 1, 0),
+        control(0x01, REQ['SET_FEATURE'], 0, 0x0200),
         bytes([OP_PORT, 0x22]), frame(600, 1), clock(1000),
         bytes([OP_PORT, 0x03]), bulk_in(1, 3), wait(),
     ]),
     # standard requests with odd fields; the device without alt 1 first
     'standard': b'\x80' + b''.join([
-        control(0x80, 6, 0x0100, 0, length=18),
-        control(0x80, 6, 0x0200, 0, length=0xffff),
-        control(0x80, 6, 0x0300, 0, length=255),
-        control(0x80, 6, 0x0304, 0x0409, length=255),
-        control(0x80, 6, 0x0f00, 0, length=64),
-        control(0x80, 0, 0, 0, length=2),
-        control(0x81, 0, 0, 0, length=2),
-        control(0x82, 0, 0, 0x81, length=2),
-        control(0x02, 3, 0, 0x82),
-        control(0x02, 1, 0, 0x82),
-        control(0x80, 8, 0, 0, length=1),
-        control(0x81, 10, 0, 1, length=1),
-        control(0x21, 0x86, 0, 0, b'\xff' * 8),
-        control(0xa1, 0x80, 0, 1, length=28),
+        control(0x80, REQ['GET_DESCRIPTOR'], 0x0100, 0, length=18),
+        control(0x80, REQ['GET_DESCRIPTOR'], 0x0200, 0, length=0xffff),
+        control(0x80, REQ['GET_DESCRIPTOR'], 0x0300, 0, length=255),
+        control(0x80, REQ['GET_DESCRIPTOR'], 0x0304, 0x0409, length=255),
+        control(0x80, REQ['GET_DESCRIPTOR'], 0x0f00, 0, length=64),
+        control(0x80, REQ['GET_STATUS'], 0, 0, length=2),
+        control(0x81, REQ['GET_STATUS'], 0, 0, length=2),
+        control(0x82, REQ['GET_STATUS'], 0, 0x81, length=2),
+        control(0x02, REQ['SET_FEATURE'], 0, 0x82),
+        control(0x02, REQ['CLEAR_FEATURE'], 0, 0x82),
+        control(0x80, REQ['GET_CONFIGURATION'], 0, 0, length=1),
+        control(0x81, REQ['GET_INTERFACE'], 0, 1, length=1),
+        control(0x21, CDC['NCM_SET_NTB_INPUT_SIZE'], 0, 0, b'\xff' * 8),
+        control(0xa1, CDC['NCM_GET_NTB_PARAMETERS'], 0, 1, length=28),
         bytes([OP_SET_ALT, 0x01]), bulk_in(1, 3), frame(60, 1), wait(),
     ]),
 }

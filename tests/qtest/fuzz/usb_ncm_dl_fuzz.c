@@ -448,7 +448,8 @@ static int control(NcmFuzz *f, uint8_t type, uint8_t req, uint16_t value,
     if (t->done) {
         cc = t->cc;
     }
-    if (t->done && type == 0x80 && req == 6 && len &&
+    if (t->done && type == USB_DIR_IN && req == USB_REQ_GET_DESCRIPTOR &&
+        len &&
         (cc == QXHCI_CC_SUCCESS || cc == QXHCI_CC_SHORT_PACKET)) {
         g_autofree uint8_t *buf = g_malloc(len);
         char why[256] = "";
@@ -466,6 +467,18 @@ static int control(NcmFuzz *f, uint8_t type, uint8_t req, uint16_t value,
     }
     xfers_reap(f);
     return cc;
+}
+
+static int set_configuration(NcmFuzz *f, uint16_t value)
+{
+    return control(f, USB_RECIP_DEVICE, USB_REQ_SET_CONFIGURATION, value, 0,
+                   NULL, 0);
+}
+
+static int set_interface(NcmFuzz *f, uint16_t alt, uint16_t iface)
+{
+    return control(f, USB_RECIP_INTERFACE, USB_REQ_SET_INTERFACE, alt, iface,
+                   NULL, 0);
 }
 
 static bool configure_data(NcmFuzz *f, bool add)
@@ -489,7 +502,7 @@ static bool configure_data(NcmFuzz *f, bool add)
 static bool ncm_data_on(NcmFuzz *f)
 {
     f->data_on = configure_data(f, true) &&
-                 control(f, 0x01, 11, 1, IF_DATA, NULL, 0) ==
+                 set_interface(f, 1, IF_DATA) ==
                  QXHCI_CC_SUCCESS;
     f->data_defaults = !f->data_on;
     return f->data_on;
@@ -545,7 +558,7 @@ static bool ncm_enumerate(NcmFuzz *f, bool data)
     f->crc = false;
     if (qxhci_configure_endpoints(f->d, &f->ep_notify, 1, NULL, 0) !=
         QXHCI_CC_SUCCESS ||
-        control(f, 0x00, 9, 1, 0, NULL, 0) != QXHCI_CC_SUCCESS) {
+        set_configuration(f, 1) != QXHCI_CC_SUCCESS) {
         return false;
     }
     /* the data interface at alternate setting 0, with the defaults */
@@ -1175,7 +1188,7 @@ static void set_config(NcmFuzz *f, uint8_t v)
         /* as a host does it: endpoints down first */
         qxhci_deconfigure(f->d);
     }
-    control(f, 0x00, 9, v & 0x3, 0, NULL, 0);
+    set_configuration(f, v & 0x3);
     if ((v & 0x83) == 0x81 && dev_usable(f)) {
         qxhci_configure_endpoints(f->d, &f->ep_notify, 1, NULL, 0);
     }
@@ -1201,7 +1214,7 @@ static int set_alt(NcmFuzz *f, uint8_t v)
     if (iface == IF_DATA && alt == 1 && !(v & 0x8)) {
         configure_data(f, true);
     }
-    cc = control(f, 0x01, 11, alt, iface, NULL, 0);
+    cc = set_interface(f, alt, iface);
     if (iface == IF_DATA && alt == 0 && !(v & 0x8)) {
         configure_data(f, false);
     }
@@ -1482,7 +1495,7 @@ static void mig_prepare(NcmFuzz *f, uint8_t state)
 
     if (state & (MIG_NTB32 | MIG_CRC)) {
         /* the format and CRC mode change only at alternate setting 0 */
-        control(f, 0x01, 11, 0, IF_DATA, NULL, 0);
+        set_interface(f, 0, IF_DATA);
         if (state & MIG_NTB32) {
             f->ntb32 = control(f, CLASS_OUT, NCM_SET_NTB_FORMAT,
                                NCM_NTB_FORMAT_SELECT_32, IF_CONTROL, NULL,
@@ -1493,7 +1506,7 @@ static void mig_prepare(NcmFuzz *f, uint8_t state)
                              IF_CONTROL, NULL, 0) ==
                      QXHCI_CC_SUCCESS;
         }
-        control(f, 0x01, 11, 1, IF_DATA, NULL, 0);
+        set_interface(f, 1, IF_DATA);
     }
     if (state & MIG_MC_FILTERS) {
         control(f, CLASS_OUT, CDC_SET_ETHERNET_MULTICAST_FILTERS,
@@ -1719,7 +1732,7 @@ static void migration_run(NcmFuzz *fp, FuzzIn *inp)
     settle(&f, 1);
     control(&f, CLASS_IN, NCM_GET_NTB_PARAMETERS, 0, IF_CONTROL, buf,
             sizeof(buf));
-    control(&f, 0x80, 0, 0, 0, buf, 2);
+    control(&f, USB_DIR_IN, USB_REQ_GET_STATUS, 0, 0, buf, 2);
     if (dev_usable(&f)) {
         qxhci_hold_doorbells(f.d, true);
         for (i = 0; i < 4; i++) {

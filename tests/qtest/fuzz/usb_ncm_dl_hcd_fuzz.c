@@ -39,6 +39,8 @@
 
 #include "qemu/bswap.h"
 #include "qemu/main-loop.h"
+#include "hw/usb.h"
+#include "hw/usb/cdc-ncm.h"
 #include "tests/qtest/libqtest.h"
 #include "tests/qtest/libqos/libqos-malloc.h"
 #include "tests/qtest/libqos/malloc-pc.h"
@@ -963,7 +965,8 @@ static uint64_t control(Hcd *h, uint8_t addr, uint8_t type, uint8_t req,
         return buf;
     }
     h->ctl = c;
-    if (idle && h->desc_on && type == 0x80 && req == 6 && len &&
+    if (idle && h->desc_on && type == USB_DIR_IN &&
+        req == USB_REQ_GET_DESCRIPTOR && len &&
         !h->desc_pending) {
         /* the data stage: the TDs between SETUP and status */
         h->desc = (HcdChain){ .n = c.n - 2, .uhci = c.uhci,
@@ -1001,24 +1004,28 @@ static bool enumerate(Hcd *h)
 
     h->desc_on = true;
     h->dev_addr = 0;
-    control(h, 0, 0x80, 6, 0x100, 0, NULL, 18);
+    control(h, 0, USB_DIR_IN, USB_REQ_GET_DESCRIPTOR, 0x100, 0, NULL, 18);
     if (!control_wait(h, 20)) {
         return false;
     }
-    control(h, 0, 0x00, 5, DEV_ADDR, 0, NULL, 0);
+    control(h, 0, USB_RECIP_DEVICE, USB_REQ_SET_ADDRESS, DEV_ADDR, 0, NULL,
+            0);
     if (!control_wait(h, 20)) {
         return false;
     }
     h->addr = h->dev_addr = DEV_ADDR;
-    control(h, DEV_ADDR, 0x00, 9, 1, 0, NULL, 0);
+    control(h, DEV_ADDR, USB_RECIP_DEVICE, USB_REQ_SET_CONFIGURATION, 1, 0,
+            NULL, 0);
     if (!control_wait(h, 20)) {
         return false;
     }
-    control(h, DEV_ADDR, 0x01, 11, 1, IF_DATA, NULL, 0);
+    control(h, DEV_ADDR, USB_RECIP_INTERFACE, USB_REQ_SET_INTERFACE, 1,
+            IF_DATA, NULL, 0);
     if (!control_wait(h, 20)) {
         return false;
     }
-    b = control(h, DEV_ADDR, 0xa1, 0x80, 0, IF_CONTROL, NULL, 28);
+    b = control(h, DEV_ADDR, USB_DIR_IN | USB_TYPE_CLASS | USB_RECIP_INTERFACE,
+                NCM_GET_NTB_PARAMETERS, 0, IF_CONTROL, NULL, 28);
     if (!control_wait(h, 20)) {
         return false;
     }
@@ -1267,7 +1274,8 @@ static void hop_address(Hcd *h, FuzzIn *in)
     uint8_t v = in_u8(in);
 
     if (v & 0x80) {
-        control(h, h->addr, 0x00, 5, v & 0x7f, 0, NULL, 0);
+        control(h, h->addr, USB_RECIP_DEVICE, USB_REQ_SET_ADDRESS, v & 0x7f, 0,
+                NULL, 0);
         frames(h, 5);
     }
     h->addr = v & 0x7f;

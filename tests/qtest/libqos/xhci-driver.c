@@ -1287,7 +1287,8 @@ int qxhci_get_descriptor(QXhciDevice *d, uint8_t type, uint8_t index,
                          uint16_t lang, void *buf, uint16_t length,
                          uint32_t *actual)
 {
-    return qxhci_control(d, 0x80, 6, ((uint16_t)type << 8) | index, lang,
+    return qxhci_control(d, 0x80, QXHCI_REQ_GET_DESCRIPTOR,
+                         ((uint16_t)type << 8) | index, lang,
                          buf, length, actual);
 }
 

@@ -341,6 +341,11 @@ QPCIDevice *qxhci_follow_migration(QOSState *qs, QXhci *x, QPCIDevice *old,
 void qxhci_machine_stop(QXhciMachine *m);
 
 /* Standard requests on the default endpoint (USB 2.0 9.4) */
+#define QXHCI_REQ_GET_STATUS            0x00
+#define QXHCI_REQ_CLEAR_FEATURE         0x01
+#define QXHCI_REQ_SET_FEATURE           0x03
+#define QXHCI_REQ_SET_ADDRESS           0x05
+#define QXHCI_REQ_GET_DESCRIPTOR        0x06
 #define QXHCI_REQ_GET_CONFIGURATION     0x08
 #define QXHCI_REQ_SET_CONFIGURATION     0x09
 #define QXHCI_REQ_GET_INTERFACE         0x0a

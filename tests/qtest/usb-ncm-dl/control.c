@@ -107,17 +107,17 @@ static void test_descriptors(NcmEnv *e, const NcmCase *c)
     g_assert_cmpstr(product, ==, dl ? "USB-NCM-DL Giga Ethernet" :
                     "QEMU USB NCM Ethernet");
 
-    g_assert_cmpint(qxhci_control(e->dev, 0x80, NCM_USB_REQ_GET_CONFIGURATION,
+    g_assert_cmpint(qxhci_control(e->dev, 0x80, QXHCI_REQ_GET_CONFIGURATION,
                                   0, 0, b, 1, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 1);
     g_assert_cmpuint(b[0], ==, 1);
-    g_assert_cmpint(qxhci_control(e->dev, 0x81, NCM_USB_REQ_GET_INTERFACE,
+    g_assert_cmpint(qxhci_control(e->dev, 0x81, QXHCI_REQ_GET_INTERFACE,
                                   0, NCM_IF_DATA, b, 1, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(b[0], ==, 0);
     ncm_set_alt(e, 1);
-    g_assert_cmpint(qxhci_control(e->dev, 0x81, NCM_USB_REQ_GET_INTERFACE,
+    g_assert_cmpint(qxhci_control(e->dev, 0x81, QXHCI_REQ_GET_INTERFACE,
                                   0, NCM_IF_DATA, b, 1, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(b[0], ==, 1);
@@ -589,7 +589,7 @@ static uint16_t intf_status(NcmEnv *e)
     uint8_t b[2] = { 0xff, 0xff };
     uint32_t actual = 0;
 
-    g_assert_cmpint(qxhci_control(e->dev, 0x81, NCM_USB_REQ_GET_STATUS, 0,
+    g_assert_cmpint(qxhci_control(e->dev, 0x81, QXHCI_REQ_GET_STATUS, 0,
                                   NCM_IF_CONTROL, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 2);
@@ -599,7 +599,7 @@ static uint16_t intf_status(NcmEnv *e)
 /* SET_FEATURE(FUNCTION_SUSPEND) with @options (0x01 LP, 0x02 RW) */
 static int func_suspend(NcmEnv *e, uint8_t options)
 {
-    return qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_FEATURE, 0,
+    return qxhci_control(e->dev, 0x01, QXHCI_REQ_SET_FEATURE, 0,
                          options << 8 | NCM_IF_CONTROL, NULL, 0, NULL);
 }
 
@@ -682,7 +682,7 @@ static uint16_t device_status(NcmEnv *e)
     uint8_t b[2] = { 0xff, 0xff };
     uint32_t actual = 0;
 
-    g_assert_cmpint(qxhci_control(e->dev, 0x80, NCM_USB_REQ_GET_STATUS, 0,
+    g_assert_cmpint(qxhci_control(e->dev, 0x80, QXHCI_REQ_GET_STATUS, 0,
                                   0, b, 2, &actual),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmpuint(actual, ==, 2);
@@ -708,7 +708,7 @@ static void test_device_remote_wake(NcmEnv *e, const NcmCase *c)
         return;
     }
     g_assert_cmphex(device_status(e) & 0x02, ==, 0);
-    g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_SET_FEATURE, 1,
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, QXHCI_REQ_SET_FEATURE, 1,
                                   0, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
     g_assert_cmphex(device_status(e) & 0x02, ==, 0x02);
@@ -716,7 +716,7 @@ static void test_device_remote_wake(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(pls, ==, QXHCI_PLS_RESUME);
     resume_and_receive(e, 43200, pls);
 
-    g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_CLEAR_FEATURE, 1,
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, QXHCI_REQ_CLEAR_FEATURE, 1,
                                   0, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
     pls = suspend_and_send(e, 43201);
@@ -744,7 +744,7 @@ static void test_set_configuration_0(NcmEnv *e, const NcmCase *c)
     g_assert_cmpint(qxhci_endpoint_cancel(e->dev, e->ep_out.address), ==,
                     QXHCI_CC_SUCCESS);
     ncm_set_configuration(e, 1);
-    g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE,
+    g_assert_cmpint(qxhci_control(e->dev, 0x01, QXHCI_REQ_SET_INTERFACE,
                                   1, NCM_IF_DATA, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
     e->rx_seq = 0;

@@ -599,7 +599,7 @@ void ncm_enumerate(NcmEnv *e)
     g_assert_cmpint(qxhci_configure_endpoints(e->dev, &e->ep_notify, 1,
                                               NULL, 0),
                     ==, QXHCI_CC_SUCCESS);
-    g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_SET_CONFIGURATION,
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, QXHCI_REQ_SET_CONFIGURATION,
                                   1, 0, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
     ncm_read_ntb_parameters(e, &e->p, NULL);
@@ -618,7 +618,7 @@ void ncm_set_alt(NcmEnv *e, int alt)
         g_assert_cmpint(qxhci_configure_endpoints(e->dev, add, 2, NULL, 0),
                         ==, QXHCI_CC_SUCCESS);
     }
-    g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE, alt,
+    g_assert_cmpint(qxhci_control(e->dev, 0x01, QXHCI_REQ_SET_INTERFACE, alt,
                                   NCM_IF_DATA, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
     if (!alt) {
@@ -1270,7 +1270,7 @@ GByteArray *ncm_in_ntb_expected(NcmEnv *e, GPtrArray *frames,
 
 void ncm_set_configuration(NcmEnv *e, int value)
 {
-    g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_SET_CONFIGURATION,
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, QXHCI_REQ_SET_CONFIGURATION,
                                   value, 0, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
     ncm_function_reset(e, true);

@@ -33,15 +33,6 @@
 #define NCM_MAC_HEX             "525400123456"
 #define NCM_XHCI_DEVFN          QPCI_DEVFN(4, 0)
 
-/* Standard requests */
-#define NCM_USB_REQ_GET_STATUS          0x00
-#define NCM_USB_REQ_CLEAR_FEATURE       0x01
-#define NCM_USB_REQ_SET_FEATURE         0x03
-#define NCM_USB_REQ_GET_CONFIGURATION   0x08
-#define NCM_USB_REQ_SET_CONFIGURATION   0x09
-#define NCM_USB_REQ_GET_INTERFACE       0x0a
-#define NCM_USB_REQ_SET_INTERFACE       0x0b
-
 #define NCM_IF_CONTROL          0
 #define NCM_IF_DATA             1
 

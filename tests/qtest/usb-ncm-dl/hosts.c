@@ -251,7 +251,7 @@ static void test_windows(NcmEnv *e, const NcmCase *c)
     windows_enumerate(e, dev);
     windows_check_descriptors(e, dev);
     /* SelectConfig with both interfaces at setting 0 */
-    g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_SET_CONFIGURATION,
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, QXHCI_REQ_SET_CONFIGURATION,
                                   e->config[5], 0, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
     ncm_function_reset(e, true);
@@ -343,7 +343,7 @@ static void test_freebsd(NcmEnv *e, const NcmCase *c)
     g_assert(eth && eth[0] >= 13);
 
     /* cdce_attach: alternate index 0 first, and cdce_ncm_init there */
-    g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE, 0,
+    g_assert_cmpint(qxhci_control(e->dev, 0x01, QXHCI_REQ_SET_INTERFACE, 0,
                                   NCM_IF_DATA, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
     ncm_function_reset(e, true);
@@ -365,7 +365,7 @@ static void test_freebsd(NcmEnv *e, const NcmCase *c)
     host_check_mac(e, lduw_le_p(lang + 2), 255);
 
     /* cdce_init: clear a stall on bulk OUT, which must be taken */
-    g_assert_cmpint(qxhci_control(e->dev, 0x02, NCM_USB_REQ_CLEAR_FEATURE, 0,
+    g_assert_cmpint(qxhci_control(e->dev, 0x02, QXHCI_REQ_CLEAR_FEATURE, 0,
                                   e->ep_out.address, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
 
@@ -449,7 +449,7 @@ static void test_ipxe(NcmEnv *e, const NcmCase *c)
     /* usb_get_mtu (8 bytes), the whole descriptor, 9 then all */
     host_device_descriptor(e, 8, dev);
     host_config(e, 9);
-    g_assert_cmpint(qxhci_control(e->dev, 0x00, NCM_USB_REQ_SET_CONFIGURATION,
+    g_assert_cmpint(qxhci_control(e->dev, 0x00, QXHCI_REQ_SET_CONFIGURATION,
                                   e->config[5], 0, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
     ncm_function_reset(e, true);

@@ -250,7 +250,7 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
         ncm_set_alt(e, 0);
         break;
     case QEV_SET_INTERFACE_1:
-        g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE,
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, QXHCI_REQ_SET_INTERFACE,
                                       1, NCM_IF_DATA, NULL, 0, NULL),
                         ==, QXHCI_CC_SUCCESS);
         /* the setting in force again: the data path starts afresh (F23) */
@@ -379,7 +379,7 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
     case QEV_SET_CONFIGURATION_1:
         /* the endpoints' xHCI contexts stay; the device starts afresh */
         ncm_set_configuration(e, 1);
-        g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE,
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, QXHCI_REQ_SET_INTERFACE,
                                       1, NCM_IF_DATA, NULL, 0, NULL),
                         ==, QXHCI_CC_SUCCESS);
         e->rx_seq = 0;
@@ -452,7 +452,7 @@ static void test_queue_abort(NcmEnv *e, const NcmCase *c)
         ncm_set_configuration(e, 1);
         g_assert(t[0]->done && t[1]->done);
         g_assert_cmpuint(t[0]->actual + t[1]->actual, ==, 0);
-        g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE,
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, QXHCI_REQ_SET_INTERFACE,
                                       1, NCM_IF_DATA, NULL, 0, NULL),
                         ==, QXHCI_CC_SUCCESS);
         e->rx_seq = 0;
@@ -857,7 +857,8 @@ static void test_migrate_notattached(NcmEnv *e, const NcmCase *c)
     ncm_follow_migration(e, dst, sock);
 
     /* GET_DESCRIPTOR(device): ends within 100 ms, one way or the other */
-    t = qxhci_control_submit(e->dev, 0x80, 6, 0x0100, 0, NULL, 18);
+    t = qxhci_control_submit(e->dev, 0x80, QXHCI_REQ_GET_DESCRIPTOR, 0x0100,
+                             0, NULL, 18);
     g_assert(t);
     deadline = ncm_clock_ns(e) + 100 * NCM_MS;
     while (!t->done) {
@@ -1397,16 +1398,16 @@ static const MidReq mid_reqs[] = {
     { "get-crc-mode", MID_CLASS_IN, 0, NCM_GET_CRC_MODE, 0, 2 },
     { "set-crc-mode", MID_CLASS_OUT, 0, NCM_SET_CRC_MODE,
       NCM_CRC_NOT_APPENDED, 0 },
-    { "get-status-device", MID_STANDARD, 0x80, NCM_USB_REQ_GET_STATUS, 0, 2 },
-    { "get-status-interface", MID_STANDARD, 0x81, NCM_USB_REQ_GET_STATUS, 0,
+    { "get-status-device", MID_STANDARD, 0x80, QXHCI_REQ_GET_STATUS, 0, 2 },
+    { "get-status-interface", MID_STANDARD, 0x81, QXHCI_REQ_GET_STATUS, 0,
       2 },
-    { "get-status-endpoint", MID_STANDARD, 0x82, NCM_USB_REQ_GET_STATUS, 0, 2,
+    { "get-status-endpoint", MID_STANDARD, 0x82, QXHCI_REQ_GET_STATUS, 0, 2,
       true },
     { "clear-feature-endpoint-halt", MID_STANDARD, 0x02,
-      NCM_USB_REQ_CLEAR_FEATURE, MID_ENDPOINT_HALT, 0, true },
-    { "get-configuration", MID_STANDARD, 0x80, NCM_USB_REQ_GET_CONFIGURATION,
+      QXHCI_REQ_CLEAR_FEATURE, MID_ENDPOINT_HALT, 0, true },
+    { "get-configuration", MID_STANDARD, 0x80, QXHCI_REQ_GET_CONFIGURATION,
       0, 1 },
-    { "get-interface", MID_STANDARD, 0x81, NCM_USB_REQ_GET_INTERFACE, 0, 1 },
+    { "get-interface", MID_STANDARD, 0x81, QXHCI_REQ_GET_INTERFACE, 0, 1 },
     { "set-interface-0", MID_SET_ALT_0 },
     { "set-interface-1", MID_SET_ALT_1 },
     { "set-configuration", MID_SET_CONFIG },

@@ -441,7 +441,7 @@ static void in_cancel_parked(NcmEnv *e, const NcmCase *c, QXhciTransfer *t,
         break;
     case CANCEL_CONTROL_SET_INTERFACE:
         /* the data interface stays in alt 1; the core resets endpoints */
-        g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE,
+        g_assert_cmpint(qxhci_control(e->dev, 0x01, QXHCI_REQ_SET_INTERFACE,
                                       0, NCM_IF_CONTROL, NULL, 0, NULL),
                         ==, QXHCI_CC_SUCCESS);
         break;

@@ -256,7 +256,7 @@ static void test_streams(NcmEnv *e, const NcmCase *c)
     cc = st_configure(&se, seq);
     g_test_message("Configure Endpoint with streams: cc %d", cc);
     /* the data interface on, as a driver selects it after configuring */
-    g_assert_cmpint(qxhci_control(e->dev, 0x01, NCM_USB_REQ_SET_INTERFACE, 1,
+    g_assert_cmpint(qxhci_control(e->dev, 0x01, QXHCI_REQ_SET_INTERFACE, 1,
                                   NCM_IF_DATA, NULL, 0, NULL),
                     ==, QXHCI_CC_SUCCESS);
     ncm_function_reset(e, false);
