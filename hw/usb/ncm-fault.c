@@ -34,49 +34,43 @@
 #include "migration/blocker.h"
 #include "system/replay.h"
 #include "hw/usb/ncm-compat.h"
+#include "hw/usb/ncm-fault.h"
 #include "hw/usb/ncm-fault-target.h"
 #include "trace.h"
 
-#define TYPE_USB_NCM_FAULT "usb-ncm-fault"
 OBJECT_DECLARE_SIMPLE_TYPE(UsbNcmFault, USB_NCM_FAULT)
 
-/* The properties that take a number, each written once */
-typedef enum UsbNcmFaultProp {
-    NCM_FAULT_LINK_DOWN_MS,
-    NCM_FAULT_BUSY_MS,
-    NCM_FAULT_DROP_IN_EVERY,
-    NCM_FAULT_CORRUPT_COUNT,
-    NCM_FAULT_REPLUG_MS,
-    NCM_FAULT_REPLUG_EVERY_MS,
-    NCM_FAULT_REPLUG_SEED,
-    NCM_FAULT__MAX,
-    NCM_FAULT_CORRUPT_IN = NCM_FAULT__MAX,  /* the string one */
-} UsbNcmFaultProp;
+const char *const usb_ncm_fault_names[NCM_FAULT__MAX] = {
+    [NCM_FAULT_LINK_DOWN_MS] = "link-down-ms",
+    [NCM_FAULT_BUSY_MS] = "busy-ms",
+    [NCM_FAULT_DROP_IN_EVERY] = "drop-in-every",
+    [NCM_FAULT_CORRUPT_COUNT] = "corrupt-count",
+    [NCM_FAULT_REPLUG_MS] = "replug-ms",
+    [NCM_FAULT_REPLUG_EVERY_MS] = "replug-every-ms",
+    [NCM_FAULT_REPLUG_SEED] = "replug-seed",
+};
 
-static const struct {
-    const char *name;
-    const char *description;
-} usb_ncm_fault_props[NCM_FAULT__MAX] = {
-    [NCM_FAULT_LINK_DOWN_MS] = { "link-down-ms",
+static const char *const usb_ncm_fault_descriptions[NCM_FAULT__MAX] = {
+    [NCM_FAULT_LINK_DOWN_MS] =
         "fault: NETWORK_CONNECTION(0) now and back after N ms; reads 1 "
-        "while down; 0 ends it" },
-    [NCM_FAULT_BUSY_MS] = { "busy-ms",
+        "while down; 0 ends it",
+    [NCM_FAULT_BUSY_MS] =
         "fault: both bulk endpoints NAK for N ms; reads 1 while busy; "
-        "0 ends it" },
-    [NCM_FAULT_DROP_IN_EVERY] = { "drop-in-every",
-        "fault: drop IN NTB number N, 2N, 3N...; 0 turns it off" },
-    [NCM_FAULT_CORRUPT_COUNT] = { "corrupt-count",
+        "0 ends it",
+    [NCM_FAULT_DROP_IN_EVERY] =
+        "fault: drop IN NTB number N, 2N, 3N...; 0 turns it off",
+    [NCM_FAULT_CORRUPT_COUNT] =
         "parameter: how many IN NTBs (or notifications) corrupt-in "
-        "corrupts; reads how many are still to come" },
-    [NCM_FAULT_REPLUG_MS] = { "replug-ms",
+        "corrupts; reads how many are still to come",
+    [NCM_FAULT_REPLUG_MS] =
         "fault: off the bus now, back after N ms (and how long each "
         "replug-every-ms replug lasts, 200 by default); reads 1 while "
-        "off; 0 brings it back at once" },
-    [NCM_FAULT_REPLUG_EVERY_MS] = { "replug-every-ms",
+        "off; 0 brings it back at once",
+    [NCM_FAULT_REPLUG_EVERY_MS] =
         "fault: replug every N ms, with up to N/4 of seeded jitter; 0 "
-        "stops" },
-    [NCM_FAULT_REPLUG_SEED] = { "replug-seed",
-        "parameter: the seed of replug-every-ms's jitter (1)" },
+        "stops",
+    [NCM_FAULT_REPLUG_SEED] =
+        "parameter: the seed of replug-every-ms's jitter (1)",
 };
 
 /* Changes queued while a replay event is due to apply them */
@@ -433,8 +427,8 @@ static uint32_t usb_ncm_fault_get(UsbNcmFault *f, UsbNcmFaultProp which)
 
 static const char *usb_ncm_fault_prop_name(UsbNcmFaultProp which)
 {
-    return which == NCM_FAULT_CORRUPT_IN ? "corrupt-in"
-                                         : usb_ncm_fault_props[which].name;
+    return which == NCM_FAULT_CORRUPT_IN ? NCM_FAULT_CORRUPT_IN_NAME
+                                         : usb_ncm_fault_names[which];
 }
 
 static void usb_ncm_fault_apply(UsbNcmFault *f, UsbNcmFaultProp which,
@@ -620,17 +614,17 @@ static void usb_ncm_fault_class_init(ObjectClass *oc, NcmClassInitData *data)
     object_class_property_set_description(oc, "device",
         "the usb-ncm or usb-ncm-dl device: its id or QOM path");
     for (i = 0; i < NCM_FAULT__MAX; i++) {
-        object_class_property_add(oc, usb_ncm_fault_props[i].name, "uint32",
+        object_class_property_add(oc, usb_ncm_fault_names[i], "uint32",
                                   usb_ncm_fault_get_u32,
                                   usb_ncm_fault_set_u32, NULL,
                                   GUINT_TO_POINTER(i));
         object_class_property_set_description(oc,
-            usb_ncm_fault_props[i].name, usb_ncm_fault_props[i].description);
+            usb_ncm_fault_names[i], usb_ncm_fault_descriptions[i]);
     }
-    object_class_property_add_str(oc, "corrupt-in",
+    object_class_property_add_str(oc, NCM_FAULT_CORRUPT_IN_NAME,
                                   usb_ncm_fault_get_corrupt,
                                   usb_ncm_fault_set_corrupt);
-    object_class_property_set_description(oc, "corrupt-in",
+    object_class_property_set_description(oc, NCM_FAULT_CORRUPT_IN_NAME,
         "fault: corrupt the next corrupt-count IN NTBs (or notifications) "
         "in one way, by name; none turns it off");
 }

@@ -15,7 +15,10 @@
 #    (include/hw/usb/ncm-eth-stats.h);
 #  - the device's properties are one table (usb_ncm_property_defs[] in
 #    hw/usb/dev-ncm.c, name, field, default and help together): no
-#    Property array of its own beside it, device_class_set_props once.
+#    Property array of its own beside it, device_class_set_props once;
+#  - every usb-ncm-fault property a test or script sets or reads is one of
+#    usb_ncm_fault_names[] (hw/usb/ncm-fault.c) or corrupt-in, and the
+#    fuzz targets take the names from include/hw/usb/ncm-fault.h.
 # One PASS/FAIL line per rule; the offending lines are shown.
 set -uo pipefail
 . "$(dirname "$0")/../setup/common.sh"
@@ -147,5 +150,50 @@ if [ -n "$arrays" ] || [ "$ncalls" != 1 ] || [ "$ndefs" != 1 ]; then
     rc=1
 else
     echo "PASS: tables/properties (one table, usb_ncm_property_defs[]; device_class_set_props once)"
+fi
+# The fault names: those the tests and scripts use are the object's
+out=$(python3 - <<'PY'
+import re, subprocess
+src = open('hw/usb/ncm-fault.c').read()
+m = re.search(r'usb_ncm_fault_names\[NCM_FAULT__MAX\] = \{(.*?)\};', src, re.S)
+names = set(re.findall(r'"([a-z0-9-]+)"', m.group(1))) if m else set()
+hdr = open('include/hw/usb/ncm-fault.h').read()
+names |= set(re.findall(r'NCM_FAULT_CORRUPT_IN_NAME "([a-z-]+)"', hdr))
+if len(names) < 8:
+    print(f'STALE the names list: found {sorted(names)}')
+files = subprocess.run(['git', 'ls-files', 'tests/*.c', 'tests/*.h',
+                        'tests/*.py', 'tests/*.sh', 'scripts/*.py',
+                        'scripts/*.sh'], capture_output=True,
+                       text=True).stdout.split()
+call = re.compile(r'\b(?:fault_set|ncm_fault_set|ncm_fault_get_int|qset|'
+                  r'wait_zero)\([^,()]*, *["\']([a-z][a-z0-9-]*)["\']|'
+                  r'\bfault_get\([^,()]*, *"[^"]*", *"([a-z][a-z0-9-]*)"|'
+                  r'--cue "[^"]*=([a-z][a-z0-9-]*)=[^"=]*"|'
+                  r'--start "?([a-z][a-z0-9-]*)=')
+used = 0
+for f in files:
+    try:
+        text = open(f, errors='replace').read()
+    except OSError:
+        continue
+    for no, line in enumerate(text.split('\n'), 1):
+        for m in call.finditer(line):
+            name = next(g for g in m.groups() if g)
+            used += 1
+            if name not in names and name.upper() != name:
+                print(f'{f}:{no}: {name}')
+print(f'USED {used} {len(names)}')
+PY
+)
+bad=$(grep -v '^USED ' <<<"$out")
+read -r _ nused nnames <<<"$(grep '^USED ' <<<"$out")"
+fuzz_copies=$(git ls-files 'tests/qtest/fuzz/*.c' | xargs grep -nE \
+    '"(link-down-ms|busy-ms|drop-in-every|corrupt-count|corrupt-in|replug-ms|replug-every-ms|replug-seed)"' 2>/dev/null)
+if [ -n "$bad$fuzz_copies" ] || [ "${nused:-0}" -lt 20 ]; then
+    echo "FAIL: tables/fault-names (a fault name usb-ncm-fault does not have, or spelled out in a fuzz target; ${nused:-0} uses found)"
+    printf '%s\n%s\n' "$bad" "$fuzz_copies" | sed '/^$/d; s/^/    | /'
+    rc=1
+else
+    echo "PASS: tables/fault-names ($nused uses in tests and scripts, each one of the object's $nnames)"
 fi
 exit $rc

@@ -39,7 +39,8 @@ LAYER = [
     (("ncm-ntb.c", "ncm-ntb.h", "cdc-ncm.h", "ncm-eth-stats.h"), 0),
     (("ncm-function.c", "ncm-function.h", "ncm-function-vmstate.c",
       "ncm-compat.h"), 1),
-    (("ncm-fault-target.h", "dev-ncm-desc.c", "dev-ncm.h"), 2),
+    (("ncm-fault-target.h", "ncm-fault.h", "dev-ncm-desc.c", "dev-ncm.h"),
+     2),
     (("dev-ncm.c", "ncm-fault.c"), 3),
 ]
 DEVICE = re.compile(r"^(hw/usb/(dev-ncm[^/]*|ncm-function[^/]*|ncm-ntb)"

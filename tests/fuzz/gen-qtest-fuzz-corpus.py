@@ -128,17 +128,44 @@ _TYPES = c_array(_SRC, 'op_xhci_cmd', 'types')
 CMD = {k: _TYPES.index(t) for k, t in _TRB_TYPE.items()}
 # op_xhci_cmd's endpoint selector: bit 0 bulk IN, 1 bulk OUT, 2 interrupt
 EP0, EP_IN, EP_OUT, EP_NOTIFY = 0, 1, 2, 4
-# op_fault: the usb-ncm-fault properties by their index, then the corruption
-# and the link
-_FAULTS = c_array(_SRC, 'op_fault', 'u32_faults')
+
+
+def fault_props():
+    """UsbNcmFaultProp of include/hw/usb/ncm-fault.h: the usb-ncm-fault
+    properties that take a number, by their index (op_fault numbers them
+    so, then corrupt-in, then the link)"""
+    hdr = os.path.join(TOP, '..', '..', 'include', 'hw', 'usb',
+                       'ncm-fault.h')
+    with open(hdr) as f:
+        m = re.search(r'enum UsbNcmFaultProp \{(.*?)NCM_FAULT__MAX,',
+                      f.read(), re.S)
+    if not m:
+        sys.exit(f'{hdr}: no "enum UsbNcmFaultProp {{ ... NCM_FAULT__MAX"')
+    return re.findall(r'\bNCM_FAULT_([A-Z0-9_]+),', m.group(1))
+
+
+def corruptions():
+    """ncm_in_corruption_names[] of hw/usb/ncm-function.c, in order"""
+    src = os.path.join(TOP, '..', '..', 'hw', 'usb', 'ncm-function.c')
+    with open(src) as f:
+        m = re.search(r'ncm_in_corruption_names\[NCM_CORRUPT__MAX\] = '
+                      r'\{(.*?)\};', f.read(), re.S)
+    if not m:
+        sys.exit(f'{src}: no ncm_in_corruption_names[]')
+    return re.findall(r'"([^"]+)"', m.group(1))
+
+
+# op_fault: the usb-ncm-fault properties by their index (but the seed),
+# then the corruption and the link
+_FAULTS = fault_props()
 (F_LINK_DOWN, F_BUSY, F_DROP_IN, F_CORRUPT_COUNT, F_REPLUG,
  F_REPLUG_EVERY) = (_FAULTS.index(n) for n in (
-     'link-down-ms', 'busy-ms', 'drop-in-every', 'corrupt-count',
-     'replug-ms', 'replug-every-ms'))
-F_CORRUPT_IN, F_LINK = len(_FAULTS), len(_FAULTS) + 1
+     'LINK_DOWN_MS', 'BUSY_MS', 'DROP_IN_EVERY', 'CORRUPT_COUNT',
+     'REPLUG_MS', 'REPLUG_EVERY_MS'))
+F_CORRUPT_IN = _FAULTS.index('REPLUG_SEED')
+F_LINK = F_CORRUPT_IN + 1
 # corrupt-in values, by index
-CORRUPT = {n: i for i, n in
-           enumerate(c_array(_SRC, 'op_fault', 'corruptions'))}
+CORRUPT = {n: i for i, n in enumerate(corruptions())}
 
 
 def u16(v):

@@ -52,6 +52,8 @@
 #include "hw/qdev-core.h"
 #include "hw/usb.h"
 #include "hw/usb/cdc-ncm.h"
+#include "hw/usb/ncm-fault.h"
+#include "hw/usb/ncm-function.h"
 #include "hw/usb/hcd-xhci.h"
 #include "hw/usb/ncm-compat.h"
 #include "hw/usb/ncm-ntb.h"
@@ -632,34 +634,34 @@ static void ncm_fuzz_begin(NcmFuzz *f, QTestState *s)
 /* Every usb-ncm-fault property back to its default, the link up */
 static void ncm_faults_clear(NcmFuzz *f)
 {
-    /* replug-every first, then replug-ms: a detached device comes back */
-    static const char *const u32_faults[] = {
-        "replug-every-ms", "replug-ms", "link-down-ms", "busy-ms",
-        "drop-in-every", "corrupt-count",
-    };
-    static const char *const read_back[] = {
-        "corrupt-in", "replug-seed",
-    };
     DeviceState *dev = ncm_find();
     Object *fault = ncm_fault();
-    unsigned i;
+    int i;
 
     if (dev) {
         /* first what a QMP user watching the faults reads (qom-get) */
         qobject_unref(object_property_get_qobject(OBJECT(dev), "x-stats",
                                                   &error_abort));
-        for (i = 0; i < ARRAY_SIZE(u32_faults) + ARRAY_SIZE(read_back); i++) {
-            const char *name = i < ARRAY_SIZE(u32_faults) ? u32_faults[i] :
-                               read_back[i - ARRAY_SIZE(u32_faults)];
+        for (i = 0; i <= NCM_FAULT_CORRUPT_IN; i++) {
+            const char *name = i == NCM_FAULT_CORRUPT_IN ?
+                               NCM_FAULT_CORRUPT_IN_NAME :
+                               usb_ncm_fault_names[i];
 
             qobject_unref(object_property_get_qobject(fault, name,
                                                       &error_abort));
         }
-        for (i = 0; i < ARRAY_SIZE(u32_faults); i++) {
-            object_property_set_uint(fault, u32_faults[i], 0, &error_abort);
+        /*
+         * Last to first: replug-every-ms before replug-ms, so that a
+         * detached device comes back
+         */
+        for (i = NCM_FAULT__MAX - 1; i >= 0; i--) {
+            object_property_set_uint(fault, usb_ncm_fault_names[i],
+                                     i == NCM_FAULT_REPLUG_SEED ? 1 : 0,
+                                     &error_abort);
         }
-        object_property_set_uint(fault, "replug-seed", 1, &error_abort);
-        object_property_set_str(fault, "corrupt-in", "none", &error_abort);
+        object_property_set_str(fault, NCM_FAULT_CORRUPT_IN_NAME,
+                                ncm_in_corruption_names[NCM_CORRUPT_NONE],
+                                &error_abort);
     }
     qmp_set_link(NCM_NETDEV, true, &error_abort);
     /* the replug timer, set to now, runs once the clock moves */
@@ -1310,7 +1312,7 @@ static void op_plug(NcmFuzz *f, FuzzIn *in)
         break;
     default:
         f->faults_set = true;
-        ncm_set_u32("replug-ms", (v >> 2) * 4);
+        ncm_set_u32(usb_ncm_fault_names[NCM_FAULT_REPLUG_MS], (v >> 2) * 4);
         settle(f, 1);
         break;
     }
@@ -1353,15 +1355,11 @@ static void op_clock(NcmFuzz *f, FuzzIn *in)
 
 static void op_fault(NcmFuzz *f, FuzzIn *in)
 {
-    static const char *const u32_faults[] = {
-        "link-down-ms", "busy-ms", "drop-in-every", "corrupt-count",
-        "replug-ms", "replug-every-ms",
-    };
-    static const char *const corruptions[] = {
-        "none", "ndp-at-end", "datagram-offset-wrap", "ndp-chain-loop",
-        "block-length-over-input-size", "short-notification",
-    };
-    uint8_t which = in_u8(in) % 8;
+    /*
+     * The numbered properties but the seed (usb_ncm_fault_names[]: 0..5),
+     * then corrupt-in (6), then the netdev's link (7)
+     */
+    uint8_t which = in_u8(in) % (NCM_FAULT_REPLUG_SEED + 2);
     uint16_t v = in_u16(in);
     DeviceState *dev = ncm_find();
 
@@ -1369,15 +1367,16 @@ static void op_fault(NcmFuzz *f, FuzzIn *in)
         return;
     }
     f->faults_set = true;
-    if (which < ARRAY_SIZE(u32_faults)) {
+    if (which < NCM_FAULT_REPLUG_SEED) {
         /* replugging every few ms would leave nothing else to fuzz */
-        if (which == 5 && v && v < 50) {
+        if (which == NCM_FAULT_REPLUG_EVERY_MS && v && v < 50) {
             v = 50;
         }
-        object_property_set_uint(ncm_fault(), u32_faults[which], v, NULL);
-    } else if (which == 6) {
-        object_property_set_str(ncm_fault(), "corrupt-in",
-                                corruptions[v % ARRAY_SIZE(corruptions)],
+        object_property_set_uint(ncm_fault(), usb_ncm_fault_names[which], v,
+                                 NULL);
+    } else if (which == NCM_FAULT_REPLUG_SEED) {
+        object_property_set_str(ncm_fault(), NCM_FAULT_CORRUPT_IN_NAME,
+                                ncm_in_corruption_names[v % NCM_CORRUPT__MAX],
                                 NULL);
     } else {
         qmp_set_link(NCM_NETDEV, v & 1, NULL);
@@ -1547,10 +1546,10 @@ static void mig_prepare(NcmFuzz *f, uint8_t state)
         f->faults_set = true;
     }
     if (state & MIG_FAULT_BUSY) {
-        ncm_set_u32("busy-ms", 1000);
+        ncm_set_u32(usb_ncm_fault_names[NCM_FAULT_BUSY_MS], 1000);
     }
     if (state & MIG_FAULT_LINK) {
-        ncm_set_u32("link-down-ms", 1000);
+        ncm_set_u32(usb_ncm_fault_names[NCM_FAULT_LINK_DOWN_MS], 1000);
     }
     flush_events(f->qts);
 }
@@ -1756,8 +1755,8 @@ static void migration_run(NcmFuzz *fp, FuzzIn *inp)
     qtest_clock_step(f.qts, 300 * 1000 * 1000);
     ncm_after_step(f.qts, NULL);
     wait_idle(&f, MAX_WAIT_STEPS);
-    ncm_set_u32("busy-ms", 0);
-    ncm_set_u32("link-down-ms", 0);
+    ncm_set_u32(usb_ncm_fault_names[NCM_FAULT_BUSY_MS], 0);
+    ncm_set_u32(usb_ncm_fault_names[NCM_FAULT_LINK_DOWN_MS], 0);
     mig_frames(&f, 2, 100);
     wait_idle(&f, 8);
 out:
