@@ -32,7 +32,9 @@
 # --verify: `git am` the series onto a fresh copy of the pristine tree
 # (build/.../series-verify), build qemu-system-x86_64 (and the unit tests,
 # libqos and the qtest once they exist) at every commit, run the unit tests
-# and list the qtest's cases at the end.
+# and list the qtest's cases at the end; then run QEMU's own qtests on the
+# last commit (SERIES_QEMU_TESTS: qos-test, usb-hcd-{uhci,ehci,xhci}-test,
+# qom-test, device-introspect-test, test-hmp, migration-test).
 set -euo pipefail
 . "$(dirname "$0")/../setup/common.sh"
 . "$NCM_TOP/scripts/setup/qemu-tree.sh"
@@ -358,6 +360,47 @@ if [ -x "$VOBJ/tests/qtest/usb-ncm-dl-test" ]; then
     else
         echo "FAIL: series-qtest-list (the qtest lists no case)"
         verify_fail=1
+    fi
+fi
+# QEMU's own suites with the whole series applied: what a maintainer
+# runs for a USB device, and what every device must pass (introspection,
+# QOM, HMP, migration).  SERIES_QEMU_TESTS picks others; "none" skips.
+qemu_tests=${SERIES_QEMU_TESTS:-qos-test usb-hcd-uhci-test usb-hcd-ehci-test \
+usb-hcd-xhci-test qom-test device-introspect-test test-hmp migration-test}
+if [ "$qemu_tests" != none ]; then
+    mkdir -p "$VER/qemu-tests"
+    read -r -a qts <<<"$qemu_tests"
+    build=(qemu-img)
+    for t in "${qts[@]}"; do
+        build+=("tests/qtest/$t")
+    done
+    step "QEMU's own suites on the series: building ${qts[*]}"
+    if ! ninja -C "$VOBJ" "${build[@]}" >"$VER/qemu-tests/build.log" 2>&1; then
+        echo "FAIL: series-qemu-tests/build (log: $VER/qemu-tests/build.log)"
+        grep -m5 -E 'error|FAILED|unknown target' "$VER/qemu-tests/build.log" |
+            sed 's/^/    | /' || true
+        verify_fail=1
+    else
+        for t in "${qts[@]}"; do
+            log=$VER/qemu-tests/$t.log
+            t0=$SECONDS
+            step "QEMU's $t (log: ${log#"$NCM_TOP"/})"
+            rc=0
+            QTEST_QEMU_BINARY=$VOBJ/qemu-system-x86_64 \
+            QTEST_QEMU_IMG=$VOBJ/qemu-img \
+                timeout --kill-after=10 "${SERIES_QEMU_TEST_TIMEOUT:-1800}" \
+                "$VOBJ/tests/qtest/$t" --tap -k >"$log" 2>&1 || rc=$?
+            ok=$(grep -c '^ok ' "$log" || true)
+            bad=$(grep -c '^not ok ' "$log" || true)
+            if [ "$rc" = 0 ] && [ "$bad" = 0 ] && [ "$ok" -gt 0 ]; then
+                echo "PASS: series-qemu-tests/$t ($ok cases, $((SECONDS - t0)) s)"
+            else
+                echo "FAIL: series-qemu-tests/$t (exit $rc, $ok ok," \
+                     "$bad not ok; log: $log)"
+                grep -m3 '^not ok ' "$log" | sed 's/^/    | /' || true
+                verify_fail=1
+            fi
+        done
     fi
 fi
 [ "$checkpatch_fail" = 0 ] && [ "$verify_fail" = 0 ] ||
