@@ -27,7 +27,7 @@ endif
 
 .PHONY: all qemu install deps guest-image run shell record replay replay-loop check check-quick check-migrate-each check-migrate-cross check-unit check-tools check-fuzz \
         check-qtest check-guest check-dropout soak fuzz bench-codec \
-        fuzz-device fuzz-coverage bench-fuzz fuzz-campaign check-fuzz-device bench bench-scaling profile repro-dropout \
+        fuzz-device fuzz-coverage bench-fuzz fuzz-oss fuzz-campaign check-fuzz-device bench bench-scaling profile repro-dropout \
         series series-verify clean kernel deps-kernel scenario bisect bisect-packages \
         check-kernel check-kernel-loop vng check-vng tuxrun check-tuxrun
 
@@ -182,6 +182,10 @@ fuzz-coverage:
 # docs/findings.md
 fuzz-campaign:
 	@bash scripts/check/fuzz-campaign.sh $(or $(FUZZ_HOURS),1)
+
+# the fuzz targets as OSS-Fuzz builds them (QEMU's scripts/oss-fuzz/build.sh)
+fuzz-oss:
+	@bash scripts/check/oss-fuzz-build.sh
 
 # inputs/s of every structured fuzz target, forked and in the process
 bench-fuzz:
