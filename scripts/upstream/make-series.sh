@@ -390,8 +390,9 @@ if [ "$qemu_tests" != none ]; then
             t0=$SECONDS
             step "QEMU's $t (log: ${log#"$NCM_TOP"/})"
             rc=0
-            QTEST_QEMU_BINARY=$VOBJ/qemu-system-x86_64 \
-            QTEST_QEMU_IMG=$([ -x "$VOBJ/qemu-img" ] && echo "$VOBJ/qemu-img") \
+            env=(QTEST_QEMU_BINARY="$VOBJ/qemu-system-x86_64")
+            [ -x "$VOBJ/qemu-img" ] && env+=(QTEST_QEMU_IMG="$VOBJ/qemu-img")
+            env "${env[@]}" \
                 timeout --kill-after=10 "${SERIES_QEMU_TEST_TIMEOUT:-1800}" \
                 "$VOBJ/tests/qtest/$t" --tap -k >"$log" 2>&1 || rc=$?
             ok=$(grep -c '^ok ' "$log" || true)
