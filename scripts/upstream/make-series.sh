@@ -386,12 +386,13 @@ if [ "$qemu_tests" != none ]; then
         verify_fail=1
     else
         # The Debian source has no firmware blobs: the machines' BIOS and
-        # option ROMs come from the seabios and qemu-system-data packages,
-        # linked where the binary looks for its data files (its
+        # option ROMs come from the seabios, qemu-system-data and ipxe-qemu
+        # packages, linked where the binary looks for its data files (its
         # qemu-bundle), as QEMU's own tests start it without -L
         share=$VOBJ/qemu-bundle/usr/local/share/qemu
         mkdir -p "$share"
-        for f in /usr/share/seabios/*.bin /usr/share/qemu/*.bin; do
+        for f in /usr/share/seabios/*.bin /usr/share/qemu/*.bin \
+                 /usr/lib/ipxe/qemu/*.rom; do
             if [ -e "$f" ] && [ ! -e "$share/${f##*/}" ]; then
                 ln -s "$f" "$share/"
             fi
