@@ -1600,10 +1600,19 @@ static int usb_ncm_post_load(void *opaque, int version_id)
     if (!s->dev.attached) {
         usb_ncm_fault_replug(OBJECT(s), USB_NCM_REPLUG_MS);
     }
-    /* whatever the controller waits for, wake it once */
-    s->in.nakd = s->out.nakd = s->notify_nakd = true;
-    usb_ncm_schedule_wakeup(s, true, true);
-    replay_bh_schedule_event(s->out_bh);
+    /*
+     * Whatever the controller waits for, wake it once: a migration's
+     * destination does not know which transfers the source had NAKed.
+     * Not under record/replay: a snapshot loaded there (the replay's
+     * first, reverse debugging's) is one the recording saved and went on
+     * from unwoken, and the events a wakeup queues would be matched in
+     * place of the recording's own.
+     */
+    if (replay_mode == REPLAY_MODE_NONE) {
+        s->in.nakd = s->out.nakd = s->notify_nakd = true;
+        usb_ncm_schedule_wakeup(s, true, true);
+        replay_bh_schedule_event(s->out_bh);
+    }
     return 0;
 }
 
