@@ -553,8 +553,8 @@ PY
 #   timeout), "; $QEMU_DIED" when the script set QEMU_DIED (how QEMU or
 #   the guest kernel died), then the log.
 # runner_pass CHECK / runner_fail CHECK WHY... / runner_skip WHY
-# runner_check CHECK STATUS WHY: PASS when STATUS (an exit status) is 0,
-#   else FAIL with WHY.  Conditions run as commands, never eval'd:
+# runner_check CHECK STATUS WHY...: PASS when STATUS (an exit status) is 0,
+#   else FAIL with WHY (the words after STATUS, joined).  Conditions run as commands, never eval'd:
 #     r=1; [ "$x" = 1 ] && [ "$y" -gt 0 ] && r=0
 #     runner_check CHECK "$r" "x=$x y=$y"
 #   (r=1 first and "&& r=0" last keep set -e from ending the script.)
@@ -616,7 +616,8 @@ runner_check() {
     if [ "$2" = 0 ]; then
         runner_pass "$1"
     else
-        runner_fail "$1" "$3"
+        # (the reason may come in several words: all of them)
+        runner_fail "$1" "${*:3}"
     fi
 }
 
