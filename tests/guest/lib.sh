@@ -554,7 +554,8 @@ PY
 #   the guest kernel died), then the log.
 # runner_pass CHECK / runner_fail CHECK WHY... / runner_skip WHY
 # runner_check CHECK STATUS WHY...: PASS when STATUS (an exit status) is 0,
-#   else FAIL with WHY (the words after STATUS, joined).  Conditions run as commands, never eval'd:
+#   else FAIL with WHY (the words after STATUS, joined).  Conditions run
+#   as commands, never eval'd:
 #     r=1; [ "$x" = 1 ] && [ "$y" -gt 0 ] && r=0
 #     runner_check CHECK "$r" "x=$x y=$y"
 #   (r=1 first and "&& r=0" last keep set -e from ending the script.)
