@@ -40,7 +40,8 @@ step "QEMU's scripts/oss-fuzz/build.sh (cold: 20-40 min on 2 cores; log: ${DIR#"
 rm -rf "$DIR/out"
 mkdir -p "$DIR/out"
 t0=$SECONDS
-if (cd "$DIR/src" &&
+# (configure takes python3 from PATH: the system's, which has meson)
+if (cd "$DIR/src" && export PATH="/usr/bin:$PATH" &&
     CC="ccache clang-14" CXX="ccache clang++-14" \
     CFLAGS="-fsanitize=address -fsanitize-address-use-after-scope" \
     CXXFLAGS="-fsanitize=address -fsanitize-address-use-after-scope" \
