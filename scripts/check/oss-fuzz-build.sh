@@ -35,6 +35,20 @@ step "copying the patched tree to ${DIR#"$NCM_TOP"/}/src"
 rm -rf "$DIR/src"
 cp -a "$NCM_BUILD/qemu-src" "$DIR/src"
 rm -rf "$DIR/src/build-oss-fuzz"
+# build.sh installs the firmware blobs, which the Debian source strips:
+# the ones Debian packages (seabios, qemu-system-data, ipxe-qemu) are
+# linked in, the others (other targets' firmware) are left empty
+blobs=$(sed -n "/^blobs = \[/,/^\]/s/.*'\([^']*\)'.*/\1/p" "$DIR/src/pc-bios/meson.build")
+for b in $blobs; do
+    [ -e "$DIR/src/pc-bios/$b" ] && continue
+    for d in /usr/share/seabios /usr/share/qemu /usr/lib/ipxe/qemu; do
+        if [ -e "$d/$b" ]; then
+            ln -s "$d/$b" "$DIR/src/pc-bios/$b"
+            break
+        fi
+    done
+    [ -e "$DIR/src/pc-bios/$b" ] || : >"$DIR/src/pc-bios/$b"
+done
 
 step "QEMU's scripts/oss-fuzz/build.sh (cold: 20-40 min on 2 cores; log: ${DIR#"$NCM_TOP"/}/build.log)"
 rm -rf "$DIR/out"
