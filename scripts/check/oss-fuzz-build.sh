@@ -38,7 +38,8 @@ rm -rf "$DIR/src/build-oss-fuzz"
 # build.sh installs the firmware blobs, which the Debian source strips:
 # the ones Debian packages (seabios, qemu-system-data, ipxe-qemu) are
 # linked in, the others (other targets' firmware) are left empty
-blobs=$(sed -n "/^blobs = \[/,/^\]/s/.*'\([^']*\)'.*/\1/p" "$DIR/src/pc-bios/meson.build")
+blobs=$(grep -o "'[A-Za-z0-9_,.-]*\.[a-z0-9]*'" "$DIR/src/pc-bios/meson.build" |
+        tr -d "'" | grep -v '^meson\.' | sed 's/\.dts$/.dtb/' | sort -u)
 for b in $blobs; do
     [ -e "$DIR/src/pc-bios/$b" ] && continue
     for d in /usr/share/seabios /usr/share/qemu /usr/lib/ipxe/qemu; do
