@@ -38,8 +38,10 @@ rm -rf "$DIR/src/build-oss-fuzz"
 # build.sh installs the firmware blobs, which the Debian source strips:
 # the ones Debian packages (seabios, qemu-system-data, ipxe-qemu) are
 # linked in, the others (other targets' firmware) are left empty
-blobs=$(grep -o "'[A-Za-z0-9_,.-]*\.[a-z0-9]*'" "$DIR/src/pc-bios/meson.build" |
-        tr -d "'" | grep -v '^meson\.' | sed 's/\.dts$/.dtb/' | sort -u)
+blobs=$(sed -n "/^blobs = \[/,/^\]/p" "$DIR/src/pc-bios/meson.build" |
+        grep -o "'[^' ]*'" | tr -d "'"
+        grep -o "'[A-Za-z0-9_,.-]*\.dts'" "$DIR/src/pc-bios/meson.build" |
+        tr -d "'" | sed 's/\.dts$/.dtb/')
 for b in $blobs; do
     [ -e "$DIR/src/pc-bios/$b" ] && continue
     for d in /usr/share/seabios /usr/share/qemu /usr/lib/ipxe/qemu; do
