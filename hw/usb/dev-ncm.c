@@ -26,6 +26,7 @@
 #include "qemu/timer.h"
 #include "qapi/visitor.h"
 #include "hw/qdev-properties.h"
+#include "qemu/bswap.h"
 #include "qemu/cutils.h"
 #include "migration/vmstate.h"
 #include "system/replay.h"
@@ -1279,60 +1280,21 @@ static const USBNcmPropertyDef usb_ncm_property_defs[] = {
 #undef USB_NCM_PROP
 #undef USB_NCM_PROFILE_PROP
 
-/* A profile property's value in a USBNcmState or a USBNcmProfile */
-static uint32_t usb_ncm_field_get(const void *base, size_t offset,
-                                  size_t size)
-{
-    const uint8_t *f = (const uint8_t *)base + offset;
-
-    switch (size) {
-    case 1:
-        return *f;
-    case 2:
-        return *(const uint16_t *)f;
-    case 4:
-        return *(const uint32_t *)f;
-    default:
-        g_assert_not_reached();
-    }
-}
-
-static void usb_ncm_field_set(void *base, size_t offset, size_t size,
-                              uint32_t value)
-{
-    uint8_t *f = (uint8_t *)base + offset;
-
-    switch (size) {
-    case 1:
-        *f = value;
-        break;
-    case 2:
-        *(uint16_t *)f = value;
-        break;
-    case 4:
-        *(uint32_t *)f = value;
-        break;
-    default:
-        g_assert_not_reached();
-    }
-}
-
 /* Every property left at its "the profile's" default takes its value */
 static void usb_ncm_apply_profile(USBNcmState *s)
 {
     const USBNcmProfile *p = &usb_ncm_profiles[s->profile];
-
     size_t i;
 
     for (i = 0; i < ARRAY_SIZE(usb_ncm_property_defs); i++) {
         const USBNcmPropertyDef *d = &usb_ncm_property_defs[i];
+        void *field = (uint8_t *)s + d->prop.offset;
 
         if (d->profile_size &&
-            usb_ncm_field_get(s, d->prop.offset, d->profile_size) ==
-            d->unset) {
-            usb_ncm_field_set(s, d->prop.offset, d->profile_size,
-                              usb_ncm_field_get(p, d->profile_offset,
-                                                d->profile_size));
+            ldn_he_p(field, d->profile_size) == d->unset) {
+            stn_he_p(field, d->profile_size,
+                     ldn_he_p((const uint8_t *)p + d->profile_offset,
+                              d->profile_size));
         }
     }
     if (s->ntb32 == ON_OFF_AUTO_AUTO) {
@@ -1755,8 +1717,9 @@ static void usb_ncm_class_set_props(ObjectClass *klass,
 
         if (d->profile_size) {
             usb_ncm_describe_num(klass, d->prop.name, d->help, d->unset,
-                                 usb_ncm_field_get(p, d->profile_offset,
-                                                   d->profile_size),
+                                 ldn_he_p((const uint8_t *)p +
+                                          d->profile_offset,
+                                          d->profile_size),
                                  pname);
         } else if (d->help) {
             object_class_property_set_description(klass, d->prop.name,
