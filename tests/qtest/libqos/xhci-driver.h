@@ -31,9 +31,11 @@
 #define QXHCI_CC_TRB_ERROR              5
 #define QXHCI_CC_STALL                  6
 #define QXHCI_CC_RESOURCE_ERROR         7
+#define QXHCI_CC_INVALID_STREAM_TYPE    10
 #define QXHCI_CC_SHORT_PACKET           13
 #define QXHCI_CC_CONTEXT_STATE_ERROR    19
 #define QXHCI_CC_STOPPED                26
+#define QXHCI_CC_INVALID_STREAM_ID      34
 /* Not from the controller: the driver gave up or cancelled the TD */
 #define QXHCI_CC_TIMEOUT                256
 #define QXHCI_CC_CANCELLED              257

@@ -442,20 +442,6 @@ static void test_fault_corrupt_invalid(NcmEnv *e, const NcmCase *c)
  * Re-enumeration fault: off the bus now, back after N ms (once, then
  * periodically); the host finds it again and traffic resumes.
  */
-static void replug_wait_back(NcmEnv *e)
-{
-    int64_t deadline = ncm_clock_ns(e) + 5000 * NCM_MS;
-
-    while (!(qxhci_portsc(e->xhci, e->port) & 1)) {
-        g_assert_cmpint(ncm_clock_ns(e), <, deadline);
-        qxhci_step(e->xhci);
-    }
-    qxhci_device_free(e->dev);
-    e->dev = NULL;
-    ncm_reenumerate(e);
-    ncm_set_alt(e, 1);
-}
-
 static void test_fault_replug(NcmEnv *e, const NcmCase *c)
 {
     int64_t t0;
@@ -473,7 +459,7 @@ static void test_fault_replug(NcmEnv *e, const NcmCase *c)
         qxhci_step(e->xhci);
         g_assert(!(qxhci_portsc(e->xhci, e->port) & 1));
     }
-    replug_wait_back(e);
+    ncm_replug_wait_back(e);
     g_assert_cmpint(ncm_clock_ns(e) - t0, >=, 300 * NCM_MS);
     g_assert_cmpint(ncm_fault_get_int(e, "replug-ms"), ==, 0);
     ncm_queue_check_traffic(e, 39100);
@@ -486,7 +472,7 @@ static void test_fault_replug(NcmEnv *e, const NcmCase *c)
     qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', 'arguments': "
                              "{'path': %s, 'property': 'replug-ms',"
                              " 'value': 100}}", NCM_FAULT_PATH);
-    replug_wait_back(e);
+    ncm_replug_wait_back(e);
     ncm_fault_set(e, "replug-every-ms", 400);
     t0 = ncm_clock_ns(e);
     while (ncm_clock_ns(e) - t0 < 2000 * NCM_MS) {
@@ -497,7 +483,7 @@ static void test_fault_replug(NcmEnv *e, const NcmCase *c)
     g_test_message("%u port status changes in 2 s of periodic replugs",
                    events);
     g_assert_cmpuint(events, >=, 6);
-    replug_wait_back(e);
+    ncm_replug_wait_back(e);
     ncm_queue_check_traffic(e, 39200);
     g_assert_cmpuint(ncm_delta(e, "replugs"), >=, 5);
 }

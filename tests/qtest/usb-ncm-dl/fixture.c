@@ -1288,6 +1288,22 @@ void ncm_reenumerate(NcmEnv *e)
     ncm_enumerate(e);
 }
 
+/*
+ * After a replug (usb-ncm-fault replug-ms): the port shows the adapter
+ * again within 5 s of virtual time, the host enumerates it, data on
+ */
+void ncm_replug_wait_back(NcmEnv *e)
+{
+    int64_t deadline = ncm_clock_ns(e) + 5000 * NCM_MS;
+
+    while (!(qxhci_portsc(e->xhci, e->port) & 1)) {
+        g_assert_cmpint(ncm_clock_ns(e), <, deadline);
+        qxhci_step(e->xhci);
+    }
+    ncm_reenumerate(e);
+    ncm_set_alt(e, 1);
+}
+
 /* Both directions work: an OUT NTB and an IN NTB through queued TDs. */
 /*
  * Two IN TDs wait: @first's frames go into the first as one NTB, the

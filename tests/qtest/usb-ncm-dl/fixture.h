@@ -345,6 +345,8 @@ void ncm_set_configuration(NcmEnv *e, int value);
 
 /* The adapter again, as a host finds it after a reset or a replug */
 void ncm_reenumerate(NcmEnv *e);
+/* ... once a replug is over: waits for the port, enumerates, data on */
+void ncm_replug_wait_back(NcmEnv *e);
 
 /* Both directions work: an OUT NTB and an IN NTB through queued TDs. */
 void ncm_in_fill_in_turn(NcmEnv *e, QXhciTransfer **t, GPtrArray *first,

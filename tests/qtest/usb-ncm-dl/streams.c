@@ -34,8 +34,6 @@
 #define ST_TRB_CONFIGURE_EP     12
 #define ST_TRB_STOP_EP          15
 #define ST_TRB_SET_TR_DEQUEUE   16
-#define ST_CC_INVALID_STREAM_TYPE 10
-#define ST_CC_INVALID_STREAM_ID 34
 #define ST_TRB_C                (1u << 0)
 #define ST_TRB_LINK_TC          (1u << 1)
 #define ST_TRB_ISP              (1u << 2)
@@ -356,7 +354,7 @@ static void test_streams_migrated(NcmEnv *e, const NcmCase *c)
                                       k << 16, ST_TRB_SET_TR_DEQUEUE << 10 |
                                       se.ep[0].dci << 16 |
                                       (uint32_t)e->dev->slot << 24, NULL),
-                        ==, ST_CC_INVALID_STREAM_TYPE);
+                        ==, QXHCI_CC_INVALID_STREAM_TYPE);
     }
     ncm_assert_alive(e);
     g_assert_cmpuint(se.events, ==, 0);
@@ -375,18 +373,12 @@ static void test_streams_migrated(NcmEnv *e, const NcmCase *c)
                                   ST_TRB_SET_TR_DEQUEUE << 10 |
                                   se.ep[0].dci << 16 |
                                   (uint32_t)e->dev->slot << 24, NULL),
-                    ==, ST_CC_INVALID_STREAM_ID);
+                    ==, QXHCI_CC_INVALID_STREAM_ID);
     ncm_assert_alive(e);
     ncm_fault_set(e, "replug-ms", 0);                   /* back at once */
-    while (!(qxhci_portsc(e->xhci, e->port) & 1)) {
-        qxhci_step(e->xhci);
-    }
-    qxhci_device_free(e->dev);
-    e->dev = NULL;
-    ncm_reenumerate(e);
+    ncm_replug_wait_back(e);
 
     /* enumerated again, without streams, the endpoint works */
-    ncm_set_alt(e, 1);
     ncm_queue_check_traffic(e, 4400);
 }
 
