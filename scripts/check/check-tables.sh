@@ -25,6 +25,22 @@ set -uo pipefail
 cd "$NCM_TOP"
 rc=0
 
+# verdict RULE WHY NOTE HITS...: the rule's line, FAIL (WHY) with the
+# offending lines when HITS holds any (empty ones left out), else PASS
+# (NOTE)
+verdict() {
+    local rule=$1 why=$2 note=$3 hits
+    shift 3
+    hits=$(printf '%s\n' "$@" | sed '/^$/d')
+    if [ -n "$hits" ]; then
+        echo "FAIL: tables/$rule ($why)"
+        sed 's/^/    | /' <<<"$hits"
+        rc=1
+    else
+        echo "PASS: tables/$rule ($note)"
+    fi
+}
+
 hdr=include/hw/usb/cdc-ncm.h
 # SET_/GET_ request names whose value is a class request code (0x40-0x8a)
 mapfile -t reqs < <(sed -nE \
@@ -39,13 +55,8 @@ else
     # a bare request value defined under another name ("#define X 0x86")
     hits2=$(git ls-files 'tests/*.c' 'tests/*.h' | xargs grep -nE \
         '^[[:space:]]*#[[:space:]]*define[[:space:]]+[A-Za-z0-9_]*REQ_[A-Za-z0-9_]*[[:space:]]+0x(4[0-4]|8[0-9a])\b' 2>/dev/null)
-    if [ -n "$hits$hits2" ]; then
-        echo "FAIL: tables/request-codes (class request codes defined outside $hdr; include it)"
-        printf '%s\n%s\n' "$hits" "$hits2" | sed '/^$/d; s/^/    | /'
-        rc=1
-    else
-        echo "PASS: tables/request-codes (${#reqs[@]} codes, only in $hdr)"
-    fi
+    verdict request-codes "class request codes defined outside $hdr; include it" \
+        "${#reqs[@]} codes, only in $hdr" "$hits" "$hits2"
 fi
 
 # Standard requests: defined in libqos's xHCI driver (and QEMU's
@@ -60,13 +71,9 @@ hits2=$(git ls-files 'tests/qtest/*.c' 'tests/qtest/*.h' 'tests/unit/*.c' | xarg
 # (the corpus generators: control(TYPE, REQ, ...))
 hits2+=$(git ls-files 'tests/fuzz/*.py' | xargs grep -nE \
     "\\bcontrol\\(0x[0-9a-fA-F]+, *$num *," 2>/dev/null)
-if [ -n "$hits$hits2" ]; then
-    echo "FAIL: tables/standard-requests (a standard request defined again, or a request as a bare number; use QXHCI_REQ_*, USB_REQ_* or cdc-ncm.h's)"
-    printf '%s\n%s\n' "$hits" "$hits2" | sed '/^$/d; s/^/    | /'
-    rc=1
-else
-    echo "PASS: tables/standard-requests (defined only in libqos/xhci-driver.h; no bare request numbers)"
-fi
+verdict standard-requests "a standard request defined again, or a request as a bare number; use QXHCI_REQ_*, USB_REQ_* or cdc-ncm.h's" \
+    "defined only in libqos/xhci-driver.h; no bare request numbers" \
+    "$hits" "$hits2"
 
 # any other name of the header defined again in a test (filter bits,
 # descriptor subtypes, capabilities, signatures)
@@ -74,24 +81,14 @@ mapfile -t names < <(sed -nE 's/^#define ([A-Z][A-Z0-9_]+)[[:space:]].*/\1/p' "$
                      grep -vx HW_USB_CDC_NCM_H)
 pat="^[[:space:]]*#[[:space:]]*define[[:space:]]+($(IFS='|'; echo "${names[*]}"))\b"
 hits=$(git ls-files 'tests/*.c' 'tests/*.h' | xargs grep -nE "$pat" 2>/dev/null)
-if [ -n "$hits" ]; then
-    echo "FAIL: tables/cdc-ncm-names (names of $hdr defined again; include it)"
-    sed 's/^/    | /' <<<"$hits"
-    rc=1
-else
-    echo "PASS: tables/cdc-ncm-names (${#names[@]} names, defined only in $hdr)"
-fi
+verdict cdc-ncm-names "names of $hdr defined again; include it" \
+    "${#names[@]} names, defined only in $hdr" "$hits"
 
 lib=scripts/lib/ncm_ntb.py
 hits=$(git ls-files '*.py' | grep -vxF "$lib" | xargs grep -nE \
     "b'(NCMH|ncmh)|b\"(NCMH|ncmh)|'<4sHH|\"<4sHH" 2>/dev/null)
-if [ -n "$hits" ]; then
-    echo "FAIL: tables/ntb-builder (NTB built outside $lib; use it)"
-    sed 's/^/    | /' <<<"$hits"
-    rc=1
-else
-    echo "PASS: tables/ntb-builder (NTHs and NDPs only in $lib)"
-fi
+verdict ntb-builder "NTB built outside $lib; use it" \
+    "NTHs and NDPs only in $lib" "$hits"
 # The Ethernet statistics: NCM_ETH_STAT_COUNTERS in ncm-eth-stats.h is
 # their one list.  A second one is a file (tests and scripts included)
 # that names four of its counters as strings within four lines, a
@@ -128,13 +125,9 @@ else
         grep -vx hw/usb/ncm-function-vmstate.c |
         xargs grep -nE "VMSTATE_UINT64\\(($alt)," 2>/dev/null)
     hits3=$(git ls-files 'hw/*.c' | xargs grep -nE 'case CDC_STAT_[A-Z]' 2>/dev/null)
-    if [ -n "$hits$hits2$hits3" ]; then
-        echo "FAIL: tables/eth-stats (a second list of the Ethernet statistics; generate it from NCM_ETH_STAT_COUNTERS in $fhdr)"
-        printf '%s\n%s\n%s\n' "$hits" "$hits2" "$hits3" | sed '/^$/d; s/^/    | /'
-        rc=1
-    else
-        echo "PASS: tables/eth-stats (${#stats[@]} counters, listed only in $fhdr)"
-    fi
+    verdict eth-stats "a second list of the Ethernet statistics; generate it from NCM_ETH_STAT_COUNTERS in $fhdr" \
+        "${#stats[@]} counters, listed only in $fhdr" \
+        "$hits" "$hits2" "$hits3"
 fi
 # The properties: usb_ncm_property_defs[] is their one table
 dev=hw/usb/dev-ncm.c
@@ -144,13 +137,14 @@ arrays=$(git ls-files 'hw/usb/*ncm*.c' | xargs grep -nE \
 calls=$(git ls-files 'hw/usb/*ncm*.c' | xargs grep -nE 'device_class_set_props(_n)?\(' 2>/dev/null)
 ncalls=$(printf '%s' "$calls" | grep -c .)
 ndefs=$(grep -c 'usb_ncm_property_defs\[\] = {' "$dev")
-if [ -n "$arrays" ] || [ "$ncalls" != 1 ] || [ "$ndefs" != 1 ]; then
-    echo "FAIL: tables/properties (a Property array beside usb_ncm_property_defs[], or device_class_set_props called $ncalls times; one table in $dev, one call)"
-    printf '%s\n%s\n' "$arrays" "$calls" | sed '/^$/d; s/^/    | /'
-    rc=1
-else
-    echo "PASS: tables/properties (one table, usb_ncm_property_defs[]; device_class_set_props once)"
-fi
+counts=()
+[ "$ncalls" = 1 ] ||
+    counts=("device_class_set_props called $ncalls times:" "$calls")
+[ "$ndefs" = 1 ] ||
+    counts+=("usb_ncm_property_defs[] defined $ndefs times in $dev")
+verdict properties "a Property array beside usb_ncm_property_defs[], or device_class_set_props called $ncalls times; one table in $dev, one call" \
+    "one table, usb_ncm_property_defs[]; device_class_set_props once" \
+    "$arrays" "${counts[@]}"
 # The fault names: those the tests and scripts use are the object's
 out=$(python3 - <<'PY'
 import re, subprocess
@@ -189,11 +183,10 @@ bad=$(grep -v '^USED ' <<<"$out")
 read -r _ nused nnames <<<"$(grep '^USED ' <<<"$out")"
 fuzz_copies=$(git ls-files 'tests/qtest/fuzz/*.c' | xargs grep -nE \
     '"(link-down-ms|busy-ms|drop-in-every|corrupt-count|corrupt-in|replug-ms|replug-every-ms|replug-seed)"' 2>/dev/null)
-if [ -n "$bad$fuzz_copies" ] || [ "${nused:-0}" -lt 20 ]; then
-    echo "FAIL: tables/fault-names (a fault name usb-ncm-fault does not have, or spelled out in a fuzz target; ${nused:-0} uses found)"
-    printf '%s\n%s\n' "$bad" "$fuzz_copies" | sed '/^$/d; s/^/    | /'
-    rc=1
-else
-    echo "PASS: tables/fault-names ($nused uses in tests and scripts, each one of the object's $nnames)"
-fi
+few=
+[ "${nused:-0}" -ge 20 ] ||
+    few="only ${nused:-0} fault names used in tests and scripts: the pattern is stale"
+verdict fault-names "a fault name usb-ncm-fault does not have, or spelled out in a fuzz target; ${nused:-0} uses found" \
+    "$nused uses in tests and scripts, each one of the object's $nnames" \
+    "$bad" "$fuzz_copies" "$few"
 exit $rc
