@@ -126,14 +126,27 @@ replay_trace_args() {
     # (replay_device_trace)
     case " ${GUEST_CMD[*]} " in
     *rrsnapshot=*)
-        GUEST_CMD+=(-trace savevm_state_setup
-                    -trace qemu_loadvm_state_post_main) ;;
+        for ev in $REPLAY_MARK_EVENTS; do
+            GUEST_CMD+=(-trace "$ev")
+        done ;;
     esac
-    # Context for a trace that differs, not compared: when the VM stopped
-    # and ran (cues, replay breaks, the guest's power-off, quit), when
-    # QEMU was asked to shut down, and the port's view of the device
-    GUEST_CMD+=(-trace runstate_set -trace qemu_system_shutdown_request
-                -trace usb_port_attach -trace usb_port_detach)
+    for ev in $REPLAY_CONTEXT_EVENTS; do
+        GUEST_CMD+=(-trace "$ev")
+    done
+}
+
+# Where the recorded run starts in a trace: the recording saved its
+# snapshot, the replay loaded it (replay_trace_args)
+REPLAY_MARK_EVENTS="savevm_state_setup qemu_loadvm_state_post_main"
+# Context for a trace that differs, not compared: when the VM stopped and
+# ran (cues, replay breaks, the guest's power-off, quit), when QEMU was
+# asked to shut down, and the port's view of the device
+REPLAY_CONTEXT_EVENTS="runstate_set qemu_system_shutdown_request
+ usb_port_attach usb_port_detach"
+
+# replay_events_re "EVENT...": an awk regex for lines of those events
+replay_events_re() {
+    echo "^($(printf '%s' "$1" | tr -s ' \n' '|'))( |\$)"
 }
 
 # replay_device_trace FILE: the device's trace events (REPLAY_TRACE's,
@@ -141,10 +154,10 @@ replay_trace_args() {
 # itself, those after the snapshot was saved (recording) or loaded
 # (replay); the whole file when there is no snapshot
 replay_device_trace() {
-    awk '/^(savevm_state_setup|qemu_loadvm_state_post_main)/ {
-             n = 0; delete keep; next }
-         /^(runstate_set|qemu_system_shutdown_request|usb_port_attach|usb_port_detach) / {
-             next }
+    awk -v mark="$(replay_events_re "$REPLAY_MARK_EVENTS")" \
+        -v ctx="$(replay_events_re "$REPLAY_CONTEXT_EVENTS")" '
+         $0 ~ mark { n = 0; delete keep; next }
+         $0 ~ ctx { next }
          { keep[++n] = $0 }
          END { for (i = 1; i <= n; i++) print keep[i] }' "$1"
 }
@@ -154,12 +167,11 @@ replay_device_trace() {
 # around it: the 8 lines of FILE before it and the 8 after, for a failure
 # that is seen only in CI's log
 replay_trace_context() {
-    awk -v want="$2" '
-         /^(savevm_state_setup|qemu_loadvm_state_post_main)/ {
-             n = 0; start = NR }
+    awk -v want="$2" -v mark="$(replay_events_re "$REPLAY_MARK_EVENTS")" \
+        -v ctx="$(replay_events_re "$REPLAY_CONTEXT_EVENTS")" '
+         $0 ~ mark { n = 0; start = NR }
          { line[NR] = $0 }
-         !/^(savevm_state_setup|qemu_loadvm_state_post_main|runstate_set|qemu_system_shutdown_request|usb_port_attach|usb_port_detach) / {
-             if (++n == want) at = NR }
+         $0 !~ mark && $0 !~ ctx { if (++n == want) at = NR }
          END {
              if (!at) at = NR + 1
              for (i = at - 8; i <= at + 8; i++)
