@@ -48,6 +48,7 @@ const char *const usb_ncm_fault_names[NCM_FAULT__MAX] = {
     [NCM_FAULT_REPLUG_MS] = "replug-ms",
     [NCM_FAULT_REPLUG_EVERY_MS] = "replug-every-ms",
     [NCM_FAULT_REPLUG_SEED] = "replug-seed",
+    [NCM_FAULT_AT_IN_NTB] = "at-in-ntb",
 };
 
 static const char *const usb_ncm_fault_descriptions[NCM_FAULT__MAX] = {
@@ -71,10 +72,24 @@ static const char *const usb_ncm_fault_descriptions[NCM_FAULT__MAX] = {
         "stops",
     [NCM_FAULT_REPLUG_SEED] =
         "parameter: the seed of replug-every-ms's jitter (1)",
+    [NCM_FAULT_AT_IN_NTB] =
+        "parameter: N: the changes that follow wait for the device's Nth "
+        "IN NTB from now and apply there, a point record/replay "
+        "reproduces; reads the IN NTB's number counted from the attach; "
+        "0: they apply at once, and those still waiting are dropped",
 };
 
-/* Changes queued while a replay event is due to apply them */
+/*
+ * Changes queued while a replay event is due to apply them, or waiting
+ * for an IN NTB (at-in-ntb)
+ */
 #define NCM_FAULT_PENDING_MAX 16
+
+typedef struct UsbNcmFaultChange {
+    UsbNcmFaultProp which;
+    uint32_t value;                 /* ... the NcmInCorruption for it */
+    uint32_t at_in_ntb;             /* 0: apply_bh applies it */
+} UsbNcmFaultChange;
 
 struct UsbNcmFault {
     Object parent_obj;
@@ -87,6 +102,8 @@ struct UsbNcmFault {
     bool busy;                      /* bulk endpoints NAK */
     uint32_t drop_in_every;         /* 0: off; N: drop IN NTB N, 2N, ... */
     uint32_t in_ntb_counter;
+    uint32_t in_ntbs;               /* IN NTBs since the attach */
+    uint32_t at_in_ntb;             /* the changes that follow wait for it */
     NcmInCorruption corrupt;
     uint32_t corrupt_remaining;
     QEMUTimer *link_timer;
@@ -104,15 +121,19 @@ struct UsbNcmFault {
      * replay event.  The command runs wherever the host's timing puts it
      * between the events the log holds (a packet from the netdev that
      * came in while the VM was stopped, say), and the replay cannot put
-     * it back there; the bottom half runs where the log says.  The
-     * replay sets the same property at the recorded instruction count
-     * (replay-break), so that its event matches the recorded one.
+     * it back there; the bottom half runs where the log says.  A replay
+     * that stopped at the recorded instruction count (replay-break) and
+     * set the same property there would queue a matching event.
+     *
+     * Stopping the VM in a recording at a point the host's timing picks
+     * can itself leave the replay out of step (a clock warp cut short),
+     * so a recording does not stop: it sets at-in-ntb first, and its
+     * changes wait for that IN NTB, which comes at the same instruction
+     * in the replay, where the same changes were queued before the first
+     * instruction.
      */
     QEMUBH *apply_bh;               /* while attached */
-    struct {
-        UsbNcmFaultProp which;
-        uint32_t value;             /* ... the NcmInCorruption for it */
-    } pending[NCM_FAULT_PENDING_MAX];
+    UsbNcmFaultChange pending[NCM_FAULT_PENDING_MAX];
     unsigned npending;
 };
 
@@ -135,7 +156,7 @@ static bool usb_ncm_fault_active(UsbNcmFault *f)
 {
     return f->link_down || f->busy || f->drop_in_every ||
            (f->corrupt != NCM_CORRUPT_NONE && f->corrupt_remaining) ||
-           f->replug_down || f->replug_every_ms;
+           f->replug_down || f->replug_every_ms || f->npending;
 }
 
 /* Before a fault is set: block migration, or fail as migration runs */
@@ -169,7 +190,24 @@ static bool usb_ncm_fault_hook_busy(void *opaque)
 static bool usb_ncm_fault_hook_in_ntb(void *opaque, NcmInCorruption *how)
 {
     UsbNcmFault *f = opaque;
+    bool due = false;
+    unsigned i;
 
+    /*
+     * The changes waiting for this NTB go to apply_bh: applied here they
+     * would change the link or replug the device under the function that
+     * is building the NTB
+     */
+    f->in_ntbs++;
+    for (i = 0; i < f->npending; i++) {
+        if (f->pending[i].at_in_ntb == f->in_ntbs) {
+            f->pending[i].at_in_ntb = 0;
+            due = true;
+        }
+    }
+    if (due) {
+        replay_bh_schedule_event(f->apply_bh);
+    }
     f->in_ntb_counter++;
     if (f->drop_in_every && f->in_ntb_counter % f->drop_in_every == 0) {
         return true;
@@ -239,6 +277,7 @@ static void usb_ncm_fault_forget(UsbNcmFault *f)
     f->corrupt = NCM_CORRUPT_NONE;
     f->corrupt_remaining = 0;
     f->npending = 0;
+    f->at_in_ntb = 0;
     if (f->apply_bh) {
         qemu_bh_delete(f->apply_bh);
         f->apply_bh = NULL;
@@ -311,6 +350,7 @@ static bool usb_ncm_fault_attach(UsbNcmFault *f, Error **errp)
     }
     f->dev = dev;
     f->in_ntb_counter = 0;
+    f->in_ntbs = 0;
     f->apply_bh = qemu_bh_new_guarded(usb_ncm_fault_apply_bh, f,
                                       &DEVICE(dev)->mem_reentrancy_guard);
     return true;
@@ -398,7 +438,7 @@ static void usb_ncm_fault_set(UsbNcmFault *f, UsbNcmFaultProp which,
     case NCM_FAULT_REPLUG_SEED:
         f->replug_seed = value;
         break;
-    default:
+    default:                        /* at-in-ntb is no change to apply */
         g_assert_not_reached();
     }
 }
@@ -420,6 +460,8 @@ static uint32_t usb_ncm_fault_get(UsbNcmFault *f, UsbNcmFaultProp which)
         return f->replug_every_ms;
     case NCM_FAULT_REPLUG_SEED:
         return f->replug_seed;
+    case NCM_FAULT_AT_IN_NTB:
+        return f->at_in_ntb;
     default:
         g_assert_not_reached();
     }
@@ -443,15 +485,59 @@ static void usb_ncm_fault_apply(UsbNcmFault *f, UsbNcmFaultProp which,
     usb_ncm_fault_update(f);
 }
 
+/* The changes due now, in the order they were made; the rest wait on */
 static void usb_ncm_fault_apply_bh(void *opaque)
 {
     UsbNcmFault *f = opaque;
-    unsigned i, n = f->npending;
+    UsbNcmFaultChange due[NCM_FAULT_PENDING_MAX];
+    unsigned i, n = f->npending, left = 0, ndue = 0;
 
-    f->npending = 0;
     for (i = 0; i < n; i++) {
-        usb_ncm_fault_apply(f, f->pending[i].which, f->pending[i].value);
+        if (f->pending[i].at_in_ntb) {
+            f->pending[left++] = f->pending[i];
+        } else {
+            due[ndue++] = f->pending[i];
+        }
     }
+    f->npending = left;
+    for (i = 0; i < ndue; i++) {
+        usb_ncm_fault_apply(f, due[i].which, due[i].value);
+    }
+    usb_ncm_fault_update(f);
+}
+
+/*
+ * at-in-ntb: the changes that follow wait for the IN NTB @value from now
+ * (0: none do, and those waiting are dropped).  Not a change itself: it
+ * takes effect in the monitor's command, which is what lets a recording
+ * set it while the VM runs; the replay sets the number it reads back,
+ * counted from the attach, before the first instruction.
+ */
+static void usb_ncm_fault_set_at_in_ntb(UsbNcmFault *f, uint32_t value,
+                                        Error **errp)
+{
+    unsigned i, left = 0;
+
+    if (!usb_ncm_fault_attach(f, errp)) {
+        return;
+    }
+    if (value > UINT32_MAX - f->in_ntbs) {
+        error_setg(errp, "usb-ncm-fault %s: at-in-ntb %u is past the IN NTB "
+                   "count's range (%u sent)", usb_ncm_fault_id(f), value,
+                   f->in_ntbs);
+        return;
+    }
+    f->at_in_ntb = value ? f->in_ntbs + value : 0;
+    if (value) {
+        return;
+    }
+    for (i = 0; i < f->npending; i++) {
+        if (!f->pending[i].at_in_ntb) {
+            f->pending[left++] = f->pending[i];
+        }
+    }
+    f->npending = left;
+    usb_ncm_fault_update(f);
 }
 
 /*
@@ -461,28 +547,43 @@ static void usb_ncm_fault_apply_bh(void *opaque)
 static void usb_ncm_fault_change(UsbNcmFault *f, UsbNcmFaultProp which,
                                  uint32_t value, Error **errp)
 {
+    if (which == NCM_FAULT_AT_IN_NTB) {
+        usb_ncm_fault_set_at_in_ntb(f, value, errp);
+        return;
+    }
     if (!usb_ncm_fault_attach(f, errp)) {
         return;
     }
-    if (value && which != NCM_FAULT_REPLUG_SEED &&
+    if (f->at_in_ntb && f->at_in_ntb <= f->in_ntbs) {
+        error_setg(errp, "usb-ncm-fault %s: IN NTB %u (at-in-ntb) has "
+                   "passed, %u are sent; set at-in-ntb again",
+                   usb_ncm_fault_id(f), f->at_in_ntb, f->in_ntbs);
+        return;
+    }
+    /* a change that waits does not migrate either */
+    if ((f->at_in_ntb || (value && which != NCM_FAULT_REPLUG_SEED)) &&
         !usb_ncm_fault_block(f, errp)) {
         return;
     }
-    if (!replay_events_enabled()) {
+    if (!f->at_in_ntb && !replay_events_enabled()) {
         usb_ncm_fault_apply(f, which, value);
         return;
     }
     if (f->npending == NCM_FAULT_PENDING_MAX) {
         error_setg(errp, "usb-ncm-fault %s: %u fault changes are already "
-                   "waiting for the VM to run; continue it first",
+                   "waiting for the VM to run or for an IN NTB; continue it "
+                   "or set at-in-ntb to 0 first",
                    usb_ncm_fault_id(f), f->npending);
         usb_ncm_fault_update(f);
         return;
     }
     f->pending[f->npending].which = which;
     f->pending[f->npending].value = value;
+    f->pending[f->npending].at_in_ntb = f->at_in_ntb;
     f->npending++;
-    replay_bh_schedule_event(f->apply_bh);
+    if (!f->at_in_ntb) {
+        replay_bh_schedule_event(f->apply_bh);
+    }
 }
 
 /* @opaque: the UsbNcmFaultProp, as a pointer */

@@ -42,17 +42,28 @@ class Qmp:
         line, self.buf = self.buf.split(b"\n", 1)
         return json.loads(line)
 
-    def cmd(self, name, **args):
+    def exchange(self, name, **args):
+        """send command @name; its reply (events are passed over)"""
         msg = {"execute": name}
         if args:
             msg["arguments"] = args
         self.sock.sendall(json.dumps(msg).encode() + b"\n")
         while True:
             reply = self.recv()
-            if "return" in reply:
-                return reply["return"]
-            if "error" in reply:
-                raise SystemExit(f"{WHO}: {name}: {reply['error']}")
+            if "return" in reply or "error" in reply:
+                return reply
+
+    def cmd(self, name, **args):
+        """command @name's return value; an error ends the script"""
+        reply = self.exchange(name, **args)
+        if "error" in reply:
+            raise SystemExit(f"{WHO}: {name}: {reply['error']}")
+        return reply["return"]
+
+    def try_cmd(self, name, **args):
+        """command @name: None when it succeeds, else QEMU's message"""
+        reply = self.exchange(name, **args)
+        return reply["error"].get("desc", "") if "error" in reply else None
 
     def fault_object(self, device):
         """the QOM path of the usb-ncm-fault object for @device (its QOM

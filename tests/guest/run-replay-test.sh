@@ -10,7 +10,8 @@
 #   trace     the device's trace events (NTBs both ways, merges, drops,
 #             faults, re-enumeration) in the same order with the same
 #             arguments
-#   faults    set at the instruction count where the recording set them
+#   faults    applied in the replay as in the recording: at the same IN
+#             NTB, which the trace check places among the other events
 # Scenarios:
 #   xhci      qemu-xhci: ping, iperf3 up and down (TCP both ways); a link
 #             flap (usb-ncm-fault link-down-ms) as the upload starts and a
@@ -24,10 +25,11 @@
 #             dwNtbOutMaxSize 32768, tx_max raised to it): the same
 #             transfers merge and the same datagrams are lost, at the same
 #             points
-# The faults are set over QMP with the VM stopped: in the recording when
-# the guest prints the phase, at the instruction count noted then in the
-# replay (tests/guest/replay-qmp.py); a qom-set at another moment would
-# not replay.
+# The faults wait for an IN NTB a few after the guest prints the phase
+# (the usb-ncm-fault object's at-in-ntb): the recording sets them when it
+# sees the phase, the replay queues them for the same NTBs before the
+# first instruction (tests/guest/replay-qmp.py); neither stops the VM,
+# and a qom-set at another moment would not replay.
 #
 # Every recording carries an rrsnapshot (reverse debugging starts from it);
 # the replay's trace is compared from where it loads the snapshot, as the
@@ -204,15 +206,22 @@ ncm.port=$GUEST_IPERF_PORT ncm.time=$time ncm.ping=5 ncm.carrier_wait=10"
         fi
     done
     compare "$name"
-    local off
-    off=$(python3 - "$REPLAY_DIR/$name.replay.log.stats.json" <<'PY' 2>/dev/null
+    # each cue's fault, as the trace shows it applied, in both runs
+    local m applied
+    for m in record replay; do
+        applied=$(python3 - "$REPLAY_DIR/$name.record.log.stats.json" \
+                  "$REPLAY_DIR/$name.$m.trace" <<'PY' 2>/dev/null
 import json, sys
 acts = json.load(open(sys.argv[1]))["actions"]
-print(sum(a.get("replayed_icount") != a["icount"] for a in acts), len(acts))
+trace = open(sys.argv[2], errors="replace").read()
+print(sum(f": {a['prop']}={a['value']}\n" in trace for a in acts), len(acts))
 PY
 )
-    runner_check "$name/faults-at-recorded-icount" "$([ "${off%% *}" = 0 ] && echo 0 || echo 1)" \
-        "faults replayed elsewhere/all: ${off:-none}"
+        runner_check "$name/faults-applied-$m" \
+            "$([ -n "$applied" ] && [ "${applied%% *}" = "${applied##* }" ] &&
+               [ "${applied##* }" -gt 0 ] && echo 0 || echo 1)" \
+            "cue faults applied/set in the $m: ${applied:-none}"
+    done
 }
 
 # dropout: the ZLP dropout scenario through tests/guest/dropout-run.sh

@@ -25,6 +25,7 @@ typedef enum UsbNcmFaultProp {
     NCM_FAULT_REPLUG_MS,
     NCM_FAULT_REPLUG_EVERY_MS,
     NCM_FAULT_REPLUG_SEED,
+    NCM_FAULT_AT_IN_NTB,
     NCM_FAULT__MAX,
     /* the string one, a name of ncm_in_corruption_names[] */
     NCM_FAULT_CORRUPT_IN = NCM_FAULT__MAX,

@@ -585,6 +585,69 @@ static void test_fault_object(NcmEnv *e, const NcmCase *c)
     ncm_check_marker(e, 9910);
 }
 
+/*
+ * at-in-ntb: faults that wait for an IN NTB, the point a record/replay
+ * harness sets them at (tests/guest/replay-qmp.py): nothing happens
+ * before that NTB, the fault comes right after it, a number that has
+ * passed is refused, and 0 drops what is still waiting
+ */
+static void test_fault_at_in_ntb(NcmEnv *e, const NcmCase *c)
+{
+    const char *id = NCM_FAULT_PATH + strlen("/objects/");
+    g_autofree char *why = NULL;
+    int64_t at;
+    uint8_t b[16];
+    unsigned i;
+
+    ncm_set_alt(e, 1);
+    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
+    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+    ncm_check_marker(e, 9920);
+    ncm_mark(e);
+
+    /* link-down-ms=100000 waits for the third IN NTB from now */
+    ncm_fault_set(e, "at-in-ntb", 3);
+    at = ncm_fault_get_int(e, "at-in-ntb");
+    g_assert_cmpint(at, >=, 3);
+    ncm_fault_set(e, "link-down-ms", 100000);
+    g_assert_cmpint(ncm_fault_get_int(e, "link-down-ms"), ==, 0);
+    for (i = 0; i < 3; i++) {
+        g_autoptr(GPtrArray) one = ncm_frames_new();
+
+        ncm_frames_add(one, ncm_mac, 9930 + i, 200 + i * 100);
+        ncm_sock_send_frames(e, one);
+        ncm_sock_settle(e);
+        /* the NTB the fault waited for is still delivered */
+        ncm_expect_rx(e, one);
+        if (i < 2) {
+            g_assert_cmpint(ncm_fault_get_int(e, "link-down-ms"), ==, 0);
+            g_assert_cmpuint(ncm_notify_read(e, b, 10 * NCM_MS), ==, 0);
+        }
+    }
+    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), false);
+    g_assert_cmpint(ncm_fault_get_int(e, "link-down-ms"), ==, 1);
+    /* at-in-ntb stays: the next change would wait for the same NTB */
+    g_assert_cmpint(ncm_fault_get_int(e, "at-in-ntb"), ==, at);
+    why = fault_try_set(e, id, "busy-ms", 100);
+    g_assert(why && strstr(why, "has passed"));
+
+    /* 0: changes apply at once again */
+    ncm_fault_set(e, "at-in-ntb", 0);
+    ncm_fault_set(e, "link-down-ms", 0);
+    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
+    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+
+    /* and what still waits when at-in-ntb goes to 0 never comes */
+    ncm_fault_set(e, "at-in-ntb", 1);
+    ncm_fault_set(e, "link-down-ms", 100000);
+    ncm_fault_set(e, "at-in-ntb", 0);
+    ncm_check_marker(e, 9940);
+    ncm_check_marker(e, 9941);
+    g_assert_cmpuint(ncm_notify_read(e, b, 10 * NCM_MS), ==, 0);
+    g_assert_cmpint(ncm_fault_get_int(e, "link-down-ms"), ==, 0);
+    ncm_assert_deltas(e, { "link_down_drops", 0 });
+}
+
 void ncm_add_fault_cases(bool ss)
 {
     static const bool ends_early[] = { false, true };
@@ -617,4 +680,6 @@ void ncm_add_fault_cases(bool ss)
                  test_fault_corrupt_invalid, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "fault/replug", test_fault_replug, NULL, NULL);
     ncm_add_case(ss, NCM_DL, "fault/object", test_fault_object, NULL, NULL);
+    ncm_add_case(ss, NCM_DL, "fault/at-in-ntb", test_fault_at_in_ntb, NULL,
+                 NULL);
 }
