@@ -145,7 +145,7 @@ static bool ncm_eth_stats_needed(void *opaque)
 
     size_t i;
 
-    for (i = 0; i < ncm_eth_stats_count; i++) {
+    for (i = 0; i < NCM_ETH_STATS_COUNT; i++) {
         if (ncm_eth_stat_value(c, &ncm_eth_stats[i])) {
             return true;
         }
@@ -153,28 +153,59 @@ static bool ncm_eth_stats_needed(void *opaque)
     return false;
 }
 
+/*
+ * The counters travel as one array in NCM_ETH_STAT_COUNTERS' order,
+ * copied out of NcmCounters before the save and back after the load
+ * through ncm_eth_stats[] (QEMU's VMSTATE_WITH_TMP), so that the stream
+ * is made from the list too.  Its bytes are those of one VMSTATE_UINT64
+ * per counter, which is what it carried when the fields were listed here
+ * by name: streams of either kind load.
+ */
+typedef struct NcmEthStatsTmp {
+    NcmCounters *parent;            /* VMSTATE_WITH_TMP's, first */
+    uint64_t values[NCM_ETH_STATS_COUNT];
+} NcmEthStatsTmp;
+
+static int ncm_eth_stats_tmp_pre_save(void *opaque)
+{
+    NcmEthStatsTmp *tmp = opaque;
+    size_t i;
+
+    for (i = 0; i < NCM_ETH_STATS_COUNT; i++) {
+        tmp->values[i] = ncm_eth_stat_value(tmp->parent, &ncm_eth_stats[i]);
+    }
+    return 0;
+}
+
+static int ncm_eth_stats_tmp_post_load(void *opaque, int version_id)
+{
+    NcmEthStatsTmp *tmp = opaque;
+    size_t i;
+
+    for (i = 0; i < NCM_ETH_STATS_COUNT; i++) {
+        *ncm_eth_stat_counter(tmp->parent, &ncm_eth_stats[i]) =
+            tmp->values[i];
+    }
+    return 0;
+}
+
+static const VMStateDescription vmstate_ncm_eth_stats_tmp = {
+    .name = "ncm-function/ethernet-statistics/counters/values",
+    .pre_save = ncm_eth_stats_tmp_pre_save,
+    .post_load = ncm_eth_stats_tmp_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64_ARRAY(values, NcmEthStatsTmp, NCM_ETH_STATS_COUNT),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_ncm_eth_counters = {
     .name = "ncm-function/ethernet-statistics/counters",
     .version_id = 1,
     .minimum_version_id = 1,
     .fields = (const VMStateField[]) {
-        /* NCM_ETH_STAT_COUNTERS, in its order (the device suite checks) */
-        VMSTATE_UINT64(out_datagrams, NcmCounters),
-        VMSTATE_UINT64(out_crc_errors, NcmCounters),
-        VMSTATE_UINT64(rx_oversize, NcmCounters),
-        VMSTATE_UINT64(rx_inactive_drops, NcmCounters),
-        VMSTATE_UINT64(out_directed_frames, NcmCounters),
-        VMSTATE_UINT64(out_directed_bytes, NcmCounters),
-        VMSTATE_UINT64(out_multicast_frames, NcmCounters),
-        VMSTATE_UINT64(out_multicast_bytes, NcmCounters),
-        VMSTATE_UINT64(out_broadcast_frames, NcmCounters),
-        VMSTATE_UINT64(out_broadcast_bytes, NcmCounters),
-        VMSTATE_UINT64(in_directed_frames, NcmCounters),
-        VMSTATE_UINT64(in_directed_bytes, NcmCounters),
-        VMSTATE_UINT64(in_multicast_frames, NcmCounters),
-        VMSTATE_UINT64(in_multicast_bytes, NcmCounters),
-        VMSTATE_UINT64(in_broadcast_frames, NcmCounters),
-        VMSTATE_UINT64(in_broadcast_bytes, NcmCounters),
+        VMSTATE_WITH_TMP(NcmCounters, NcmEthStatsTmp,
+                         vmstate_ncm_eth_stats_tmp),
         VMSTATE_END_OF_LIST()
     },
 };

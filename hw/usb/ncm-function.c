@@ -481,10 +481,9 @@ static int ncm_set_mc_filters(NcmFunction *f, int request, int value,
     return 0;
 }
 
-const NcmEthStat ncm_eth_stats[] = {
+const NcmEthStat ncm_eth_stats[NCM_ETH_STATS_COUNT] = {
     NCM_ETH_STAT_COUNTERS(NCM_ETH_STAT_ENTRY)
 };
-const size_t ncm_eth_stats_count = ARRAY_SIZE(ncm_eth_stats);
 
 /* CDC ECM 1.2 6.2.5: a 32-bit count, wrapping */
 static bool ncm_statistic(const NcmFunction *f, int selector, uint64_t *v)

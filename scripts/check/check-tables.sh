@@ -92,8 +92,9 @@ verdict ntb-builder "NTB built outside $lib; use it" \
 # The Ethernet statistics: NCM_ETH_STAT_COUNTERS in ncm-eth-stats.h is
 # their one list.  A second one is a file (tests and scripts included)
 # that names four of its counters as strings within four lines, a
-# VMSTATE field of one, or more than one "case CDC_STAT_" in the device
-# (ncm_statistic() is generated, RCV_OK apart).
+# VMSTATE field of one (the stream carries them as one array made from
+# the list), or a "case CDC_STAT_" in the device (ncm_statistic() is
+# generated, RCV_OK apart).
 fhdr=include/hw/usb/ncm-eth-stats.h
 mapfile -t stats < <(sed -nE 's/^[[:space:]]*X\([A-Z_]+, ([a-z_]+)\).*/\1/p' "$fhdr")
 if [ "${#stats[@]}" -lt 16 ]; then
@@ -122,7 +123,6 @@ else
                 if (n >= 4 && !shown[FILENAME]++) print FILENAME ":" FNR ": " n " counter names listed"
             }' 2>/dev/null)
     hits2=$(git ls-files 'hw/*.c' 'tests/*.c' |
-        grep -vx hw/usb/ncm-function-vmstate.c |
         xargs grep -nE "VMSTATE_UINT64\\(($alt)," 2>/dev/null)
     hits3=$(git ls-files 'hw/*.c' | xargs grep -nE 'case CDC_STAT_[A-Z]' 2>/dev/null)
     verdict eth-stats "a second list of the Ethernet statistics; generate it from NCM_ETH_STAT_COUNTERS in $fhdr" \

@@ -148,20 +148,21 @@ def main():
                            "NCM_ETH_STAT_COUNTERS")
     eth_stats = set(eth_list)
     assert eth_stats <= debug, "a statistic is no counter any more"
-    # ncm-function-vmstate.c lists the migrated ones by hand (checkpatch
-    # refuses VMSTATE_* entries made by a macro): the same, in the order
+    # ncm-function-vmstate.c migrates them as one array made from the
+    # list (VMSTATE_WITH_TMP): as many as the list has
     for d in DEVICES:
         desc = find_desc(got[d]["Description"],
-                         "ncm-function/ethernet-statistics/counters")
-        fields = [f["field"].split(".")[-1]
-                  for f in (desc or {}).get("Fields", [])]
-        if fields == eth_list:
+                         "ncm-function/ethernet-statistics/counters/values")
+        nums = [f.get("num") for f in (desc or {}).get("Fields", [])
+                if f["field"] == "values"]
+        if nums == [len(eth_list)]:
             print(f"PASS: device/vmstate/{d}-eth-stats-migrated")
         else:
             fails += 1
             print(f"FAIL: device/vmstate/{d}-eth-stats-migrated (the "
-                  f"stream's ethernet-statistics/counters are {fields}, "
-                  f"NCM_ETH_STAT_COUNTERS lists {eth_list})")
+                  f"stream's ethernet-statistics/counters/values has "
+                  f"{nums or 'no values array'}, NCM_ETH_STAT_COUNTERS "
+                  f"lists {len(eth_list)})")
     for d in DEVICES:
         leaked = (field_names(got[d]["Description"], set()) & debug) - \
             eth_stats

@@ -985,7 +985,7 @@ static void test_ethernet_statistics_list(void)
     uint32_t listed = CDC_STAT_BIT(CDC_STAT_RCV_OK);
     size_t i;
 
-    for (i = 0; i < ncm_eth_stats_count; i++) {
+    for (i = 0; i < NCM_ETH_STATS_COUNT; i++) {
         const NcmEthStat *st = &ncm_eth_stats[i];
 
         g_assert_cmpuint(st->selector, >=, 1);
@@ -996,7 +996,7 @@ static void test_ethernet_statistics_list(void)
         *(uint64_t *)((uint8_t *)&c + st->offset) = 1000 + i;
     }
     g_assert_cmphex(listed, ==, NCM_ETH_STATS_SUPPORTED);
-    for (i = 0; i < ncm_eth_stats_count; i++) {
+    for (i = 0; i < NCM_ETH_STATS_COUNT; i++) {
         g_assert_cmpuint(ncm_eth_stat_value(&c, &ncm_eth_stats[i]), ==,
                          1000 + i);
     }

@@ -17,12 +17,11 @@
  * 6.2.5), each the NcmCounters counter it names; RCV_OK, the frames
  * received, is the sum of the three *_FRAMES_RCV ones.  These counters are
  * the ones a real function keeps across a migration.  Written once:
- * ncm_eth_stats[] (ncm_statistic() and the migrated fields' needed()), the
- * names the qtests compare across a migration and the device suite's
+ * ncm_eth_stats[] (ncm_statistic(), the migrated array and its needed()),
+ * the names the qtests compare across a migration and the device suite's
  * check of the stream are generated from it; the unit tests check
- * NCM_ETH_STATS_SUPPORTED and the device suite the migrated fields
- * against it (ncm-function-vmstate.c lists them, in this order, the
- * stream's: checkpatch refuses a VMSTATE_* entry made by a macro).
+ * NCM_ETH_STATS_SUPPORTED against it.  The stream carries the counters
+ * in this order: a new one goes at the end.
  */
 #define NCM_ETH_STAT_COUNTERS(X) \
     X(XMIT_OK, out_datagrams) \

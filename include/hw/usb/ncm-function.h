@@ -71,9 +71,9 @@ typedef struct NcmConfig {
 /*
  * Every counter of the function, written once: NcmCounters and the
  * device's x-stats are generated from this list.  The migration stream
- * is not: it carries only the counters GET_ETHERNET_STATISTIC reports,
- * listed by name in ncm-function-vmstate.c, so a counter added here is
- * no change of the stream.
+ * is not: it carries only the counters GET_ETHERNET_STATISTIC reports
+ * (NCM_ETH_STAT_COUNTERS), so a counter added here is no change of the
+ * stream.
  */
 #define NCM_FUNCTION_COUNTERS(X) \
     X(out_transfers) \
@@ -143,13 +143,24 @@ typedef struct NcmEthStat {
 
 #define NCM_ETH_STAT_ENTRY(sel, counter) \
     { CDC_STAT_##sel, offsetof(NcmCounters, counter) },
-extern const NcmEthStat ncm_eth_stats[];
-extern const size_t ncm_eth_stats_count;
+/* How many NCM_ETH_STAT_COUNTERS lists: a byte each */
+#define NCM_ETH_STAT_SLOT(sel, counter) char counter;
+typedef struct NcmEthStatSlots {
+    NCM_ETH_STAT_COUNTERS(NCM_ETH_STAT_SLOT)
+} NcmEthStatSlots;
+#define NCM_ETH_STATS_COUNT sizeof(NcmEthStatSlots)
+extern const NcmEthStat ncm_eth_stats[NCM_ETH_STATS_COUNT];
+
+static inline uint64_t *ncm_eth_stat_counter(NcmCounters *c,
+                                             const NcmEthStat *stat)
+{
+    return (uint64_t *)((uint8_t *)c + stat->offset);
+}
 
 static inline uint64_t ncm_eth_stat_value(const NcmCounters *c,
                                           const NcmEthStat *stat)
 {
-    return *(const uint64_t *)((const uint8_t *)c + stat->offset);
+    return *ncm_eth_stat_counter((NcmCounters *)c, stat);
 }
 
 /*
