@@ -143,11 +143,12 @@ check-migrate-each:
 	@CHECK_QTEST_PLAIN=0 CHECK_QTEST_MIGRATE_SHARE=100 bash scripts/check/check.sh qtest
 
 # QEMU 10.0 <-> 10.2: builds build/10.2 (as QEMU_VERSION=10.2 make qemu
-# does), then the migrate-each qtest cases from each version to the other
+# does), then every migrate-each qtest case from each version to the other
 # and a live migration of a guest under traffic from 10.0 to 10.2
 check-migrate-cross: qemu
 	@QEMU_VERSION=10.2 bash scripts/setup/build-qemu.sh
-	@CHECK_QTEST_PLAIN=0 CHECK_QTEST_MIGRATE_SHARE=0 GUEST_CONTROLLERS= \
+	@CHECK_QTEST_PLAIN=0 CHECK_QTEST_MIGRATE_SHARE=0 CHECK_QTEST_CROSS=all \
+	  GUEST_CONTROLLERS= \
 	  GUEST_ARM64= GUEST_TOPOLOGIES= GUEST_STRESS= GUEST_MIGRATE= GUEST_PM= \
 	  GUEST_PROFILES= GUEST_JUMBO= GUEST_SOAK= GUEST_REPLAY= GUEST_PCAP= \
 	  GUEST_INSTALL=0 GUEST_MIGRATE_CROSS=xhci \

@@ -163,12 +163,17 @@ fi
 # Across QEMU versions: with both builds there (QEMU_VERSION=10.2 make
 # qemu builds the other), a few cases whose machine goes from this
 # QEMU to the other one at every step, on the 10.0 machine type, and
-# back (CHECK_QTEST_CROSS=0: none).  A stream of one version that the
-# other refuses fails the case with the field named.
+# back (CHECK_QTEST_CROSS=0: none; =all: every case migrate-each takes,
+# make check-migrate-cross).  A stream of one version that the other
+# refuses fails the case with the field named.
 other=$NCM_OTHER_QEMU
 cross_cases=(super/migrate/mid-transfer super/migrate/queued-in-tds
              super/rx/frames super/tx/64k-ntb super/notify/set-link
              high/migrate/mid-transfer)
+if [ "${CHECK_QTEST_CROSS:-1}" = all ]; then
+    mapfile -t cross_cases < <(printf '%s\n' "${cases[@]}" |
+        sed -nE 's,^/x86_64/usb-ncm-dl/((super|high)/.*),\1,p')
+fi
 # (the 10.0 build's test binary drives both: 10.2's libqtest starts QEMU
 # with -run-with exit-with-parent=on, which 10.0 does not know)
 crossbin=$NCM_TOP/build/qemu/$TEST
@@ -177,16 +182,18 @@ if [ "${CHECK_QTEST_CROSS:-1}" != 0 ] && [ -x "$other" ] &&
     this_v=$(cat "$NCM_BUILD/qemu-src/VERSION")
     other_v=$("$other" --version | sed -n 's/.*version \([0-9.]*\).*/\1/p')
     step "migrate-each across versions: $this_v <-> $other_v," \
-         "machine pc-i440fx-10.0" >&2
+         "machine pc-i440fx-10.0, ${#cross_cases[@]} case(s) each way" >&2
     export NCM_QTEST_MACHINE=pc-i440fx-10.0 NCM_QTEST_QEMU_OTHER=$other
-    export NCM_QTEST_QEMU_THIS=$QTEST_QEMU_BINARY CROSS_NAME
-    for c in "${cross_cases[@]}"; do
+    export NCM_QTEST_QEMU_THIS=$QTEST_QEMU_BINARY
+    printf '/x86_64/usb-ncm-dl/%s\n' "${cross_cases[@]}" |
         CROSS_NAME=$this_v-to-$other_v NCM_QTEST_MIGRATE_DST=NCM_QTEST_QEMU_OTHER \
-            bash "$0" --one "$crossbin" "/x86_64/usb-ncm-dl/$c" cross || failed=1
+        xargs -d '\n' -P "$JOBS" -I{} bash "$0" --one "$crossbin" {} cross ||
+        failed=1
+    printf '/x86_64/usb-ncm-dl/%s\n' "${cross_cases[@]}" |
         CROSS_NAME=$other_v-to-$this_v NCM_QTEST_SRC_QEMU=$other \
-            NCM_QTEST_MIGRATE_DST=NCM_QTEST_QEMU_THIS \
-            bash "$0" --one "$crossbin" "/x86_64/usb-ncm-dl/$c" cross || failed=1
-    done
+        NCM_QTEST_MIGRATE_DST=NCM_QTEST_QEMU_THIS \
+        xargs -d '\n' -P "$JOBS" -I{} bash "$0" --one "$crossbin" {} cross ||
+        failed=1
 elif [ "${CHECK_QTEST_CROSS:-1}" != 0 ]; then
     # not silently absent: the summary counts what was not run, and why
     why="$other not built: QEMU_VERSION=$NCM_OTHER_VERSION make qemu builds it"
