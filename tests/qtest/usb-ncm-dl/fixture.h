@@ -215,8 +215,14 @@ void ncm_check_rx_frame(NcmEnv *e, uint32_t tag, size_t len);
 /* Bulk IN must stay NAK'd: nothing queued for the host. */
 void ncm_expect_no_rx(NcmEnv *e);
 
-/* One notification, or 0 bytes when none came within @timeout_ns. */
+/*
+ * One notification, or 0 bytes when none came within @timeout_ns.  The
+ * host polls the interrupt endpoint every 32 ms (bInterval 9), so a read
+ * shorter than that may never reach the device: "none came" needs at
+ * least NCM_NOTIFY_QUIET_NS.
+ */
 uint32_t ncm_notify_read(NcmEnv *e, uint8_t *buf, int64_t timeout_ns);
+#define NCM_NOTIFY_QUIET_NS     (64 * NCM_MS)
 void ncm_expect_speed_change(const uint8_t *b, uint32_t len);
 void ncm_expect_connection(const uint8_t *b, uint32_t len, bool up);
 void ncm_set_link(NcmEnv *e, bool up);
