@@ -45,7 +45,8 @@
 # before) and a forked child per input (USB_NCM_FUZZ_FORK=1);
 # FUZZ_BENCH_RUNS (default 3) runs of each, and their median.  It prints
 # the numbers and writes them, with the date, the commit and the load,
-# into docs/findings.md (between "<!-- bench-fuzz -->" markers); it passes
+# into docs/findings.md (between "<!-- bench-fuzz -->" markers) when it
+# ran every structured target (named ones are printed only); it passes
 # whatever they are: a benchmark, not a test.
 #
 # FUZZ_BIN=path: run that copy of the fuzzer binary instead of building
@@ -294,7 +295,11 @@ if [ "$bench" = 1 ]; then
         echo "$row" >>"$table"
     done
     findings=$NCM_TOP/docs/findings.md
-    if grep -q '^<!-- bench-fuzz -->$' "$findings" &&
+    if [ "${#wanted[@]}" != 0 ]; then
+        # the table is make bench-fuzz's: every structured target
+        note "table not written into ${findings#"$NCM_TOP"/}: only" \
+             "${wanted[*]} ran (make bench-fuzz runs them all)"
+    elif grep -q '^<!-- bench-fuzz -->$' "$findings" &&
        grep -q '^<!-- bench-fuzz end -->$' "$findings"; then
         {
             echo "\`make bench-fuzz FUZZ_SECONDS=$fuzz_secs\` on $(date -u '+%Y-%m-%d %H:%M') UTC," \
