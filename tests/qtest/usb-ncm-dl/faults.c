@@ -589,7 +589,8 @@ static void test_fault_object(NcmEnv *e, const NcmCase *c)
  * at-in-ntb: faults that wait for an IN NTB, the point a record/replay
  * harness sets them at (tests/guest/replay-qmp.py): nothing happens
  * before that NTB, the fault comes right after it, a number that has
- * passed is refused, and 0 drops what is still waiting
+ * passed is refused, a change waiting blocks migration, and 0 drops
+ * what is still waiting (and its blocker)
  */
 static void test_fault_at_in_ntb(NcmEnv *e, const NcmCase *c)
 {
@@ -609,8 +610,11 @@ static void test_fault_at_in_ntb(NcmEnv *e, const NcmCase *c)
     ncm_fault_set(e, "at-in-ntb", 3);
     at = ncm_fault_get_int(e, "at-in-ntb");
     g_assert_cmpint(at, >=, 3);
+    ncm_migrate_assert_unblocked(e);
     ncm_fault_set(e, "link-down-ms", 100000);
     g_assert_cmpint(ncm_fault_get_int(e, "link-down-ms"), ==, 0);
+    /* a change that waits does not migrate */
+    ncm_migrate_assert_blocked(e);
     for (i = 0; i < 3; i++) {
         g_autoptr(GPtrArray) one = ncm_frames_new();
 
@@ -639,9 +643,12 @@ static void test_fault_at_in_ntb(NcmEnv *e, const NcmCase *c)
     ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
 
     /* and what still waits when at-in-ntb goes to 0 never comes */
+    ncm_migrate_assert_unblocked(e);
     ncm_fault_set(e, "at-in-ntb", 1);
     ncm_fault_set(e, "link-down-ms", 100000);
+    ncm_migrate_assert_blocked(e);
     ncm_fault_set(e, "at-in-ntb", 0);
+    ncm_migrate_assert_unblocked(e);
     ncm_check_marker(e, 9940);
     ncm_check_marker(e, 9941);
     g_assert_cmpuint(ncm_notify_read(e, b, NCM_NOTIFY_QUIET_NS), ==, 0);

@@ -274,6 +274,12 @@ int64_t ncm_qom_get_stat(NcmEnv *e, const char *name);
 #define NCM_FAULT_PATH          "/objects/ncm-fault"
 void ncm_fault_object(NcmEnv *e);
 void ncm_fault_set(NcmEnv *e, const char *fault, uint32_t value);
+/*
+ * Migration refused by a usb-ncm-fault blocker; or not blocked: it
+ * starts (to a socket nobody listens on) and fails there.
+ */
+void ncm_migrate_assert_blocked(NcmEnv *e);
+void ncm_migrate_assert_unblocked(NcmEnv *e);
 void ncm_fault_corrupt(NcmEnv *e, const char *how);
 int64_t ncm_fault_get_int(NcmEnv *e, const char *fault);
 char *ncm_fault_get_str(NcmEnv *e, const char *fault);

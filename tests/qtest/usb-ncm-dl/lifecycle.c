@@ -905,42 +905,6 @@ static const char *const mig_fault_names[MIG_FAULT__MAX] = {
     [MIG_FAULT_REPLUG] = "replug",
 };
 
-static void migrate_assert_blocked(NcmEnv *e)
-{
-    QDict *rsp = qtest_qmp(e->qts, "{'execute': 'migrate', 'arguments': "
-                           "{'uri': 'exec:cat > /dev/null'}}");
-    QDict *err = qdict_get_qdict(rsp, "error");
-
-    g_assert(err);
-    g_assert(strstr(qdict_get_str(err, "desc"), "usb-ncm-fault"));
-    qobject_unref(rsp);
-}
-
-/*
- * Migration is not blocked: it starts, to a socket nobody listens on, and
- * fails there; the machine runs on.
- */
-static void migrate_assert_unblocked(NcmEnv *e)
-{
-    unsigned i;
-
-    qtest_qmp_assert_success(e->qts, "{'execute': 'migrate', 'arguments': "
-                             "{'uri': 'unix:/nonexistent/usb-ncm-mig'}}");
-    for (i = 0; i < 10000; i++) {
-        QDict *rsp = qtest_qmp(e->qts, "{'execute': 'query-migrate'}");
-        QDict *ret = qdict_get_qdict(rsp, "return");
-        const char *status = qdict_get_try_str(ret, "status");
-        bool failed = status && !strcmp(status, "failed");
-
-        qobject_unref(rsp);
-        if (failed) {
-            return;
-        }
-        g_usleep(1000);
-    }
-    g_assert_not_reached();
-}
-
 /*
  * Every fault the build has blocks migration while it is active, and a
  * parameter of one does not by itself.  The list is QEMU's own: the
@@ -957,7 +921,7 @@ static void test_migrate_every_fault_blocks(NcmEnv *e, const NcmCase *c)
 
     ncm_set_alt(e, 1);
     ncm_fault_object(e);
-    migrate_assert_unblocked(e);
+    ncm_migrate_assert_unblocked(e);
     rsp = qtest_qmp(e->qts, "{'execute': 'qom-list-properties', "
                     "'arguments': {'typename': 'usb-ncm-fault'}}");
     g_assert(qdict_haskey(rsp, "return"));
@@ -983,10 +947,10 @@ static void test_migrate_every_fault_blocks(NcmEnv *e, const NcmCase *c)
 
             ncm_fault_set(e, name, 60000);
             if (fault) {
-                migrate_assert_blocked(e);
+                ncm_migrate_assert_blocked(e);
                 ncm_fault_set(e, name, 0);
             } else {
-                migrate_assert_unblocked(e);
+                ncm_migrate_assert_unblocked(e);
                 ncm_fault_set(e, name, was);
             }
         } else {
@@ -1011,7 +975,7 @@ static void test_migrate_every_fault_blocks(NcmEnv *e, const NcmCase *c)
                                      "'arguments': {'path': %s, "
                                      "'property': %s, 'value': %s}}",
                                      NCM_FAULT_PATH, name, names[1]);
-            migrate_assert_blocked(e);
+            ncm_migrate_assert_blocked(e);
             qtest_qmp_assert_success(e->qts, "{'execute': 'qom-set', "
                                      "'arguments': {'path': %s, "
                                      "'property': %s, 'value': 'none'}}",
@@ -1019,7 +983,7 @@ static void test_migrate_every_fault_blocks(NcmEnv *e, const NcmCase *c)
         }
         /* what ends at once ends at the next tick (a replug's return) */
         ncm_step(e, NCM_MS);
-        migrate_assert_unblocked(e);
+        ncm_migrate_assert_unblocked(e);
         nfaults += fault;
         nparams += !fault;
     }
@@ -1044,22 +1008,22 @@ static void test_migrate_fault_blocks(NcmEnv *e, const NcmCase *c)
     switch (*f) {
     case MIG_FAULT_LINK_DOWN:
         ncm_fault_set(e, "link-down-ms", 50);
-        migrate_assert_blocked(e);
+        ncm_migrate_assert_blocked(e);
         ncm_step(e, 60 * NCM_MS);           /* its timer ends it */
         break;
     case MIG_FAULT_BUSY:
         ncm_fault_set(e, "busy-ms", 50);
-        migrate_assert_blocked(e);
+        ncm_migrate_assert_blocked(e);
         ncm_step(e, 60 * NCM_MS);
         break;
     case MIG_FAULT_DROP_IN:
         ncm_fault_set(e, "drop-in-every", 3);
-        migrate_assert_blocked(e);
+        ncm_migrate_assert_blocked(e);
         ncm_fault_set(e, "drop-in-every", 0);
         break;
     case MIG_FAULT_CORRUPT:
         ncm_fault_corrupt(e, "ndp-at-end");     /* one NTB */
-        migrate_assert_blocked(e);
+        ncm_migrate_assert_blocked(e);
         t = qxhci_submit(e->dev, e->ep_in.address, NULL, e->in_size);
         ncm_frames_add(one, ncm_mac, 36601, 300);
         ncm_sock_send_frames(e, one);
@@ -1077,7 +1041,7 @@ static void test_migrate_fault_blocks(NcmEnv *e, const NcmCase *c)
     case MIG_FAULT_REPLUG:
         ncm_fault_set(e, "replug-ms", 60000);
         g_assert_cmpint(qxhci_take_port_events(e->xhci, e->port), >, 0);
-        migrate_assert_blocked(e);
+        ncm_migrate_assert_blocked(e);
         ncm_fault_set(e, "replug-ms", 0);   /* back at once */
         deadline = ncm_clock_ns(e) + 5000 * NCM_MS;
         while (!(qxhci_portsc(e->xhci, e->port) & 1)) {
