@@ -451,8 +451,7 @@ static void test_notify_link(NcmEnv *e, const NcmCase *c)
     uint32_t n;
 
     ncm_set_alt(e, 1);
-    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
-    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+    ncm_expect_link_up(e);
 
     /* a notification TD waits, NAK'd, until the link goes down */
     t = qxhci_submit(e->dev, e->ep_notify.address, NULL, 16);
@@ -493,8 +492,7 @@ static void test_notify_stopped_endpoint(NcmEnv *e, const NcmCase *c)
     int sock = -1;
 
     ncm_set_alt(e, 1);
-    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
-    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+    ncm_expect_link_up(e);
 
     /* a TD NAK'd for want of news, and the host takes it back ... */
     t = qxhci_submit(e->dev, e->ep_notify.address, NULL, 16);

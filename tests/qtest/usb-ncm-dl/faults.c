@@ -24,8 +24,7 @@ static void test_fault_link_down(NcmEnv *e, const NcmCase *c)
     unsigned i;
 
     ncm_set_alt(e, 1);
-    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
-    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+    ncm_expect_link_up(e);
     ncm_check_marker(e, 8000);
 
     ncm_mark(e);
@@ -67,8 +66,7 @@ static void test_fault_link_down(NcmEnv *e, const NcmCase *c)
         now = ncm_clock_ns(e);
         qtest_clock_step(e->qts, t0 + (n_ms + 1) * NCM_MS - now);
     }
-    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
-    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+    ncm_expect_link_up(e);
     g_assert_cmpuint(ncm_notify_read(e, b, 100 * NCM_MS), ==, 0);
     g_assert_cmpint(ncm_fault_get_int(e, "link-down-ms"), ==, 0);
     if (end_early) {
@@ -376,8 +374,7 @@ static void test_fault_short_notify(NcmEnv *e, const NcmCase *c)
     uint32_t n;
 
     ncm_set_alt(e, 1);
-    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
-    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+    ncm_expect_link_up(e);
     ncm_mark(e);
     ncm_fault_corrupt(e, "short-notification");
 
@@ -390,8 +387,7 @@ static void test_fault_short_notify(NcmEnv *e, const NcmCase *c)
 
     /* the next ones are whole */
     ncm_set_link(e, true);
-    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
-    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+    ncm_expect_link_up(e);
     g_assert_cmpuint(ncm_notify_read(e, b, 100 * NCM_MS), ==, 0);
 
     /* and IN NTBs are not touched */
@@ -571,8 +567,7 @@ static void test_fault_object(NcmEnv *e, const NcmCase *c)
      * ncm0 with its own object: a link held down for good comes back when
      * the object goes
      */
-    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
-    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+    ncm_expect_link_up(e);
     ncm_check_marker(e, 9900);
     ncm_fault_set(e, "link-down-ms", 1000000);
     ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), false);
@@ -580,8 +575,7 @@ static void test_fault_object(NcmEnv *e, const NcmCase *c)
     qtest_qmp_assert_success(e->qts, "{'execute': 'object-del', "
                              "'arguments': {'id': %s}}",
                              NCM_FAULT_PATH + strlen("/objects/"));
-    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
-    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+    ncm_expect_link_up(e);
     ncm_check_marker(e, 9910);
 }
 
@@ -601,8 +595,7 @@ static void test_fault_at_in_ntb(NcmEnv *e, const NcmCase *c)
     unsigned i;
 
     ncm_set_alt(e, 1);
-    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
-    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+    ncm_expect_link_up(e);
     ncm_check_marker(e, 9920);
     ncm_mark(e);
 
@@ -639,8 +632,7 @@ static void test_fault_at_in_ntb(NcmEnv *e, const NcmCase *c)
     /* 0: changes apply at once again */
     ncm_fault_set(e, "at-in-ntb", 0);
     ncm_fault_set(e, "link-down-ms", 0);
-    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
-    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+    ncm_expect_link_up(e);
 
     /* and what still waits when at-in-ntb goes to 0 never comes */
     ncm_migrate_assert_unblocked(e);

@@ -902,6 +902,14 @@ void ncm_expect_connection(const uint8_t *b, uint32_t len, bool up)
     g_assert_cmpmem(b, len, want, sizeof(want));
 }
 
+void ncm_expect_link_up(NcmEnv *e)
+{
+    uint8_t b[16];
+
+    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
+    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+}
+
 void ncm_set_link(NcmEnv *e, bool up)
 {
     e->mig.link_down = !up;

@@ -225,6 +225,8 @@ uint32_t ncm_notify_read(NcmEnv *e, uint8_t *buf, int64_t timeout_ns);
 #define NCM_NOTIFY_QUIET_NS     (64 * NCM_MS)
 void ncm_expect_speed_change(const uint8_t *b, uint32_t len);
 void ncm_expect_connection(const uint8_t *b, uint32_t len, bool up);
+/* What a link coming up sends: SPEED_CHANGE, then NETWORK_CONNECTION(1) */
+void ncm_expect_link_up(NcmEnv *e);
 void ncm_set_link(NcmEnv *e, bool up);
 
 /* Counters and fault injection, through QOM */

@@ -82,8 +82,7 @@ static void replay_script(NcmEnv *e, bool perturb, ReplayRun *run)
     unsigned round, i;
 
     ncm_set_alt(e, 1);
-    ncm_expect_speed_change(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS));
-    ncm_expect_connection(b, ncm_notify_read(e, b, NCM_RX_TIMEOUT_NS), true);
+    ncm_expect_link_up(e);
 
     for (round = 0; round < 6; round++) {
         g_autoptr(GPtrArray) tx = ncm_frames_new();
