@@ -485,21 +485,37 @@ static void usb_ncm_fault_apply(UsbNcmFault *f, UsbNcmFaultProp which,
     usb_ncm_fault_update(f);
 }
 
+/*
+ * Take the pending changes that are due (@due true: none waits for an IN
+ * NTB any more) or those still waiting (false) out of the queue, in the
+ * order they were made, into @taken (NULL: dropped); how many
+ */
+static unsigned usb_ncm_fault_take(UsbNcmFault *f, bool due,
+                                   UsbNcmFaultChange *taken)
+{
+    unsigned i, left = 0, n = 0;
+
+    for (i = 0; i < f->npending; i++) {
+        if (!f->pending[i].at_in_ntb != due) {
+            f->pending[left++] = f->pending[i];
+        } else {
+            if (taken) {
+                taken[n] = f->pending[i];
+            }
+            n++;
+        }
+    }
+    f->npending = left;
+    return n;
+}
+
 /* The changes due now, in the order they were made; the rest wait on */
 static void usb_ncm_fault_apply_bh(void *opaque)
 {
     UsbNcmFault *f = opaque;
     UsbNcmFaultChange due[NCM_FAULT_PENDING_MAX];
-    unsigned i, n = f->npending, left = 0, ndue = 0;
+    unsigned i, ndue = usb_ncm_fault_take(f, true, due);
 
-    for (i = 0; i < n; i++) {
-        if (f->pending[i].at_in_ntb) {
-            f->pending[left++] = f->pending[i];
-        } else {
-            due[ndue++] = f->pending[i];
-        }
-    }
-    f->npending = left;
     for (i = 0; i < ndue; i++) {
         usb_ncm_fault_apply(f, due[i].which, due[i].value);
     }
@@ -516,8 +532,6 @@ static void usb_ncm_fault_apply_bh(void *opaque)
 static void usb_ncm_fault_set_at_in_ntb(UsbNcmFault *f, uint32_t value,
                                         Error **errp)
 {
-    unsigned i, left = 0;
-
     if (!usb_ncm_fault_attach(f, errp)) {
         return;
     }
@@ -531,12 +545,7 @@ static void usb_ncm_fault_set_at_in_ntb(UsbNcmFault *f, uint32_t value,
     if (value) {
         return;
     }
-    for (i = 0; i < f->npending; i++) {
-        if (!f->pending[i].at_in_ntb) {
-            f->pending[left++] = f->pending[i];
-        }
-    }
-    f->npending = left;
+    usb_ncm_fault_take(f, false, NULL);
     usb_ncm_fault_update(f);
 }
 

@@ -160,7 +160,7 @@ static inline uint64_t *ncm_eth_stat_counter(NcmCounters *c,
 static inline uint64_t ncm_eth_stat_value(const NcmCounters *c,
                                           const NcmEthStat *stat)
 {
-    return *ncm_eth_stat_counter((NcmCounters *)c, stat);
+    return *(const uint64_t *)((const uint8_t *)c + stat->offset);
 }
 
 /*
