@@ -6,7 +6,6 @@
 # and targets per backend, CPU seconds per GB over the TCP phases only,
 # RSS idle and under load, the JSON files, and the chart when gnuplot or
 # matplotlib is there.
-import importlib.util
 import io
 import json
 import os
@@ -16,12 +15,9 @@ import tempfile
 import unittest
 from contextlib import redirect_stdout
 
-TOP = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-spec = importlib.util.spec_from_file_location(
-    "bench_report", os.path.join(TOP, "scripts", "bench", "bench-report.py"))
-report = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(report)
+from repo_script import TOP, load
+
+report = load("bench_report", "scripts", "bench", "bench-report.py")
 
 T0 = 2000.0
 SECS = 5

@@ -2,16 +2,12 @@
 #
 # scripts/check/determinism.py: the record/replay lint finds what it must
 # and nothing else.
-import importlib.util
 import os
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SPEC = importlib.util.spec_from_file_location(
-    "determinism", os.path.join(HERE, "..", "..", "scripts", "check",
-                                "determinism.py"))
-det = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(det)
+from repo_script import TOP, load
+
+det = load("determinism", "scripts", "check", "determinism.py")
 
 
 def whys(text):
@@ -51,7 +47,6 @@ class Determinism(unittest.TestCase):
                               "(never under replay) */\n"), [])
 
     def test_device_files_clean(self):
-        top = os.path.join(HERE, "..", "..")
         for f in det.DEVICE_FILES:
-            with open(os.path.join(top, f), encoding="utf-8") as fh:
+            with open(os.path.join(TOP, f), encoding="utf-8") as fh:
                 self.assertEqual(det.problems(fh.read()), [], f)

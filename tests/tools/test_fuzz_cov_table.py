@@ -6,7 +6,6 @@
 # from the export, the section written into a findings file between its
 # markers and replaced (not added again) by a rerun; and that
 # docs/findings.md holds the markers make fuzz-coverage writes between.
-import importlib.util
 import io
 import json
 import os
@@ -14,13 +13,9 @@ import tempfile
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
-TOP = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-spec = importlib.util.spec_from_file_location(
-    "fuzz_cov_table", os.path.join(TOP, "scripts", "check",
-                                   "fuzz-cov-table.py"))
-cov = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(cov)
+from repo_script import TOP, load
+
+cov = load("fuzz_cov_table", "scripts", "check", "fuzz-cov-table.py")
 
 
 def export(skip=()):

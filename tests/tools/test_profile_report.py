@@ -4,7 +4,6 @@
 # scripts/bench/profile-report.py against a hand-made run directory whose numbers
 # are known: phase windows, per-thread and per-category host shares,
 # guest symbol resolution (modules included), sample weights, /proc/stat.
-import importlib.util
 import io
 import os
 import sys
@@ -13,12 +12,9 @@ import tempfile
 import unittest
 from contextlib import redirect_stdout
 
-TOP = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-spec = importlib.util.spec_from_file_location(
-    "profile_report", os.path.join(TOP, "scripts", "bench", "profile-report.py"))
-report = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(report)
+from repo_script import TOP, load
+
+report = load("profile_report", "scripts", "bench", "profile-report.py")
 
 T0 = 1000.0
 KALLSYMS = (

@@ -7,16 +7,11 @@
 # VM to set it could replay into a stall (issue 37), so no stop or cont
 # may be sent.  When the device sends that NTB before the fault is set
 # (QEMU says "has passed"), at-in-ntb is set again and the fault retried.
-import importlib.util
-import os
 import unittest
 
-TOP = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-SPEC = importlib.util.spec_from_file_location(
-    "replay_qmp", os.path.join(TOP, "tests", "guest", "replay-qmp.py"))
-replay_qmp = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(replay_qmp)
+from repo_script import load
+
+replay_qmp = load("replay_qmp", "tests", "guest", "replay-qmp.py")
 
 
 class FakeQmp:
