@@ -9,7 +9,8 @@ FUZZ_SECONDS ?= 60
 SOAK_SECONDS ?= 600
 PREFIX ?= /usr/local
 # ARCH=arm64: make, run, shell and check-guest for an arm64 guest
-# (qemu-system-aarch64 -M virt in build/qemu-aarch64; scripts/setup/common.sh)
+# (qemu-system-aarch64 -M virt, built in build/qemu beside the x86 one;
+# scripts/setup/qemu-tree.sh)
 export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS SANITIZE FUZZ_TARGET ACCEL \
        PREFIX DESTDIR ARCH KERNEL_SRC KERNEL_BUILTIN KERNEL_PACKAGE \
        GOOD BAD OLD NEW SCENARIO

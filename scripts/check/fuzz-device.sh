@@ -140,8 +140,12 @@ fuzz_build() {
     mkdir -p "$dir"
     # SANITIZE=0: its --enable-asan would be added to these arguments, the
     # configuration would differ and build-qemu.sh would start DIR afresh
+    # (x86_64 only, and only the devices its targets use:
+    # scripts/setup/devices/x86_64-fuzz.mak)
     if ! SANITIZE=0 NCM_BUILD=$dir NCM_QEMU_CC=clang-14 NCM_QEMU_CXX=clang++-14 \
             NCM_QEMU_CONFIGURE_EXTRA=$extra QEMU_TARGETS=$BIN_NAME \
+            NCM_QEMU_TARGETS=x86_64 NCM_QEMU_DEFAULT_DEVICES=0 \
+            NCM_QEMU_DEVICES=$NCM_TOP/scripts/setup/devices/x86_64-fuzz.mak \
             bash "$NCM_TOP/scripts/setup/build-qemu.sh" >"$dir.log" 2>&1; then
         tail -n 25 "$dir.log" | sed 's/^/    | /'
         fail_all "the $kind fuzzer build failed" \

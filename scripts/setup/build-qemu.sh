@@ -6,9 +6,9 @@
 # scripts/setup/qemu-tree.sh), configure x86_64-softmmu once and build
 # build/qemu/qemu-system-x86_64.  Re-running only copies files whose content
 # changed, so ninja rebuilds incrementally.  QEMU_VERSION=10.2 builds in
-# build/10.2/ instead (scripts/setup/common.sh).  ARCH=arm64 configures
-# aarch64-softmmu in build/qemu-aarch64 from the same tree and builds
-# qemu-system-aarch64 there; build/qemu is left as it is.
+# build/10.2/ instead (scripts/setup/common.sh).  The build directory is
+# configured for x86_64 and aarch64 at once (qemu-tree.sh's
+# NCM_QEMU_TARGETS); ARCH=arm64 builds qemu-system-aarch64 in it.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 . "$NCM_TOP/scripts/setup/qemu-tree.sh"
@@ -32,7 +32,7 @@ if [ ! -f "$SRC_COPY/.copied-from" ] ||
    [ "$(cat "$SRC_COPY/.copied-from")" != "$pristine" ]; then
     step "copying QEMU source to $SRC_COPY"
     # (both architectures' build directories: they are built from this copy)
-    rm -rf "$SRC_COPY" "$NCM_BUILD/qemu" "$NCM_BUILD/qemu-aarch64"
+    rm -rf "$SRC_COPY" "$NCM_BUILD/qemu"
     cp -a "$pristine" "$SRC_COPY.tmp"
     rm -rf "$SRC_COPY.tmp/.git"
     mv "$SRC_COPY.tmp" "$SRC_COPY"
@@ -83,6 +83,16 @@ for d in $NCM_OVERLAY_DIRS; do
 done
 note "$changed overlay file(s) updated"
 
+# NCM_QEMU_DEVICES (files of scripts/setup/devices/): the device sets that
+# replace QEMU's default ones (qemu_configure)
+for mak in $NCM_QEMU_DEVICES; do
+    [ -f "$mak" ] ||
+        die "NCM_QEMU_DEVICES names $mak, which is not a file" \
+            "name files of scripts/setup/devices/, or set it empty"
+    dst=$SRC_COPY/configs/devices/$(ncm_devices_target "$mak")-softmmu/ncm-devices.mak
+    cmp -s "$mak" "$dst" || cp "$mak" "$dst"
+done
+
 # A build directory configured another way (NCM_QEMU_CC and friends, see
 # qemu_configure) is configured afresh.
 key=$(qemu_configure_key)
@@ -92,9 +102,8 @@ if [ -f "$OBJ/build.ninja" ] &&
     rm -rf "$OBJ"
 fi
 CONF_LOG=$NCM_BUILD/configure.log
-[ "$NCM_QEMU_TARGET" = x86_64 ] || CONF_LOG=$NCM_BUILD/configure-$NCM_QEMU_TARGET.log
 if [ ! -f "$OBJ/build.ninja" ]; then
-    step "configuring $NCM_QEMU_TARGET-softmmu (about 30 s)"
+    step "configuring ${NCM_QEMU_TARGETS// /-softmmu, }-softmmu (about 30 s)"
     qemu_configure "$SRC_COPY" "$OBJ" "$CONF_LOG" || {
         tail -n 30 "$CONF_LOG" >&2
         rm -f "$OBJ/build.ninja"

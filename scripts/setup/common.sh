@@ -60,9 +60,10 @@ libfuzzer_stat() {
 
 # ARCH: the guest architecture, x86_64 (the default: q35, KVM where it
 # works) or arm64 (-M virt under TCG, Debian's arm64 kernel and userland).
-# arm64 has a QEMU of its own, qemu-system-aarch64 in $NCM_BUILD/qemu-aarch64,
-# next to the x86 one: asking for it never reconfigures or rebuilds
-# $NCM_BUILD/qemu.  NCM_ARCH is the normalised name (not exported: each
+# arm64's QEMU, qemu-system-aarch64, is built in the same build directory
+# as the x86 one (configured for both targets, scripts/setup/qemu-tree.sh):
+# asking for it builds that binary only, the code both share once.
+# NCM_ARCH is the normalised name (not exported: each
 # script derives it from ARCH); ARCH is also what a kernel build reads, so
 # the spellings of both worlds are taken.
 case ${ARCH:-x86_64} in
@@ -70,11 +71,12 @@ x86_64|x86|amd64|"") NCM_ARCH=x86_64 ;;
 arm64|aarch64) NCM_ARCH=arm64 ;;
 *) die "ARCH=$ARCH: unknown guest architecture" "use ARCH=x86_64 (default) or ARCH=arm64" ;;
 esac
-# the QEMU target (softmmu) of that architecture and its build directory
+# the QEMU target (softmmu) of that architecture, and the build directory
 case $NCM_ARCH in
-arm64) NCM_QEMU_TARGET=aarch64 NCM_QEMU_OBJ=$NCM_BUILD/qemu-aarch64 ;;
-*) NCM_QEMU_TARGET=x86_64 NCM_QEMU_OBJ=$NCM_BUILD/qemu ;;
+arm64) NCM_QEMU_TARGET=aarch64 ;;
+*) NCM_QEMU_TARGET=x86_64 ;;
 esac
+NCM_QEMU_OBJ=$NCM_BUILD/qemu
 
 as_root() {
     if [ "$(id -u)" = 0 ]; then

@@ -111,37 +111,61 @@ apply_patch() {
     return 1
 }
 
+# The softmmu targets one build directory is configured for: x86_64 and
+# aarch64 together, so that everything they share (qapi, trace, util,
+# block, migration, most of hw/; two thirds of qemu-system-aarch64's
+# objects) is compiled once.  build-qemu.sh builds the binary of the ARCH
+# asked for (common.sh's NCM_QEMU_TARGET).  The fuzzers' builds
+# (scripts/check/fuzz-device.sh) set NCM_QEMU_TARGETS=x86_64.
+NCM_QEMU_TARGETS=${NCM_QEMU_TARGETS:-x86_64 aarch64}
+
 # The accelerators every build has: TCG everywhere, and KVM for the machines
-# where it works (tests/guest/accel.sh decides, per boot, whether it does).
-# Part of qemu_configure_key, so a build directory configured before KVM
-# was added is configured afresh once.
+# where it works (tests/guest/accel.sh decides, per boot, whether it does;
+# qemu-system-aarch64 runs under TCG: KVM needs an arm64 host, which
+# configure knows).  Part of qemu_configure_key, so a build directory
+# configured before KVM was added is configured afresh once.
 NCM_QEMU_ACCELS="--enable-tcg --enable-kvm"
-# qemu-system-aarch64 (ARCH=arm64) runs its guests under TCG: KVM needs an
-# arm64 host, and configure stops on --enable-kvm when no target can use it.
-if [ "${NCM_QEMU_TARGET:-x86_64}" = aarch64 ] && [ "$(uname -m)" != aarch64 ]; then
-    NCM_QEMU_ACCELS="--enable-tcg"
-fi
+case " $NCM_QEMU_TARGETS " in
+*" $(uname -m | sed 's/^arm64$/aarch64/') "*) ;;
+*) NCM_QEMU_ACCELS="--enable-tcg" ;;   # no target can use KVM here
+esac
 
 # virtio-9p (virtfs): virtme-ng (scripts/kernel/vng-ncm.sh) shares the
-# host's root filesystem with its guest over it.  x86_64 builds with the
-# default compiler only (the fuzzers' clang builds boot no guest); glibc has
-# the xattr calls, so no package is needed.  Part of qemu_configure_key: a
+# host's root filesystem with its guest over it.  Builds with the default
+# compiler only (the fuzzers' clang builds boot no guest); glibc has the
+# xattr calls, so no package is needed.  Part of qemu_configure_key: a
 # build directory configured before is configured afresh once.
 NCM_QEMU_VIRTFS=""
-if [ "${NCM_QEMU_TARGET:-x86_64}" = x86_64 ] && [ -z "${NCM_QEMU_CC:-}" ]; then
+if [ -z "${NCM_QEMU_CC:-}" ]; then
     NCM_QEMU_VIRTFS="--enable-virtfs --enable-attr"
 fi
 
-# qemu_configure SRC OBJ LOG: configure x86_64-softmmu in OBJ (the
-# NCM_QEMU_TARGET of scripts/setup/common.sh: aarch64 for ARCH=arm64), as
-# small as the device and its tests need.  Other builds of the same tree (the
+# The devices: QEMU's default set for each target, but for the targets
+# that NCM_QEMU_DEVICES names a file of scripts/setup/devices/ for
+# (TARGET-*.mak, space-separated; build-qemu.sh copies each into the tree
+# as configs/devices/TARGET-softmmu/ncm-devices.mak): default
+# aarch64-guest.mak, the virt board and the USB and network devices of the
+# arm64 legs instead of every Arm board.  NCM_QEMU_DEFAULT_DEVICES=0
+# (the fuzzers' x86_64-fuzz.mak) leaves out every device no file asks for.
+NCM_QEMU_DEVICES=${NCM_QEMU_DEVICES-$NCM_TOP/scripts/setup/devices/aarch64-guest.mak}
+
+# ncm_devices_target MAK: the target a devices file is for (its name's
+# first word)
+ncm_devices_target() {
+    local base=${1##*/}
+    echo "${base%%-*}"
+}
+
+# qemu_configure SRC OBJ LOG: configure NCM_QEMU_TARGETS in OBJ, as small
+# as the device and its tests need.  Other builds of the same tree (the
 # fuzzers, scripts/check/fuzz-device.sh) set, in the environment:
 #   NCM_QEMU_CC, NCM_QEMU_CXX   compilers (default gcc, g++; ccache in front)
 #   NCM_QEMU_CONFIGURE_EXTRA    more configure arguments, one per line
+#   NCM_QEMU_TARGETS, NCM_QEMU_DEVICES, NCM_QEMU_DEFAULT_DEVICES (above)
 qemu_configure() {
     local src=$1 obj=$2 log=$3
     local cc=${NCM_QEMU_CC:-gcc} cxx=${NCM_QEMU_CXX:-g++}
-    local cc_args=() extra=()
+    local cc_args=() extra=() t targets="" mak
     if [ -n "${NCM_QEMU_CC:-}" ]; then
         cc_args=(--cc="$cc" --cxx="$cxx" --host-cc="$cc")
     fi
@@ -151,9 +175,17 @@ qemu_configure() {
     if [ -n "${NCM_QEMU_CONFIGURE_EXTRA:-}" ]; then
         mapfile -t extra <<<"$NCM_QEMU_CONFIGURE_EXTRA"
     fi
+    for t in $NCM_QEMU_TARGETS; do
+        targets+=${targets:+,}$t-softmmu
+    done
+    for mak in $NCM_QEMU_DEVICES; do
+        extra+=("--with-devices-$(ncm_devices_target "$mak")=ncm-devices")
+    done
+    [ "${NCM_QEMU_DEFAULT_DEVICES:-1}" != 0 ] ||
+        extra+=(--without-default-devices)
     mkdir -p "$obj"
     (cd "$obj" && "$src/configure" --python=/usr/bin/python3 \
-        "${cc_args[@]}" --target-list="${NCM_QEMU_TARGET:-x86_64}-softmmu" \
+        "${cc_args[@]}" --target-list="$targets" \
         --without-default-features --enable-slirp --enable-fdt=system \
         $NCM_QEMU_ACCELS $NCM_QEMU_VIRTFS --disable-docs --disable-install-blobs \
         --enable-trace-backends=log "${extra[@]}") >"$log" 2>&1
@@ -161,13 +193,14 @@ qemu_configure() {
 
 # qemu_configure_key: what, besides the tree, decides how qemu_configure
 # configures; build-qemu.sh configures again when it changes
-# (the target is in it only when it is not x86_64: the x86 build
-# directories keep the key they were configured with)
 qemu_configure_key() {
-    local target=() virtfs=()
-    [ "${NCM_QEMU_TARGET:-x86_64}" = x86_64 ] || target=("$NCM_QEMU_TARGET")
-    [ -z "$NCM_QEMU_VIRTFS" ] || virtfs=("$NCM_QEMU_VIRTFS")
+    local mak devices=()
+    for mak in $NCM_QEMU_DEVICES; do
+        devices+=("$(ncm_devices_target "$mak") $(sha256sum <"$mak" | cut -c1-16)")
+    done
     printf '%s\n' "$NCM_QEMU_ACCELS" "${NCM_QEMU_CC:-}" "${NCM_QEMU_CXX:-}" \
-        "${NCM_QEMU_CONFIGURE_EXTRA:-}" "${target[@]}" "${virtfs[@]}" |
+        "${NCM_QEMU_CONFIGURE_EXTRA:-}" "$NCM_QEMU_TARGETS" \
+        "$NCM_QEMU_VIRTFS" "${devices[@]}" \
+        "default devices ${NCM_QEMU_DEFAULT_DEVICES:-1}" |
         sha256sum | cut -c1-16
 }

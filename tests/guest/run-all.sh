@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # The check-guest suite: boot the test guest with usb-ncm-dl behind every
-# host controller QEMU has for it (one after the other: TCG wants both
-# cores) and check what Linux's cdc_ncm made of it (see
+# host controller QEMU has for it (GUEST_JOBS boots at a time, see
+# run_legs) and check what Linux's cdc_ncm made of it (see
 # tests/guest/run-guest-test.sh), then the usbfs stress of the function
 # (tests/guest/run-stress-test.sh) on xHCI and EHCI, a live migration
 # under traffic (tests/guest/run-migrate-test.sh), then re-enumeration,
@@ -50,7 +50,7 @@ status=0
 timing=()
 # arm64_leg CONTROLLER DEVICE: run-guest-test.sh on the arm64 guest (QEMU
 # names the x86 one, unless ARCH=arm64 made the whole run arm64's)
-QEMU_ARM64=$NCM_BUILD/qemu-aarch64/qemu-system-aarch64
+QEMU_ARM64=$NCM_BUILD/qemu/qemu-system-aarch64
 [ "$NCM_ARCH" = arm64 ] && QEMU_ARM64=${QEMU:-$QEMU_ARM64}
 # shellcheck disable=SC2317 # (called by leg)
 arm64_leg() {
@@ -80,13 +80,14 @@ soak_leg() {
 # the pattern DEVICES; an item a:b:c is the arguments a b c, "." none;
 # DEV "dev": DEVICE is the last argument.  LABEL names the run in the
 # times of the summary, % standing for the item (its colons as dashes).
+# leg only queues the runs; run_legs runs them.
+queue_names=()
+queue_cmds=()
 leg() {
-    local label=$1 devices=$2 runner=$3 dev=$4 items=$5 item t0 args rc
-    local before name
+    local label=$1 devices=$2 runner=$3 dev=$4 items=$5 item args cmd
     # shellcheck disable=SC2254 # DEVICES is a pattern
     case $DEVICE in $devices) ;; *) return 0 ;; esac
     for item in $items; do
-        t0=$SECONDS
         args=()
         [ "$item" = . ] || IFS=: read -ra args <<<"$item"
         [ "$dev" = dev ] && args+=("$DEVICE")
@@ -96,32 +97,77 @@ leg() {
             status=1
             continue
         fi
-        name=${label//%/${item//:/-}}
-        before=$(wc -l <"$out")
-        rc=0
         if declare -F "$runner" >/dev/null; then
-            "$runner" "${args[@]}" 2>&1 | tee -a "$out" || rc=$?
+            cmd=("$runner")
         else
-            bash "$NCM_TOP/tests/guest/$runner" "${args[@]}" 2>&1 |
-                tee -a "$out" || rc=$?
+            cmd=(bash "$NCM_TOP/tests/guest/$runner")
         fi
+        queue_names+=("${label//%/${item//:/-}}")
+        # one string a run, its words joined by the unit separator (no
+        # argument holds one), for run_legs to split again
+        queue_cmds+=("$(IFS=$'\x1f'; echo "${cmd[*]}${args[*]+$'\x1f'}${args[*]}")")
+    done
+}
+
+# run_legs: the queued runs, GUEST_JOBS at a time (default 2).  A guest
+# under TCG keeps about 0.6 of a core busy (it waits on the guest's own
+# timers and on iperf3), so two boots side by side take little longer than
+# one.  Each run writes into a file of its own (build/guest-logs/run-all/N.out,
+# kept), which is printed whole when the run ends, so that the lines of two runs never interleave; the
+# runs have nothing else in common (free ports, network namespaces named
+# by PID, logs named by run; image.sh locks the image it builds).
+run_legs() {
+    local jobs=${GUEST_JOBS:-2} next=0 running=0 pid i rc before cmd
+    local -A pid_leg=()
+    local -a t0=() took=()
+    local dir=$NCM_BUILD/guest-logs/run-all
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    [[ $jobs =~ ^[1-9][0-9]*$ ]] ||
+        die "GUEST_JOBS must be a positive number, got '$jobs'"
+    while [ "$next" -lt "${#queue_cmds[@]}" ] || [ "$running" -gt 0 ]; do
+        if [ "$next" -lt "${#queue_cmds[@]}" ] && [ "$running" -lt "$jobs" ]; then
+            i=$next
+            next=$((next + 1))
+            t0[i]=$SECONDS
+            note "guest run ${queue_names[i]} started ($((i + 1)) of" \
+                 "${#queue_cmds[@]}, $((running + 1)) running)"
+            IFS=$'\x1f' read -ra cmd <<<"${queue_cmds[i]}"
+            ("${cmd[@]}" >"$dir/$i.out" 2>&1) &
+            pid_leg[$!]=$i
+            running=$((running + 1))
+            continue
+        fi
+        rc=0
+        wait -n -p pid "${!pid_leg[@]}" || rc=$?
+        i=${pid_leg[$pid]}
+        unset "pid_leg[$pid]"
+        running=$((running - 1))
+        took[i]=$((SECONDS - t0[i]))
+        before=$(wc -l <"$out")
+        tee -a "$out" <"$dir/$i.out"
         # A run that failed (killed, timed out, a script error) without a
         # FAIL line of its own still counts, with what it printed last
         if [ "$rc" != 0 ]; then
             status=1
             if ! tail -n +"$((before + 1))" "$out" | grep -q '^FAIL: '; then
-                echo "FAIL: guest/$name/exit ($runner $item exited" \
-                     "with status $rc and no FAIL line; its last line:" \
+                echo "FAIL: guest/${queue_names[i]}/exit (${queue_cmds[i]//$'\x1f'/ }" \
+                     "exited with status $rc and no FAIL line; its last line:" \
                      "$(tail -n +"$((before + 1))" "$out" | grep -av '^$' |
                         tail -n 1 | cut -c1-160))" | tee -a "$out"
             fi
         fi
-        timing+=("$name $((SECONDS - t0))s")
     done
+    for i in "${!queue_names[@]}"; do
+        timing+=("${queue_names[i]} ${took[i]}s")
+    done
+    queue_names=()
+    queue_cmds=()
 }
 
 if [ "$NCM_ARCH" = arm64 ]; then
     leg 'arm64-%' '*' arm64_leg dev "${GUEST_ARM64-xhci ehci}"
+    run_legs
     npass=$(grep -c '^PASS: ' "$out" || true)
     nfail=$(grep -c '^FAIL: ' "$out" || true)
     [ "$nfail" = 0 ] && [ "$npass" -gt 0 ] || status=1
@@ -138,6 +184,12 @@ install=.
 
 # The legs, in order (each ITEMS word one run):
 #   LABEL        DEVICES      RUNNER               DEV  ITEMS
+# record/replay first, the longest run (about 6 minutes), so that the
+# others run beside it: TCP both ways with a link flap and a
+# re-enumeration on qemu-xhci and usb-ehci, and the ZLP dropout, each
+# recorded and replayed (the same console output, counters and trace;
+# run-replay-test.sh, one run for all the scenarios of GUEST_REPLAY)
+leg 'replay'     'usb-ncm-dl' run-replay-test.sh   -    "$replay"
 # the checks of run-guest-test.sh under every controller; the same on
 # an arm64 guest (about 2.5 minutes); the controller set-ups of real
 # machines, one boot each (about 1 minute); the usbfs stress; a live
@@ -159,15 +211,11 @@ leg 'jumbo-%'    'usb-ncm*'   run-jumbo-test.sh    -    "${GUEST_JUMBO-xhci ehci
 # the soak's smoke: every fault kind, a live migration, QEMU's RSS (about
 # 2 minutes; make soak runs it for 10)
 leg 'soak-%'     'usb-ncm-dl' soak_leg             -    "$soak"
-# record/replay: TCP both ways with a link flap and a re-enumeration on
-# qemu-xhci and usb-ehci, and the ZLP dropout, each recorded and replayed
-# (the same console output, counters and trace; run-replay-test.sh, one
-# run for all the scenarios of GUEST_REPLAY).  Then the whole-NTB capture
-# decoded by tshark (run-pcap-test.sh).
-leg 'replay'     'usb-ncm-dl' run-replay-test.sh   -    "$replay"
+# the whole-NTB capture decoded by tshark (run-pcap-test.sh)
 leg 'pcap-%'     'usb-ncm-dl' run-pcap-test.sh     -    "${GUEST_PCAP-xhci}"
 # make install into a temporary prefix, and the tour from there (1.5 min)
 leg 'install'    'usb-ncm-dl' run-install-test.sh  -    "$install"
+run_legs
 
 npass=$(grep -c '^PASS: ' "$out" || true)
 nfail=$(grep -c '^FAIL: ' "$out" || true)

@@ -33,7 +33,7 @@
 #                                   or set KERNEL_MODULES=DIR/lib/modules/VER
 #                                   from `make modules_install INSTALL_MOD_PATH=DIR`
 #   QEMU=/path/qemu-system-x86_64   default build/qemu/qemu-system-x86_64
-#                                   (ARCH=arm64: build/qemu-aarch64/
+#                                   (ARCH=arm64: build/qemu/
 #                                   qemu-system-aarch64)
 #   QEMU_EXTRA="..."                extra QEMU arguments
 #   ACCEL=auto|kvm|tcg              auto (default): KVM if a probe boot
