@@ -27,6 +27,9 @@ qemu_try() {
 }
 
 help=$("$QEMU" -device usb-ncm-dl,help 2>&1)
+# The command-line ABI: properties users' command lines and libvirt XML
+# name.  A second list on purpose, not taken from the device's property
+# table: a property renamed or dropped there must fail here.
 for prop in netdev mac ntb-in-max-size ntb-out-max-size ntb-in-divisor \
             ntb-out-max-datagrams max-segment-size ntb32 zlp vendorid \
             productid x-deferred-out profile network-capabilities \
@@ -65,9 +68,19 @@ for dev in usb-ncm-dl usb-ncm; do
     fi
 done
 
+# The profiles, as the device names them in its help (its table in
+# hw/usb/dev-ncm-desc.c is their one list): "...function: a, b, c (default"
+profiles=$(sed -n 's/^  profile=.* function: \([a-z0-9_, ]*\) (default.*/\1/p' <<<"$help")
+if grep -qw displaylink <<<"$profiles" && [ "$(wc -w <<<"${profiles//,/ }")" -ge 2 ]; then
+    echo "PASS: device/help-lists-profiles ($profiles)"
+else
+    echo "FAIL: device/help-lists-profiles (no profile list, or no displaylink," \
+         "in the help of profile=: '$profiles')"
+fi
+
 # every profile realizes on both variants, and a property given with it
 for dev in usb-ncm-dl usb-ncm; do
-    for profile in displaylink generic rtl8156 f_ncm minimal; do
+    for profile in ${profiles//,/ }; do
         out=$(qemu_try -device "$dev,netdev=n0,bus=xhci.0,profile=$profile")
         if grep -q '"return"' <<<"$out" && ! grep -qi 'error' <<<"$out"; then
             echo "PASS: device/realize/$dev-profile-$profile"
@@ -89,7 +102,7 @@ bad_cases=(
     "max-segment-size=1000|max-segment-size 1000 must be at least 1514"
     "power-on-filter=0x20|bits beyond the five CDC packet filter bits"
     "zlp=sometimes|zlp: unknown value 'sometimes'; use one of auto, required, profile"
-    "profile=rtl8157|profile: unknown value 'rtl8157'; use one of displaylink, generic, rtl8156, f_ncm, minimal"
+    "profile=rtl8157|profile: unknown value 'rtl8157'; use one of $profiles"
     "profile=minimal,max-segment-size=4096|max-segment-size 4096 must be at least 1514 and fit an NTB of 4096 bytes"
     "profile=f_ncm,ntb-in-max-size=1024|ntb-in-max-size 1024 is outside"
     "network-capabilities=0x04|the model offers bits 0, 1, 3, 4 and 5 only"
