@@ -37,6 +37,10 @@
 # qom-test, device-introspect-test, test-hmp, migration-test).
 set -euo pipefail
 . "$(dirname "$0")/../setup/common.sh"
+# the series tree is built as upstream builds it for x86_64: that target
+# alone, QEMU's default devices
+NCM_QEMU_TARGETS=x86_64
+NCM_QEMU_DEVICES=""
 . "$NCM_TOP/scripts/setup/qemu-tree.sh"
 
 verify=0
