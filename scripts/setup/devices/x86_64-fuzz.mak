@@ -13,11 +13,12 @@ CONFIG_I440FX=y
 CONFIG_Q35=y
 # (QEMU 10.2.2's hw/acpi/cxl.c, which the PC machines build, calls
 # cxl_fmws_get_all_sorted(), which only CXL's own code has: no link
-# without it; CXL depends on the PCI expander bridge, and its mailbox
-# code on the type 3 memory device)
+# without it; CXL depends on the PCI expander bridge, its mailbox code on
+# the type 3 memory device, its root port on PCIe's)
 CONFIG_PXB=y
 CONFIG_CXL=y
 CONFIG_CXL_MEM_DEVICE=y
+CONFIG_PCIE_PORT=y
 
 CONFIG_USB_XHCI_PCI=y
 CONFIG_USB_EHCI_PCI=y
