@@ -135,8 +135,8 @@ while read -r t left; do
     ran=$(($(date +%s) - start))
     run_log=$FUZZ_DIR/run-$t.log
     execs=$(libfuzzer_stat "$run_log" number_of_executed_units)
-    first=$(grep -oE 'INITED cov: [0-9]+ ft: [0-9]+' "$run_log" | head -n 1)
-    last=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$run_log" | tail -n 1)
+    first=$(grep -aoE 'INITED cov: [0-9]+ ft: [0-9]+' "$run_log" | head -n 1)
+    last=$(grep -aoE 'cov: [0-9]+ ft: [0-9]+' "$run_log" | tail -n 1)
     c0=$(awk '{ print $3 }' <<<"$first"); f0=$(awk '{ print $5 }' <<<"$first")
     c1=$(awk '{ print $2 }' <<<"$last"); f1=$(awk '{ print $4 }' <<<"$last")
     found=$(comm -13 <(printf '%s\n' "$before") <(ls "$artifacts") |
