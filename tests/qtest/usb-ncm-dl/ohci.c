@@ -78,6 +78,19 @@ static uint64_t ohci_start(NcmHcMachine *m, uint32_t ctl)
     return hcca;
 }
 
+/* An ED (@flags: address, endpoint, direction, MPS) from @head to @tail */
+static uint64_t ohci_ed(NcmHcMachine *m, uint32_t flags, uint64_t head,
+                        uint64_t tail)
+{
+    uint64_t ed = guest_alloc(&m->alloc, 16);
+
+    qtest_writel(m->qts, ed + 0, flags);
+    qtest_writel(m->qts, ed + 4, (uint32_t)tail);
+    qtest_writel(m->qts, ed + 8, (uint32_t)head);
+    qtest_writel(m->qts, ed + 12, 0);
+    return ed;
+}
+
 static void test_ohci_iso_setup(void)
 {
     NcmHcMachine m;
@@ -86,7 +99,6 @@ static void test_ohci_iso_setup(void)
     int i;
 
     hcca = ohci_start(&m, OHCI_CTL_PLE | OHCI_CTL_IE);
-    ed = guest_alloc(&m.alloc, 16);
     td = guest_alloc(&m.alloc, 32);
     tail = guest_alloc(&m.alloc, 32);
     buf = guest_alloc(&m.alloc, 4096);
@@ -100,10 +112,7 @@ static void test_ohci_iso_setup(void)
     qtest_writel(m.qts, td + 8, (uint32_t)tail);
     qtest_writel(m.qts, td + 12, (uint32_t)buf + 63);
     qtest_writel(m.qts, td + 16, 0xe000);
-    qtest_writel(m.qts, ed + 0, 1u << 7 | OHCI_ED_F | 64u << 16);
-    qtest_writel(m.qts, ed + 4, (uint32_t)tail);
-    qtest_writel(m.qts, ed + 8, (uint32_t)td);
-    qtest_writel(m.qts, ed + 12, 0);
+    ed = ohci_ed(&m, 1u << 7 | OHCI_ED_F | 64u << 16, td, tail);
     for (i = 0; i < 32; i++) {
         qtest_writel(m.qts, hcca + 4 * i, (uint32_t)ed);
     }
@@ -116,19 +125,6 @@ static void test_ohci_iso_setup(void)
                      frame);
 
     ncm_hc_machine_stop(&m);
-}
-
-/* An ED (@flags: address, endpoint, direction, MPS) from @head to @tail */
-static uint64_t ohci_ed(NcmHcMachine *m, uint32_t flags, uint64_t head,
-                        uint64_t tail)
-{
-    uint64_t ed = guest_alloc(&m->alloc, 16);
-
-    qtest_writel(m->qts, ed + 0, flags);
-    qtest_writel(m->qts, ed + 4, (uint32_t)tail);
-    qtest_writel(m->qts, ed + 8, (uint32_t)head);
-    qtest_writel(m->qts, ed + 12, 0);
-    return ed;
 }
 
 static uint64_t ohci_td(NcmHcMachine *m, uint32_t flags, uint64_t cbp,
