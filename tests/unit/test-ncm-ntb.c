@@ -16,6 +16,8 @@
 #include "qemu/osdep.h"
 #include <glib.h>
 #include "hw/usb/ncm-ntb.h"
+/* the host side the qtests and fuzz targets use, bit by bit */
+#include "../qtest/libqos/ncm-host.h"
 
 /* Scratch view: 8 KiB is too much for every test's stack frame. */
 static NcmNtbView view;
@@ -1587,22 +1589,6 @@ static void test_transfer_empty(void)
  * its CRC-32, which wDatagramLength includes.
  */
 
-/* Bit by bit, independent of the codec's table */
-static uint32_t ref_crc32(const uint8_t *p, size_t len)
-{
-    uint32_t crc = 0xffffffff;
-    size_t i;
-    int b;
-
-    for (i = 0; i < len; i++) {
-        crc ^= p[i];
-        for (b = 0; b < 8; b++) {
-            crc = (crc >> 1) ^ (crc & 1 ? 0xedb88320 : 0);
-        }
-    }
-    return ~crc;
-}
-
 static void test_crc32_check_value(void)
 {
     static const uint8_t buf[300] = { 1, 2, 3 };
@@ -1611,8 +1597,94 @@ static void test_crc32_check_value(void)
     g_assert_cmphex(ncm_crc32((const uint8_t *)"123456789", 9), ==,
                     0xcbf43926);
     g_assert_cmphex(ncm_crc32(buf, sizeof(buf)), ==,
-                    ref_crc32(buf, sizeof(buf)));
+                    ncm_host_crc32(buf, sizeof(buf)));
     g_assert_cmphex(ncm_crc32(buf, 0), ==, 0);
+    g_assert_cmphex(ncm_host_crc32((const uint8_t *)"123456789", 9), ==,
+                    0xcbf43926);
+}
+
+/*
+ * The host side the qtests and fuzz targets build and read NTBs with
+ * (tests/qtest/libqos/ncm-host.c) against this codec: every layout a
+ * host may choose parses here to the frames it was built from, and
+ * back through the host side's own parser; a wrong CRC fails both.
+ */
+static void test_host_side_layouts(void)
+{
+    static const uint32_t lens[] = { 60, 1514, 14, 333 };
+    unsigned combo, i, k;
+
+    for (combo = 0; combo < 32; combo++) {
+        bool wide = combo & 8;
+        NcmHostLayout l = {
+            .ntb32 = combo & 1, .crc = combo & 2, .ndp_last = combo & 4,
+            .ndp_alignment = wide ? 16 : 4, .divisor = wide ? 64 : 4,
+            .remainder = wide ? 14 : 0,
+        };
+        const NcmNtbFormat *fmt = l.ntb32 ? &ncm_ntb32_format
+                                          : &ncm_ntb16_format;
+        NcmParseLimits lim = limits_1514;
+        g_autoptr(GPtrArray) frames =
+            g_ptr_array_new_with_free_func((GDestroyNotify)g_byte_array_unref);
+        g_autoptr(GPtrArray) parsed =
+            g_ptr_array_new_with_free_func((GDestroyNotify)g_byte_array_unref);
+        g_autoptr(GByteArray) ntb = NULL;
+        bool bad = combo & 16 && l.crc;
+        char why[128];
+
+        for (i = 0; i < G_N_ELEMENTS(lens); i++) {
+            GByteArray *f = g_byte_array_sized_new(lens[i] + 4);
+
+            for (k = 0; k < lens[i]; k++) {
+                uint8_t v = i * 31 + k;
+
+                g_byte_array_append(f, &v, 1);
+            }
+            if (l.crc) {
+                ncm_frame_append_crc(f, bad && i == 2);
+            }
+            g_ptr_array_add(frames, f);
+        }
+        ntb = ncm_ntb_build(&l, frames, 7);
+        lim.crc = l.crc;
+        g_assert_cmpint(ncm_ntb_parse_one(fmt, ntb->data, ntb->len, &lim,
+                                          &view), ==, NCM_PARSE_OK);
+        g_assert_cmpuint(view.n_datagrams, ==, G_N_ELEMENTS(lens));
+        for (i = 0; i < G_N_ELEMENTS(lens); i++) {
+            GByteArray *f = g_ptr_array_index(frames, i);
+            const uint8_t *d = ntb->data + view.datagrams[i].offset;
+
+            g_assert_cmpuint(view.datagrams[i].len, ==, lens[i]);
+            g_assert_cmpmem(d, lens[i], f->data, lens[i]);
+            g_assert_cmpuint(view.datagrams[i].offset % l.divisor, ==,
+                             l.remainder);
+            if (l.crc) {
+                g_assert_true(ncm_datagram_crc_ok(d, lens[i]) ==
+                              !(bad && i == 2));
+            }
+        }
+        if (bad) {
+            g_assert_false(ncm_ntb_parse(&l, ntb->data, ntb->len, parsed,
+                                         why, sizeof(why)));
+            g_assert_nonnull(strstr(why, "datagram 2: CRC-32"));
+            continue;
+        }
+        g_assert_true(ncm_ntb_parse(&l, ntb->data, ntb->len, parsed, why,
+                                    sizeof(why)));
+        g_assert_cmpuint(parsed->len, ==, G_N_ELEMENTS(lens));
+        for (i = 0; i < G_N_ELEMENTS(lens); i++) {
+            GByteArray *f = g_ptr_array_index(frames, i);
+            GByteArray *p = g_ptr_array_index(parsed, i);
+
+            g_assert_cmpmem(p->data, p->len, f->data, lens[i]);
+        }
+        /* the other format's signature is refused, naming the NDP */
+        l.ntb32 = !l.ntb32;
+        g_ptr_array_set_size(parsed, 0);
+        g_assert_false(ncm_ntb_parse(&l, ntb->data, ntb->len, parsed, why,
+                                     sizeof(why)));
+        g_assert_nonnull(strstr(why, "NTH signature"));
+    }
 }
 
 /*
@@ -1649,7 +1721,7 @@ static uint32_t write_crc_ntb(bool ntb32, uint8_t *buf, const char *sig,
             put16(buf, e + 2, lens[i] + 4);
         }
         fill_frame(buf + pos, 9, i, lens[i]);
-        crc = ref_crc32(buf + pos, lens[i]);
+        crc = ncm_host_crc32(buf + pos, lens[i]);
         put32(buf, pos + lens[i], crc ^ ((int)i == bad_crc));
         pos += lens[i] + 4;
     }
@@ -1779,7 +1851,7 @@ static void check_crc_build(bool ntb32)
         g_assert_cmpuint(dlen, ==, lens[i] + 4);
         assert_frame(buf + off, 5, i, lens[i]);
         g_assert_cmphex(get32(buf, off + lens[i]), ==,
-                        ref_crc32(buf + off, lens[i]));
+                        ncm_host_crc32(buf + off, lens[i]));
     }
     /* and the parser takes it back */
     g_assert_cmpint(ncm_ntb_parse_one(fmt, buf, total, &limits_crc, &view),
@@ -1885,6 +1957,8 @@ int main(int argc, char **argv)
                     test_transfer_zero_block_len_last);
     g_test_add_func("/ncm-ntb/crc/crc32-check-value",
                     test_crc32_check_value);
+    g_test_add_func("/ncm-ntb/host-side/every-layout",
+                    test_host_side_layouts);
     g_test_add_func("/ncm-ntb/crc/parse-ntb16", test_crc_parse16);
     g_test_add_func("/ncm-ntb/crc/parse-ntb32", test_crc_parse32);
     g_test_add_func("/ncm-ntb/crc/datagram-lengths", test_crc_lengths);

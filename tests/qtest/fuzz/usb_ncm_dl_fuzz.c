@@ -732,72 +732,19 @@ static void ncm_fuzz_end(NcmFuzz *f)
 /* NTBs */
 
 /*
- * A well-formed NTB16 or NTB32 of up to 10 datagrams taken from the
- * input, so that inputs get past the parser's first checks; padded
- * inside the block to @pad_to bytes when that is larger.
+ * A well-formed NTB16 or NTB32 of 1 to 10 datagrams from the input, in
+ * the format and CRC mode negotiated, so that inputs get past the
+ * parser's first checks
  */
-static GByteArray *build_ntb(NcmFuzz *f, FuzzIn *in, uint32_t pad_to)
+static GByteArray *build_ntb(NcmFuzz *f, FuzzIn *in)
 {
-    bool n32 = f->ntb32;
-    unsigned fs = n32 ? 4 : 2, n = in_u8(in) % 10 + 1, i;
-    uint32_t nth_len = n32 ? 16 : 12, ndp_hdr = n32 ? 16 : 8;
-    uint32_t ndp = 16;
-    uint32_t ndp_len = MAX(ndp_hdr + (n + 1) * 2 * fs, n32 ? 32 : 16);
-    uint32_t pos = ndp + ndp_len;
-    GByteArray *b = g_byte_array_new();
-    uint8_t *p;
+    /* the NDP at 16, the datagrams 4-aligned, as Linux's cdc_ncm does */
+    NcmHostLayout l = {
+        .ntb32 = f->ntb32, .crc = f->crc, .ndp_alignment = 16, .divisor = 4,
+    };
+    unsigned n = in_u8(in) % 10 + 1;
 
-    g_byte_array_set_size(b, pos);
-    memset(b->data, 0, pos);
-    for (i = 0; i < n; i++) {
-        uint16_t v = in_u16(in);
-        uint32_t dlen = 14 + v % 1501 + (f->crc ? 4 : 0);
-        uint32_t off = ROUND_UP(pos, 4);
-        uint8_t *e;
-
-        g_byte_array_set_size(b, off + dlen);
-        memset(b->data + pos, 0, off - pos);
-        in_fill(in, b->data + off, dlen, 64);
-        /* CRC mode: a right CRC-32 unless bit 15 asks for the input's */
-        if (f->crc && !(v & 0x8000)) {
-            stl_le_p(b->data + off + dlen - 4,
-                     ncm_crc32(b->data + off, dlen - 4));
-        }
-        e = b->data + ndp + ndp_hdr + i * 2 * fs;
-        if (n32) {
-            stl_le_p(e, off);
-            stl_le_p(e + fs, dlen);
-        } else {
-            stw_le_p(e, off);
-            stw_le_p(e + fs, dlen);
-        }
-        pos = off + dlen;
-        if (pos > 60000) {
-            break;
-        }
-    }
-    if (pad_to > b->len) {
-        uint32_t old = b->len;
-
-        g_byte_array_set_size(b, pad_to);
-        memset(b->data + old, 0, pad_to - old);
-    }
-    p = b->data;
-    memcpy(p, n32 ? "ncmh" : "NCMH", 4);
-    stw_le_p(p + 4, nth_len);
-    stw_le_p(p + 6, f->seq++);
-    if (n32) {
-        stl_le_p(p + 8, b->len);
-        stl_le_p(p + 12, ndp);
-        memcpy(p + ndp, f->crc ? "ncm1" : "ncm0", 4);
-    } else {
-        /* a 64 KiB NTB16 says 0 */
-        stw_le_p(p + 8, b->len > 0xffff ? 0 : b->len);
-        stw_le_p(p + 10, ndp);
-        memcpy(p + ndp, f->crc ? "NCM1" : "NCM0", 4);
-    }
-    stw_le_p(p + ndp + 4, ndp_len);
-    return b;
+    return in_ntb(in, &l, n, f->seq++);
 }
 
 /* Zeroes after the NTB, up to @len bytes of transfer */
@@ -975,10 +922,10 @@ static void op_bulk_out(NcmFuzz *f, FuzzIn *in)
         len = 65537;
         break;
     case 5:
-        ntb = build_ntb(f, in, 0);
+        ntb = build_ntb(f, in);
         break;
     case 6:
-        ntb = build_ntb(f, in, 0);
+        ntb = build_ntb(f, in);
         pad_zero(ntb, MIN(ROUND_UP(ntb->len, f->mps), 65536));
         break;
     default:
@@ -1535,7 +1482,7 @@ static void mig_prepare(NcmFuzz *f, uint8_t state)
         settle(f, 2);
     }
     if (state & MIG_OUT_MID_NTB) {
-        g_autoptr(GByteArray) ntb = build_ntb(f, &none, 0);
+        g_autoptr(GByteArray) ntb = build_ntb(f, &none);
 
         /* an NTB ending on a packet boundary and no ZLP after it */
         pad_zero(ntb, ROUND_UP(ntb->len, f->mps));
@@ -1743,7 +1690,7 @@ static void migration_run(NcmFuzz *fp, FuzzIn *inp)
         }
     }
     if (dev_usable(&f)) {
-        g_autoptr(GByteArray) ntb = build_ntb(&f, &none, 0);
+        g_autoptr(GByteArray) ntb = build_ntb(&f, &none);
 
         submit(&f, f.ep_out.address, ntb->data, ntb->len);
         if (ntb->len % f.mps == 0) {
@@ -1951,7 +1898,7 @@ static void op_stream_td(NcmFuzz *f, FuzzIn *in)
     }
     out = !(dci & 1);
     if (out && (flags & 0x80)) {
-        ntb = build_ntb(f, in, 0);
+        ntb = build_ntb(f, in);
         len = ntb->len;
     }
     len = MIN(len, 65536);
@@ -2364,7 +2311,7 @@ static void op_mid_xfer(NcmFuzz *f, FuzzIn *in)
     }
     ncm_fuzz_counters()->mid_xfers++;
     if (!(sel & 1)) {
-        g_autoptr(GByteArray) ntb = build_ntb(f, in, 0);
+        g_autoptr(GByteArray) ntb = build_ntb(f, in);
         unsigned n;
 
         /* bit 4: the NTB ends on a packet boundary, a ZLP after it */

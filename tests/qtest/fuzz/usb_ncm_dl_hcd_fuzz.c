@@ -1071,30 +1071,10 @@ static void bulk(Hcd *h, uint8_t pid, uint8_t ep, const uint8_t *data,
 /* An NTB16 of one to four datagrams from the input, well formed */
 static GByteArray *build_ntb(FuzzIn *in, uint16_t seq)
 {
-    unsigned n = in_u8(in) % 4 + 1, i;
-    uint32_t pos = 16 + 8 + (n + 1) * 4;
-    GByteArray *b = g_byte_array_new();
+    /* the NDP at 16, the datagrams 4-aligned, as Linux's cdc_ncm does */
+    NcmHostLayout l = { .ndp_alignment = 16, .divisor = 4 };
 
-    g_byte_array_set_size(b, pos);
-    memset(b->data, 0, pos);
-    for (i = 0; i < n; i++) {
-        uint32_t dlen = 14 + in_u16(in) % 1501, off = ROUND_UP(pos, 4);
-
-        g_byte_array_set_size(b, off + dlen);
-        memset(b->data + pos, 0, off - pos);
-        in_fill(in, b->data + off, dlen, 64);
-        stw_le_p(b->data + 24 + i * 4, off);
-        stw_le_p(b->data + 26 + i * 4, dlen);
-        pos = off + dlen;
-    }
-    memcpy(b->data, "NCMH", 4);
-    stw_le_p(b->data + 4, 12);
-    stw_le_p(b->data + 6, seq);
-    stw_le_p(b->data + 8, b->len);
-    stw_le_p(b->data + 10, 16);
-    memcpy(b->data + 16, "NCM0", 4);
-    stw_le_p(b->data + 20, 8 + (n + 1) * 4);
-    return b;
+    return in_ntb(in, &l, in_u8(in) % 4 + 1, seq);
 }
 
 enum {

@@ -355,7 +355,7 @@ static void test_alt_reset(NcmEnv *e, const NcmCase *c)
     g_autoptr(GPtrArray) rx = ncm_frames_new();
     g_autoptr(GPtrArray) first = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
-    NcmOutLayout l;
+    NcmHostLayout l;
     uint8_t b[4];
     uint32_t actual = 0, i;
 

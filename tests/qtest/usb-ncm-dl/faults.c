@@ -99,7 +99,7 @@ static void test_fault_busy(NcmEnv *e, const NcmCase *c)
     g_autofree uint8_t *buf = g_malloc(e->p.in_max);
     const int64_t n_ms = 300;
     QXhciTransfer *out, *in;
-    NcmOutLayout l;
+    NcmHostLayout l;
     int64_t t0;
     unsigned i;
 

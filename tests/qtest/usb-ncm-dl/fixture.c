@@ -247,9 +247,9 @@ void ncm_sock_expect_silence(NcmEnv *e, int timeout_ms)
     g_assert_cmpuint(unexpected_frame_bytes, ==, 0);
 }
 
-NcmOutLayout ncm_out_layout(NcmEnv *e)
+NcmHostLayout ncm_out_layout(NcmEnv *e)
 {
-    NcmOutLayout l = {
+    NcmHostLayout l = {
         .ntb32 = e->ntb32,
         .ndp_alignment = e->p.out_alignment,
         .divisor = e->p.out_divisor,
@@ -258,73 +258,16 @@ NcmOutLayout ncm_out_layout(NcmEnv *e)
     return l;
 }
 
-static uint32_t align_up(uint32_t v, uint32_t a)
+NcmHostLayout ncm_in_layout(NcmEnv *e)
 {
-    return a > 1 ? ROUND_UP(v, a) : v;
-}
-
-void ncm_put_field(uint8_t *p, bool ntb32, uint32_t v)
-{
-    if (ntb32) {
-        stl_le_p(p, v);
-    } else {
-        stw_le_p(p, v);
-    }
-}
-
-/*
- * NTH, then one NDP, then the datagrams placed at offsets with
- * offset % divisor == remainder.  Returns the NTB; wBlockLength is its
- * length.
- */
-GByteArray *ncm_ntb_build(const NcmOutLayout *l, GPtrArray *frames,
-                          uint16_t seq)
-{
-    GByteArray *ntb = g_byte_array_new();
-    unsigned fs = l->ntb32 ? 4 : 2;
-    uint32_t nth_len = l->ntb32 ? 16 : 12;
-    uint32_t ndp_hdr = l->ntb32 ? 16 : 8;
-    uint32_t ndp_min = l->ntb32 ? 32 : 16;
-    uint32_t n = frames->len;
-    uint32_t ndp = align_up(nth_len, MAX(l->ndp_alignment, 4));
-    uint32_t ndp_len = MAX(ndp_hdr + (n + 1) * 2 * fs, ndp_min);
-    uint32_t pos = ndp + ndp_len, div = MAX(l->divisor, 1);
-    uint8_t *entry;
-    unsigned i;
-
-    g_byte_array_set_size(ntb, pos);
-    memset(ntb->data, 0, pos);
-    for (i = 0; i < n; i++) {
-        GByteArray *f = g_ptr_array_index(frames, i);
-        uint32_t off = pos + ((l->remainder % div) + div - pos % div) % div;
-
-        g_byte_array_set_size(ntb, off);
-        memset(ntb->data + pos, 0, off - pos);
-        g_byte_array_append(ntb, f->data, f->len);
-        entry = ntb->data + ndp + ndp_hdr + i * 2 * fs;
-        ncm_put_field(entry, l->ntb32, off);
-        ncm_put_field(entry + fs, l->ntb32, f->len);
-        pos = off + f->len;
-    }
-    memcpy(ntb->data, l->ntb32 ? "ncmh" : "NCMH", 4);
-    stw_le_p(ntb->data + 4, nth_len);
-    stw_le_p(ntb->data + 6, seq);
-    ncm_put_field(ntb->data + 8, l->ntb32, ntb->len);
-    ncm_put_field(ntb->data + (l->ntb32 ? 12 : 10), l->ntb32, ndp);
-    memcpy(ntb->data + ndp, l->ntb32 ? "ncm0" : "NCM0", 4);
-    stw_le_p(ntb->data + ndp + 4, ndp_len);
-    return ntb;
-}
-
-/* Zero-pad @ntb to @len bytes inside the block (NTB16 64 KiB: length 0). */
-void ncm_ntb_pad_to(GByteArray *ntb, bool ntb32, uint32_t len)
-{
-    uint32_t old = ntb->len;
-
-    g_assert_cmpuint(len, >=, old);
-    g_byte_array_set_size(ntb, len);
-    memset(ntb->data + old, 0, len - old);
-    ncm_put_field(ntb->data + 8, ntb32, !ntb32 && len > 0xffff ? 0 : len);
+    NcmHostLayout l = {
+        .ntb32 = e->ntb32,
+        .ndp_last = true,
+        .ndp_alignment = e->p.in_alignment,
+        .divisor = e->p.in_divisor,
+        .remainder = e->p.in_remainder,
+    };
+    return l;
 }
 
 /* As many @frame_len-byte frames as fit an NTB of exactly @len bytes. */
@@ -332,7 +275,7 @@ GByteArray *ncm_ntb_build_filled(NcmEnv *e, uint32_t len,
                                  uint32_t frame_len, uint32_t tag,
                                  GPtrArray *frames)
 {
-    NcmOutLayout l = ncm_out_layout(e);
+    NcmHostLayout l = ncm_out_layout(e);
     GByteArray *ntb = NULL;
 
     for (;;) {
@@ -726,7 +669,7 @@ void ncm_send(NcmEnv *e, const uint8_t *data, uint32_t len)
 
 void ncm_send_frames(NcmEnv *e, GPtrArray *frames)
 {
-    NcmOutLayout l = ncm_out_layout(e);
+    NcmHostLayout l = ncm_out_layout(e);
     g_autoptr(GByteArray) ntb = ncm_ntb_build(&l, frames, 0);
 
     ncm_send(e, ntb->data, ntb->len);
@@ -745,66 +688,23 @@ void ncm_check_marker(NcmEnv *e, uint32_t tag)
     ncm_sock_expect_silence(e, 20);
 }
 
-uint32_t ncm_get_field(const uint8_t *p, bool ntb32)
-{
-    return ntb32 ? ldl_le_p(p) : lduw_le_p(p);
-}
-
-/* Check one IN NTB strictly and append its datagrams to @out. */
+/*
+ * Check one IN NTB strictly (libqos/ncm-host.c's rules at the negotiated
+ * placement, its wSequence the next one) and append its datagrams to @out.
+ */
 void ncm_ntb_parse_in(NcmEnv *e, const uint8_t *b, uint32_t len,
                       uint32_t max_len, GPtrArray *out)
 {
-    bool n32 = e->ntb32;
-    unsigned fs = n32 ? 4 : 2;
-    uint32_t nth_len = n32 ? 16 : 12, ndp_hdr = n32 ? 16 : 8;
-    uint32_t ndp_min = n32 ? 32 : 16;
-    uint32_t block, ndp, ndp_len, entry;
-    unsigned count = 0;
-    bool terminated = false;
+    NcmHostLayout l = ncm_in_layout(e);
+    char why[256];
 
     g_assert_cmpuint(len, <=, max_len);
-    g_assert_cmpuint(len, >=, nth_len + ndp_min);
-    g_assert_cmpmem(b, 4, n32 ? "ncmh" : "NCMH", 4);
-    g_assert_cmpuint(lduw_le_p(b + 4), ==, nth_len);
+    if (!ncm_ntb_parse(&l, b, len, out, why, sizeof(why))) {
+        g_test_message("IN NTB of %u bytes: %s", len, why);
+        g_assert_not_reached();
+    }
     g_assert_cmpuint(lduw_le_p(b + 6), ==, e->rx_seq);
     e->rx_seq++;
-    block = ncm_get_field(b + 8, n32);
-    if (!n32 && block == 0) {
-        block = len;            /* a 64 KiB NTB16 */
-    }
-    g_assert_cmpuint(block, ==, len);
-    ndp = ncm_get_field(b + (n32 ? 12 : 10), n32);
-    g_assert_cmpuint(ndp % e->p.in_alignment, ==, 0);
-    g_assert_cmpuint(ndp, >=, nth_len);
-    g_assert_cmpuint(ndp + ndp_hdr, <=, block);
-    g_assert_cmpmem(b + ndp, 4, n32 ? "ncm0" : "NCM0", 4);
-    ndp_len = lduw_le_p(b + ndp + 4);
-    g_assert_cmpuint(ndp_len, >=, ndp_min);
-    g_assert_cmpuint((ndp_len - ndp_hdr) % (2 * fs), ==, 0);
-    g_assert_cmpuint(ndp + ndp_len, <=, block);
-    g_assert_cmpuint(ncm_get_field(b + ndp + (n32 ? 8 : 6), n32), ==, 0);
-
-    for (entry = ndp + ndp_hdr; entry < ndp + ndp_len; entry += 2 * fs) {
-        uint32_t off = ncm_get_field(b + entry, n32);
-        uint32_t dlen = ncm_get_field(b + entry + fs, n32);
-        GByteArray *f;
-
-        if (!off || !dlen) {
-            terminated = true;
-            break;
-        }
-        g_assert_cmpuint(off % e->p.in_divisor, ==, e->p.in_remainder);
-        g_assert_cmpuint(off, >=, nth_len);
-        g_assert_cmpuint(dlen, >=, 14);
-        g_assert_cmpuint(dlen, <=, block - off);
-        g_assert(off + dlen <= ndp || off >= ndp + ndp_len);
-        f = g_byte_array_sized_new(dlen);
-        g_byte_array_append(f, b + off, dlen);
-        g_ptr_array_add(out, f);
-        count++;
-    }
-    g_assert(terminated);
-    g_assert_cmpuint(count, >, 0);
     e->rx_ntbs++;
     e->rx_bytes += len;
 }
@@ -1271,46 +1171,9 @@ void ncm_in_td_parse(NcmEnv *e, QXhciTransfer *t, uint32_t max_ntb,
 GByteArray *ncm_in_ntb_expected(NcmEnv *e, GPtrArray *frames,
                                 uint16_t seq)
 {
-    bool n32 = e->ntb32;
-    unsigned fs = n32 ? 4 : 2;
-    uint32_t nth_len = n32 ? 16 : 12, ndp_hdr = n32 ? 16 : 8;
-    uint32_t ndp_min = n32 ? 32 : 16;
-    uint32_t div = e->p.in_divisor, n = frames->len;
-    uint32_t pos = nth_len, ndp, ndp_len, total, i;
-    g_autofree uint32_t *offs = g_new(uint32_t, n);
-    GByteArray *ntb = g_byte_array_new();
+    NcmHostLayout l = ncm_in_layout(e);
 
-    g_byte_array_set_size(ntb, nth_len);
-    for (i = 0; i < n; i++) {
-        GByteArray *f = g_ptr_array_index(frames, i);
-
-        offs[i] = pos + ((e->p.in_remainder % div) + div - pos % div) % div;
-        g_byte_array_set_size(ntb, offs[i]);
-        memset(ntb->data + pos, 0, offs[i] - pos);
-        g_byte_array_append(ntb, f->data, f->len);
-        pos = offs[i] + f->len;
-    }
-    ndp = align_up(pos, MAX(e->p.in_alignment, 4));
-    ndp_len = MAX(ndp_hdr + (n + 1) * 2 * fs, ndp_min);
-    total = ndp + ndp_len;
-    g_byte_array_set_size(ntb, total);
-    memset(ntb->data + pos, 0, total - pos);
-    memcpy(ntb->data + ndp, n32 ? "ncm0" : "NCM0", 4);
-    stw_le_p(ntb->data + ndp + 4, ndp_len);
-    for (i = 0; i < n; i++) {
-        GByteArray *f = g_ptr_array_index(frames, i);
-        uint8_t *entry = ntb->data + ndp + ndp_hdr + i * 2 * fs;
-
-        ncm_put_field(entry, n32, offs[i]);
-        ncm_put_field(entry + fs, n32, f->len);
-    }
-    memset(ntb->data, 0, nth_len);
-    memcpy(ntb->data, n32 ? "ncmh" : "NCMH", 4);
-    stw_le_p(ntb->data + 4, nth_len);
-    stw_le_p(ntb->data + 6, seq);
-    ncm_put_field(ntb->data + 8, n32, !n32 && total > 0xffff ? 0 : total);
-    ncm_put_field(ntb->data + (n32 ? 12 : 10), n32, ndp);
-    return ntb;
+    return ncm_ntb_build(&l, frames, seq);
 }
 
 void ncm_set_configuration(NcmEnv *e, int value)

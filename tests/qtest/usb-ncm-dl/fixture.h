@@ -23,6 +23,7 @@
 #include "libqtest.h"
 #include "libqos/libqos-pc.h"
 #include "libqos/xhci-driver.h"
+#include "libqos/ncm-host.h"
 #include "libqos/pci-pc.h"
 #include "qobject/qlist.h"
 #include "qobject/qdict.h"
@@ -153,21 +154,12 @@ void ncm_sock_settle_by(NcmEnv *e, int64_t step_ns);
 void ncm_sock_expect_frames(NcmEnv *e, GPtrArray *want);
 void ncm_sock_expect_silence(NcmEnv *e, int timeout_ms);
 
-/* NTB building (host to device) */
-
-typedef struct NcmOutLayout {
-    bool ntb32;
-    uint16_t ndp_alignment;
-    uint16_t divisor;
-    uint16_t remainder;
-} NcmOutLayout;
-NcmOutLayout ncm_out_layout(NcmEnv *e);
-void ncm_put_field(uint8_t *p, bool ntb32, uint32_t v);
-GByteArray *ncm_ntb_build(const NcmOutLayout *l, GPtrArray *frames,
-                          uint16_t seq);
-
-/* Zero-pad @ntb to @len bytes inside the block (NTB16 64 KiB: length 0). */
-void ncm_ntb_pad_to(GByteArray *ntb, bool ntb32, uint32_t len);
+/*
+ * NTBs (libqos/ncm-host.h builds and reads them): the placement the
+ * device asked for, for OUT NTBs, and the one it uses, for IN NTBs
+ */
+NcmHostLayout ncm_out_layout(NcmEnv *e);
+NcmHostLayout ncm_in_layout(NcmEnv *e);
 
 /* As many @frame_len-byte frames as fit an NTB of exactly @len bytes. */
 GByteArray *ncm_ntb_build_filled(NcmEnv *e, uint32_t len,
@@ -202,7 +194,6 @@ void ncm_send_frames(NcmEnv *e, GPtrArray *frames);
 
 /* A valid NTB after whatever came before must come out alone and whole */
 void ncm_check_marker(NcmEnv *e, uint32_t tag);
-uint32_t ncm_get_field(const uint8_t *p, bool ntb32);
 
 /* Check one IN NTB strictly and append its datagrams to @out. */
 void ncm_ntb_parse_in(NcmEnv *e, const uint8_t *b, uint32_t len,

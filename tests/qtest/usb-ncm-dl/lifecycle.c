@@ -18,7 +18,7 @@ static void test_device_del(NcmEnv *e, const NcmCase *c)
     g_autoptr(GPtrArray) tx = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
     QXhciTransfer *in, *notify;
-    NcmOutLayout l;
+    NcmHostLayout l;
     unsigned i;
 
     ncm_set_alt(e, 1);
@@ -70,7 +70,7 @@ static void test_port_reset(NcmEnv *e, const NcmCase *c)
 {
     g_autoptr(GPtrArray) tx = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
-    NcmOutLayout l;
+    NcmHostLayout l;
     uint8_t b[4];
     uint32_t actual = 0;
     unsigned i;
@@ -209,7 +209,7 @@ static void queue_round(NcmEnv *e, QueueEvent ev, unsigned n_in,
     g_autoptr(GPtrArray) busy_rx = ncm_frames_new();
     QXhciTransfer *in[ARRAY_SIZE(queue_in_sizes)];
     QXhciTransfer *out[4];
-    NcmOutLayout l = ncm_out_layout(e);
+    NcmHostLayout l = ncm_out_layout(e);
     unsigned i, out_done = 0;
     bool gone = false;
     bool parks = ncm_parks_packets(e);
@@ -535,7 +535,7 @@ static void test_migrate(NcmEnv *e, const NcmCase *c)
     g_autoptr(QDict) src_stats = NULL;
     QXhciTransfer *in[3];
     QTestState *dst;
-    NcmOutLayout l;
+    NcmHostLayout l;
     uint8_t b[4];
     uint32_t actual = 0, half;
     int sock = -1;
@@ -1469,7 +1469,7 @@ static void test_mid_out(NcmEnv *e, const MidReq *r)
 {
     g_autoptr(GPtrArray) frames = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
-    NcmOutLayout l;
+    NcmHostLayout l;
     uint32_t n, k;
 
     ncm_frames_add(frames, ncm_peer_mac, 38100, 1000);

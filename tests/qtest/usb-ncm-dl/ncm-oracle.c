@@ -16,6 +16,7 @@
 #include "qemu/osdep.h"
 #include "hw/usb/cdc-ncm.h"
 #include "ncm-oracle.h"
+#include "../libqos/ncm-host.h"
 
 /* USB 2.0 table 9-5, USB 3.2 table 9-6 */
 #define OR_DT_DEVICE            0x01
@@ -65,22 +66,6 @@ static uint16_t rd16(const uint8_t *b)
 static uint32_t rd32(const uint8_t *b)
 {
     return rd16(b) | ((uint32_t)rd16(b + 2) << 16);
-}
-
-/* IEEE 802.3 CRC-32 (NCM 1.0 3.3.2: the CRC of an NCM1/ncm1 datagram) */
-uint32_t ncm_oracle_crc32(const uint8_t *p, size_t len)
-{
-    uint32_t crc = 0xffffffff;
-    size_t i;
-    int k;
-
-    for (i = 0; i < len; i++) {
-        crc ^= p[i];
-        for (k = 0; k < 8; k++) {
-            crc = (crc >> 1) ^ ((crc & 1) ? 0xedb88320 : 0);
-        }
-    }
-    return ~crc;
 }
 
 NcmOracle *ncm_oracle_new(void)
@@ -300,7 +285,7 @@ static bool or_check_ntb(NcmOracle *o, const NcmOracleParams *p,
                      di, p->in_divisor, di % p->in_divisor, p->in_remainder);
             }
             if (p->crc) {
-                uint32_t want = ncm_oracle_crc32(b + di, dn - NCM_CRC_LEN);
+                uint32_t want = ncm_host_crc32(b + di, dn - NCM_CRC_LEN);
                 uint32_t got = rd32(b + di + dn - NCM_CRC_LEN);
 
                 if (want != got) {

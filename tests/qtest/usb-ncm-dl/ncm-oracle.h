@@ -47,12 +47,6 @@ bool ncm_oracle_in_transfer(NcmOracle *o, const NcmOracleParams *p,
                             char *why, size_t why_len);
 
 /*
- * IEEE 802.3 CRC-32 as NCM 1.0 3.3.2 has it for NCM1/ncm1 datagrams,
- * written here apart from the device's, so that the two can disagree.
- */
-uint32_t ncm_oracle_crc32(const uint8_t *p, size_t len);
-
-/*
  * A GET_DESCRIPTOR reply (@type/@index from wValue, @wlength asked, the
  * @len bytes returned), checked by the USB 2.0 ch. 9 / USB 3.x rules and,
  * for a configuration, CDC 1.2 / NCM 1.0 section 5.  The device

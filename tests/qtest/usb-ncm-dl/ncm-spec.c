@@ -16,22 +16,6 @@ static const uint8_t mc_listed[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
 static const uint8_t mc_listed2[6] = { 0x33, 0x33, 0x00, 0x00, 0x00, 0xfb };
 static const uint8_t mc_unlisted[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x02 };
 
-/* IEEE 802.3 CRC-32, bit by bit (the device's is table-driven) */
-static uint32_t spec_crc32(const uint8_t *p, size_t len)
-{
-    uint32_t crc = 0xffffffff;
-    size_t i;
-    int b;
-
-    for (i = 0; i < len; i++) {
-        crc ^= p[i];
-        for (b = 0; b < 8; b++) {
-            crc = (crc >> 1) ^ (crc & 1 ? 0xedb88320 : 0);
-        }
-    }
-    return ~crc;
-}
-
 static uint64_t stat_now(NcmEnv *e, const char *name)
 {
     g_autoptr(QDict) s = ncm_stats(e);
@@ -40,41 +24,19 @@ static uint64_t stat_now(NcmEnv *e, const char *name)
     return qdict_get_int(s, name);
 }
 
-/* The NTB16 datagrams of one IN transfer, parsed by hand; @crc: NCM1 */
+/* The NTB16 datagrams of one IN transfer; @crc: NCM1 */
 static unsigned spec_parse_in16(const uint8_t *b, uint32_t len, bool crc,
                                 GPtrArray *out)
 {
-    uint32_t ndp, ndp_len, entry;
-    unsigned n = 0;
+    NcmHostLayout l = { .crc = crc };
+    unsigned before = out->len;
+    char why[256];
 
-    g_assert_cmpuint(len, >=, 12 + 16);
-    g_assert_cmpmem(b, 4, "NCMH", 4);
-    ndp = lduw_le_p(b + 10);
-    g_assert_cmpuint(ndp + 16, <=, len);
-    g_assert_cmpmem(b + ndp, 4, crc ? "NCM1" : "NCM0", 4);
-    ndp_len = lduw_le_p(b + ndp + 4);
-    g_assert_cmpuint(ndp + ndp_len, <=, len);
-    for (entry = ndp + 8; entry + 4 <= ndp + ndp_len; entry += 4) {
-        uint32_t off = lduw_le_p(b + entry), dlen = lduw_le_p(b + entry + 2);
-        GByteArray *f;
-
-        if (!off || !dlen) {
-            break;
-        }
-        g_assert_cmpuint(off + dlen, <=, len);
-        if (crc) {
-            g_assert_cmpuint(dlen, >=, 14 + 4);
-            dlen -= 4;
-            g_assert_cmphex((uint32_t)ldl_le_p(b + off + dlen), ==,
-                            spec_crc32(b + off, dlen));
-        }
-        f = g_byte_array_sized_new(dlen);
-        g_byte_array_append(f, b + off, dlen);
-        g_ptr_array_add(out, f);
-        n++;
+    if (!ncm_ntb_parse(&l, b, len, out, why, sizeof(why))) {
+        g_test_message("IN NTB16 of %u bytes: %s", len, why);
+        g_assert_not_reached();
     }
-    g_assert_cmpuint(n, >, 0);
-    return n;
+    return out->len - before;
 }
 
 /*
@@ -106,35 +68,29 @@ static GPtrArray *spec_receive(NcmEnv *e, unsigned n, unsigned per_ntb,
     return got;
 }
 
-/* An OUT NTB16 with an NCM1 NDP: a CRC after every frame, @bad: wrong */
+/*
+ * An OUT NTB16 with an NCM1 NDP (@sig: another signature), a CRC after
+ * every frame, the one of frame @bad wrong
+ */
 static GByteArray *spec_ntb_crc(GPtrArray *frames, int bad, const char *sig)
 {
-    GByteArray *ntb = g_byte_array_new();
-    uint32_t n = frames->len, ndp = 12;
-    uint32_t ndp_len = MAX(8 + (n + 1) * 4, 16), pos = ndp + ndp_len;
+    NcmHostLayout l = { .crc = true, .divisor = 4 };
+    g_autoptr(GPtrArray) with_crc = ncm_frames_new();
+    GByteArray *ntb;
     unsigned i;
 
-    g_byte_array_set_size(ntb, pos);
-    memset(ntb->data, 0, pos);
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < frames->len; i++) {
         GByteArray *f = g_ptr_array_index(frames, i);
-        uint8_t crc[4];
+        GByteArray *c = g_byte_array_sized_new(f->len + 4);
 
-        while (ntb->len % 4) {
-            g_byte_array_append(ntb, (const uint8_t *)"", 1);
-        }
-        stw_le_p(ntb->data + ndp + 8 + i * 4, ntb->len);
-        stw_le_p(ntb->data + ndp + 10 + i * 4, f->len + 4);
-        g_byte_array_append(ntb, f->data, f->len);
-        stl_le_p(crc, spec_crc32(f->data, f->len) ^ ((int)i == bad));
-        g_byte_array_append(ntb, crc, 4);
+        g_byte_array_append(c, f->data, f->len);
+        ncm_frame_append_crc(c, (int)i == bad);
+        g_ptr_array_add(with_crc, c);
     }
-    memcpy(ntb->data, "NCMH", 4);
-    stw_le_p(ntb->data + 4, 12);
-    stw_le_p(ntb->data + 8, ntb->len);
-    stw_le_p(ntb->data + 10, ndp);
-    memcpy(ntb->data + ndp, sig ? sig : "NCM1", 4);
-    stw_le_p(ntb->data + ndp + 4, ndp_len);
+    ntb = ncm_ntb_build(&l, with_crc, 0);
+    if (sig) {
+        memcpy(ntb->data + ncm_get_field(ntb->data + 10, false), sig, 4);
+    }
     return ntb;
 }
 
@@ -258,7 +214,7 @@ static void test_spec_mc_perfect(NcmEnv *e, const NcmCase *c)
  */
 static unsigned spec_hash_bin(const uint8_t *mac)
 {
-    return spec_crc32(mac, 6) >> 26;
+    return ncm_host_crc32(mac, 6) >> 26;
 }
 
 static void test_spec_mc_imperfect(NcmEnv *e, const NcmCase *c)

@@ -25,37 +25,24 @@ static const NcmOracleParams ot_p16 = {
 /* An IN NTB of @n frames as a device following @p builds it */
 static GByteArray *ot_ntb(const NcmOracleParams *p, unsigned n, uint16_t seq)
 {
-    NcmEnv e = {
+    NcmHostLayout l = {
         .ntb32 = p->ntb32,
-        .p = {
-            .in_max = p->in_max_size, .in_divisor = p->in_divisor,
-            .in_remainder = p->in_remainder,
-            .in_alignment = p->in_alignment,
-        },
+        .crc = p->crc,
+        .ndp_last = true,
+        .ndp_alignment = p->in_alignment,
+        .divisor = p->in_divisor,
+        .remainder = p->in_remainder,
     };
     g_autoptr(GPtrArray) frames = ncm_frames_new();
-    GByteArray *ntb;
     unsigned i;
 
     for (i = 0; i < n; i++) {
         ncm_frames_add(frames, ncm_mac, 100 + i, 60 + 41 * i);
         if (p->crc) {
-            GByteArray *f = g_ptr_array_index(frames, i);
-            uint8_t c[4];
-
-            stl_le_p(c, ncm_oracle_crc32(f->data, f->len));
-            g_byte_array_append(f, c, 4);
+            ncm_frame_append_crc(g_ptr_array_index(frames, i), false);
         }
     }
-    ntb = ncm_in_ntb_expected(&e, frames, seq);
-    if (p->crc) {
-        uint32_t ndp = ncm_get_field(ntb->data + (p->ntb32 ? 12 : 10),
-                                     p->ntb32);
-
-        stl_le_p(ntb->data + ndp, p->ntb32 ? NCM_NDP32_CRC_SIGNATURE :
-                                             NCM_NDP16_CRC_SIGNATURE);
-    }
-    return ntb;
+    return ncm_ntb_build(&l, frames, seq);
 }
 
 static uint32_t ot_ndp(const NcmOracleParams *p, GByteArray *ntb)

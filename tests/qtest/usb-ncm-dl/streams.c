@@ -229,7 +229,7 @@ static void st_queue_td(StreamEnv *se, StreamEp *sep, unsigned s,
     if (!in) {
         g_autoptr(GPtrArray) tx = ncm_frames_new();
         g_autoptr(GByteArray) ntb = NULL;
-        NcmOutLayout l = ncm_out_layout(e);
+        NcmHostLayout l = ncm_out_layout(e);
 
         ncm_frames_add(tx, ncm_other_mac, tag, 100);
         ntb = ncm_ntb_build(&l, tx, tag);

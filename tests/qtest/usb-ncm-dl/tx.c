@@ -103,7 +103,7 @@ static void test_tx_windows_pad(NcmEnv *e, const NcmCase *c)
 {
     g_autoptr(GPtrArray) tx = ncm_frames_new();
     g_autoptr(GByteArray) ntb = NULL;
-    NcmOutLayout l;
+    NcmHostLayout l;
     uint8_t zero = 0;
     unsigned i;
 
@@ -218,7 +218,7 @@ static GByteArray *ntb_ndp_chain(unsigned ndps)
 static GByteArray *ntb_malformed(NcmEnv *e, int which)
 {
     g_autoptr(GPtrArray) frames = ncm_frames_new();
-    NcmOutLayout l = ncm_out_layout(e);
+    NcmHostLayout l = ncm_out_layout(e);
     GByteArray *ntb;
     uint8_t *b;
     unsigned i;
@@ -375,7 +375,7 @@ static void test_merge(NcmEnv *e, const NcmCase *c)
     bool zlp = mc->zlp, big = mc->block_len_0;
     bool merged = required && !zlp;
     uint32_t len = big ? e->p.out_max : (c->super ? 3 : 4) * e->mps;
-    NcmOutLayout l;
+    NcmHostLayout l;
     unsigned i;
 
     ncm_set_alt(e, 1);
