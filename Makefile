@@ -28,7 +28,7 @@ endif
 
 .PHONY: all qemu install deps guest-image run shell record replay replay-loop check check-quick check-migrate-each check-migrate-cross check-unit check-tools check-fuzz \
         check-qtest check-guest check-dropout soak fuzz bench-codec \
-        fuzz-device fuzz-coverage bench-fuzz fuzz-oss fuzz-campaign check-fuzz-device bench bench-scaling profile repro-dropout \
+        fuzz-device fuzz-coverage bench-fuzz fuzz-oss fuzz-campaign check-fuzz-device bench bench-scaling profile perf-doc repro-dropout \
         series series-verify clean kernel deps-kernel scenario bisect bisect-packages \
         check-kernel check-kernel-loop vng check-vng tuxrun check-tuxrun
 
@@ -221,3 +221,8 @@ bench: qemu guest-image
 
 bench-scaling: qemu guest-image
 	@bash scripts/bench/bench-scaling.sh
+
+# docs/performance.md's results blocks again from docs/performance/ (copy
+# a run's results there first; scripts/bench/perf-doc.py)
+perf-doc:
+	@python3 scripts/bench/perf-doc.py

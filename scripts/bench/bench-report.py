@@ -23,6 +23,7 @@ import re
 import statistics
 import subprocess
 import sys
+import time
 
 METRICS = [
     # key, label, unit, higher is better
@@ -138,10 +139,11 @@ def guest_seconds(v, key):
 
 def clock_jumped(v, key, seconds):
     """The guest's clock jumped during run KEY if it measured the run far
-    from its length (iperf3 runs SECONDS plus its set-up). Seen once: the
-    host VM was forked mid-run and its TSC, which a TCG guest's TSC
-    follows, moved on; iperf3 in the guest then reported 0.01 Mbit/s over
-    187235 s. Such a figure is no measurement of the NIC."""
+    from its length (iperf3 runs SECONDS plus its set-up). Seen once (run
+    F, docs/performance/bench-F.txt): the host VM was forked mid-run and
+    its TSC, which a TCG guest's TSC follows, moved on; iperf3 in the
+    guest then reported a rate near zero over days of guest time. Such a
+    figure is no measurement of the NIC."""
     s = guest_seconds(v, key)
     return s is not None and not 0.5 * seconds <= s <= 3 * seconds + 10
 
@@ -186,6 +188,11 @@ def one_boot(log, seconds):
     except (OSError, IndexError):
         pass
     return r
+
+
+def now():
+    """UTC now, as run.json's "started" is written"""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def median(xs):
@@ -334,10 +341,15 @@ def report_backend(out, run, backend):
                               "up 4 streams", "down 4 streams"])
     res = os.path.join(out, f"results-{backend}.json")
     with open(res, "w") as f:
+        # what made the figures, for scripts/bench/perf-doc.py's blocks:
+        # the run's start and commit (run.json), the report's time (the
+        # run's end)
         json.dump({"backend": backend, "seconds_per_iperf_run": seconds,
                    "reps": run.get("reps"), "started": run.get("started"),
+                   "reported": now(), "commit": run.get("commit"),
+                   "udp_mbps": run.get("udp_mbps"),
                    "host": run.get("host"), "qemu": run.get("qemu"),
-                   "accel": accel,
+                   "accel": accel, "accel_why": run.get("accel_why"),
                    "configs": configs, "runs": runs, "medians": med,
                    "ratios": ratios, "targets": targets}, f, indent=1,
                   sort_keys=True)
@@ -415,7 +427,8 @@ def scaling(out):
     res = os.path.join(out, "scaling.json")
     with open(res, "w") as f:
         json.dump({"seconds_per_iperf_run": seconds, "run": run,
-                   "results": meds}, f, indent=1, sort_keys=True)
+                   "reported": now(), "results": meds}, f, indent=1,
+                  sort_keys=True)
     print(f"\nresults: {res}")
 
 

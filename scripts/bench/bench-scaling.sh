@@ -115,3 +115,5 @@ netns_down "$NS"
 
 step "summarising"
 python3 "$NCM_TOP/scripts/bench/bench-report.py" scaling "$OUT" | tee "$OUT/report.txt"
+note "for docs/performance.md: copy report.txt and scaling.json into" \
+     "docs/performance/ (its README.md says which names), then make perf-doc"

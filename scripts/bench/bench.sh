@@ -113,3 +113,5 @@ cleanup
 
 step "summarising"
 python3 "$NCM_TOP/scripts/bench/bench-report.py" bench "$OUT" | tee "$OUT/report.txt"
+note "for docs/performance.md: copy report.txt and results-*.json into" \
+     "docs/performance/ (its README.md says which names), then make perf-doc"

@@ -55,6 +55,13 @@ guest_accel "$GDIR"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 bench_snapshot_qemu "$OUT"
+# what made the figures, the report's first line (scripts/bench/perf-doc.py
+# quotes it into docs/performance.md up to its first ". ")
+PROVENANCE="# make profile, started $(date -u '+%Y-%m-%dT%H:%M:%SZ'), commit \
+$(git -C "$NCM_TOP" describe --always --dirty 2>/dev/null || echo unknown), \
+accelerator $GUEST_ACCEL. $("$GUEST_QEMU" --version | head -n1); \
+PROFILE_CONFIGS=\"$CONFIGS\" PROFILE_BACKENDS=\"$BACKENDS\", $TIME s per \
+direction, PROFILE_TRACE=$TRACE."
 cleanup() {
     guest_iperf_stop
     netns_down "$NS"
@@ -139,6 +146,7 @@ cleanup
 
 step "summarising"
 {
+echo "$PROVENANCE"
 echo "accelerator: $GUEST_ACCEL ($GUEST_ACCEL_WHY)"
 for b in $BACKENDS; do
     echo "##### backend: $b"
@@ -146,3 +154,5 @@ for b in $BACKENDS; do
     python3 "$NCM_TOP/scripts/bench/profile-report.py" "$OUT/$b" $CONFIGS
 done
 } | tee "$OUT/report.txt"
+note "for docs/performance.md: copy report.txt into docs/performance/" \
+     "(its README.md says which names), then make perf-doc"

@@ -3,7 +3,8 @@
 #
 # QEMU's scripts/checkpatch.pl on every C file we own, one PASS/FAIL line
 # per file; then the record/replay lint of the device's files, the table
-# check, the layer check, the USB core API check and the knob index.  Paths are given
+# check, the layer check, the USB core API check, the performance doc's
+# generated blocks and the knob index.  Paths are given
 # relative to the repo so that checkpatch applies its tests/ rules to the
 # tests.
 set -uo pipefail
@@ -57,6 +58,9 @@ else
     sed 's/^/    | /' <<<"$qapi_long"
     rc=1
 fi
+# docs/performance.md's results blocks what docs/performance/ holds, not
+# hand edits (scripts/bench/perf-doc.py)
+python3 "$NCM_TOP/scripts/bench/perf-doc.py" --check || rc=1
 # every environment knob indexed, docs/knobs.md current (scripts/check/knobs.sh)
 bash "$NCM_TOP/scripts/check/knobs.sh" || rc=1
 exit $rc
