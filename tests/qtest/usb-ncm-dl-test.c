@@ -37,6 +37,7 @@ int main(int argc, char **argv)
     ncm_add_oracle_cases();
     ncm_add_ehci_cases();
     ncm_add_ohci_cases();
+    ncm_add_hcd_cases();
     ncm_add_desc_cases();
 
     if (!qtest_has_device("qemu-xhci") ||

@@ -318,7 +318,21 @@ void ncm_hc_machine_start(NcmHcMachine *m, const char *hc,
     m->pdev = qpci_device_find(m->bus, QPCI_DEVFN(5, 0));
     g_assert(m->pdev);
     qpci_device_enable(m->pdev);
-    m->bar = qpci_iomap(m->pdev, 0, NULL);
+    /* a UHCI's registers are I/O ports in BAR 4 */
+    m->bar = qpci_iomap(m->pdev, strstr(hc, "uhci") ? 4 : 0, NULL);
+}
+
+void ncm_hc_driver(NcmHcMachine *m, QHcd *h, QHcdType type)
+{
+    *h = (QHcd) {
+        .type = type,
+        .qts = m->qts,
+        .alloc = &m->alloc,
+        .pdev = m->pdev,
+        .bar = m->bar,
+        .bulk_mps = type == QHCD_EHCI ? 512 : 64,
+    };
+    qhcd_start(h);
 }
 
 void ncm_hc_machine_stop(NcmHcMachine *m)

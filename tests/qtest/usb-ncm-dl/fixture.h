@@ -24,6 +24,7 @@
 #include "libqos/libqos-pc.h"
 #include "libqos/xhci-driver.h"
 #include "libqos/ncm-host.h"
+#include "libqos/usb-hcd.h"
 #include "libqos/pci-pc.h"
 #include "qobject/qlist.h"
 #include "qobject/qdict.h"
@@ -405,11 +406,18 @@ typedef struct NcmHcMachine {
 void ncm_hc_machine_start(NcmHcMachine *m, const char *hc,
                           const char *dev_opts);
 void ncm_hc_machine_stop(NcmHcMachine *m);
+/*
+ * The libqos driver of @type for the machine's controller, started: the
+ * controller reset and running, the device's port (port 0) reset
+ */
+void ncm_hc_driver(NcmHcMachine *m, QHcd *h, QHcdType type);
 
 /* ehci.c: qTDs QEMU's EHCI must not abort on */
 void ncm_add_ehci_cases(void);
 /* ohci.c: an isochronous TD QEMU's OHCI must not abort on */
 void ncm_add_ohci_cases(void);
+/* hcd.c: the adapter behind the libqos UHCI, OHCI and EHCI drivers */
+void ncm_add_hcd_cases(void);
 /* desc.c: descriptor strings at their limits (the core and the adapter) */
 void ncm_add_desc_cases(void);
 
