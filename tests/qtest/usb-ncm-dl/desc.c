@@ -200,6 +200,8 @@ void ncm_add_desc_cases(void)
     }
     /* 2 bytes of UTF-8, 1 unit; 3 bytes, 1 unit; 4 bytes, 2 units */
     if (tablet) {
+        g_autofree char *digits = desc_digits(125);
+
         desc_add_tablet("utf8", g_strdup("Grüße✓𝄞"),
                         g_strdup("Grüße✓𝄞"));
         desc_add_tablet("utf8-126", desc_repeat("é", 126),
@@ -207,8 +209,7 @@ void ncm_add_desc_cases(void)
         desc_add_tablet("utf8-127", desc_repeat("é", 127),
                         desc_repeat("é", 126));
         /* a surrogate pair that does not fit is left out whole */
-        desc_add_tablet("pair-at-126",
-                        g_strconcat(desc_digits(125), "𝄞", NULL),
+        desc_add_tablet("pair-at-126", g_strconcat(digits, "𝄞", NULL),
                         desc_digits(125));
     }
     if (!qtest_has_device("usb-ncm-dl")) {
