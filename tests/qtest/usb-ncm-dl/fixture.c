@@ -1045,43 +1045,6 @@ void ncm_fault_object(NcmEnv *e)
     qobject_unref(rsp);
 }
 
-/* A usb-ncm-fault's blocker refuses migration */
-void ncm_migrate_assert_blocked(NcmEnv *e)
-{
-    QDict *rsp = qtest_qmp(e->qts, "{'execute': 'migrate', 'arguments': "
-                           "{'uri': 'exec:cat > /dev/null'}}");
-    QDict *err = qdict_get_qdict(rsp, "error");
-
-    g_assert(err);
-    g_assert(strstr(qdict_get_str(err, "desc"), "usb-ncm-fault"));
-    qobject_unref(rsp);
-}
-
-/*
- * Migration is not blocked: it starts, to a socket nobody listens on, and
- * fails there; the machine runs on.
- */
-void ncm_migrate_assert_unblocked(NcmEnv *e)
-{
-    unsigned i;
-
-    qtest_qmp_assert_success(e->qts, "{'execute': 'migrate', 'arguments': "
-                             "{'uri': 'unix:/nonexistent/usb-ncm-mig'}}");
-    for (i = 0; i < 10000; i++) {
-        QDict *rsp = qtest_qmp(e->qts, "{'execute': 'query-migrate'}");
-        QDict *ret = qdict_get_qdict(rsp, "return");
-        const char *status = qdict_get_try_str(ret, "status");
-        bool failed = status && !strcmp(status, "failed");
-
-        qobject_unref(rsp);
-        if (failed) {
-            return;
-        }
-        g_usleep(1000);
-    }
-    g_assert_not_reached();
-}
-
 void ncm_fault_set(NcmEnv *e, const char *fault, uint32_t value)
 {
     ncm_fault_object(e);

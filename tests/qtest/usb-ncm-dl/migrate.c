@@ -63,6 +63,31 @@ static bool migrate_wait(QTestState *qts, char **why)
     }
 }
 
+/* A usb-ncm-fault's blocker refuses migration */
+void ncm_migrate_assert_blocked(NcmEnv *e)
+{
+    QDict *rsp = qtest_qmp(e->qts, "{'execute': 'migrate', 'arguments': "
+                           "{'uri': 'exec:cat > /dev/null'}}");
+    QDict *err = qdict_get_qdict(rsp, "error");
+
+    g_assert(err);
+    g_assert(strstr(qdict_get_str(err, "desc"), "usb-ncm-fault"));
+    qobject_unref(rsp);
+}
+
+/*
+ * Migration is not blocked: it starts, to a socket nobody listens on, and
+ * fails there; the machine runs on.
+ */
+void ncm_migrate_assert_unblocked(NcmEnv *e)
+{
+    g_autofree char *why = NULL;
+
+    qtest_qmp_assert_success(e->qts, "{'execute': 'migrate', 'arguments': "
+                             "{'uri': 'unix:/nonexistent/usb-ncm-mig'}}");
+    g_assert_false(migrate_wait(e->qts, &why));
+}
+
 /* The run state of @qts, as query-status names it */
 static char *run_status(QTestState *qts)
 {
