@@ -183,8 +183,10 @@ if [ "$needs_qemu" = 1 ]; then
         exit 1
     fi
     # SANITIZE=1 (scripts/setup/sanitize.sh): make sure it is the ASan one
+    # (ldd's output read whole first: grep -q stops reading at the match,
+    # and under pipefail the SIGPIPE ldd may get then fails the pipeline)
     if [ "${SANITIZE:-0}" != 0 ] &&
-       ! ldd "$NCM_BUILD/qemu/qemu-system-x86_64" | grep -q libasan; then
+       ! grep -q libasan <<<"$(ldd "$NCM_BUILD/qemu/qemu-system-x86_64")"; then
         echo "FAIL: build/sanitize ($NCM_BUILD/qemu/qemu-system-x86_64 has no" \
              "ASan: was $NCM_BUILD/qemu configured without --enable-asan?)"
         echo "0 passed, 1 failed"

@@ -215,7 +215,7 @@ command -v vng >/dev/null ||
 VNG_V=$(vng --version 2>/dev/null | awk '{print $2}')
 WHY="no-qemu"
 [ -x "$QEMU" ] || cannot "$QEMU does not exist" "build it: make qemu (or QEMU=/path/to/qemu-system-x86_64)"
-"$QEMU" -device help 2>/dev/null | grep -q '^name "virtio-9p-pci"' ||
+grep -q '^name "virtio-9p-pci"' <<<"$("$QEMU" -device help 2>/dev/null)" ||
     cannot "$QEMU has no virtio-9p-pci, which vng needs for its root filesystem" \
         "rebuild it: make qemu (scripts/setup/qemu-tree.sh configures --enable-virtfs)"
 

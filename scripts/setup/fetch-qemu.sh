@@ -87,13 +87,13 @@ if [ "$QEMU_VERSION" != 10.0 ]; then
         apt-cache "${apt_opts[@]}" showsrc qemu 2>/dev/null |
             sed -n 's/^Version: //p'
     }
-    if ! listed | grep -qxF "$deb_version"; then
+    if ! grep -qxF "$deb_version" <<<"$(listed)"; then
         step "apt-get update of the private sid source list ($apt_dir)" >&2
         apt-get "${apt_opts[@]}" update -q >"$dir/update.log" 2>&1 ||
             die "apt-get update for sid failed (log: $dir/update.log)" \
                 "check that deb.debian.org is reachable from this machine"
     fi
-    if ! listed | grep -qxF "$deb_version"; then
+    if ! grep -qxF "$deb_version" <<<"$(listed)"; then
         die "sid does not list qemu $deb_version" \
             "versions it lists: $(listed | tr '\n' ' ')" \
             "pick a 10.2 one: QEMU_DEB_VERSION=<version> make ..." \

@@ -38,7 +38,7 @@ QEMU_BIN=${QEMU:-$NCM_BUILD/qemu/qemu-system-x86_64}
 
 bash "$NCM_TOP/scripts/setup/install-deps.sh" build guest
 [ -n "${QEMU:-}" ] || bash "$NCM_TOP/scripts/setup/build-qemu.sh"
-"$QEMU_BIN" -device help 2>/dev/null | grep -q '^name "usb-ncm-dl"' ||
+grep -q '^name "usb-ncm-dl"' <<<"$("$QEMU_BIN" -device help 2>/dev/null)" ||
     die "$QEMU_BIN has no -device usb-ncm-dl" "build it: make qemu"
 
 # the firmware files, each from the first directory that has it

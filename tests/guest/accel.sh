@@ -55,7 +55,7 @@ qemu_firmware_args() {
 # can); cheap checks, never cached, so that fixing them takes effect at once
 accel_kvm_blocker() {
     local qemu=$1
-    if ! "$qemu" -accel help 2>/dev/null | grep -qx kvm; then
+    if ! grep -qx kvm <<<"$("$qemu" -accel help 2>/dev/null)"; then
         echo "$qemu was built without KVM (rebuild: make qemu)"
     elif [ ! -e "$NCM_KVM_DEV" ]; then
         echo "$NCM_KVM_DEV does not exist (no KVM in this kernel, or" \

@@ -589,7 +589,7 @@ else
         for m in $MODULES $EXTRA_MODULES; do
             deps=$(modprobe -d "$kroot" -S "$kver" --show-depends "$m" 2>/dev/null) || {
                 note "module $m: not in this kernel, skipped"; continue; }
-            if ! printf '%s\n' "$deps" | grep -q '^insmod '; then
+            if ! grep -q '^insmod ' <<<"$deps"; then
                 continue            # built in
             fi
             case " $EXTRA_MODULES " in *" $m "*) ;; *) echo "$m" >> "$root/etc/ncm/modules" ;; esac

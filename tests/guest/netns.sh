@@ -36,7 +36,7 @@ netns_down() {
         wait "$p" 2>/dev/null || true
     done
     NETNS_PIDS=()
-    ip netns list 2>/dev/null | grep -qw "^$ns" || return 0
+    grep -qw "^$ns" <<<"$(ip netns list 2>/dev/null)" || return 0
     for p in $(ip netns pids "$ns" 2>/dev/null); do
         kill "$p" 2>/dev/null || true
     done

@@ -150,7 +150,7 @@ run_legs() {
         # FAIL line of its own still counts, with what it printed last
         if [ "$rc" != 0 ]; then
             status=1
-            if ! tail -n +"$((before + 1))" "$out" | grep -q '^FAIL: '; then
+            if ! grep -q '^FAIL: ' <<<"$(tail -n +"$((before + 1))" "$out")"; then
                 echo "FAIL: guest/${queue_names[i]}/exit (${queue_cmds[i]//$'\x1f'/ }" \
                      "exited with status $rc and no FAIL line; its last line:" \
                      "$(tail -n +"$((before + 1))" "$out" | grep -av '^$' |

@@ -60,7 +60,7 @@ else
         "$(ldd "$BIN" | grep 'not found' | head -n 3 | paste -sd' ')"
 fi
 
-if "$BIN" -device help 2>/dev/null | grep -q '^name "usb-ncm-dl"'; then
+if grep -q '^name "usb-ncm-dl"' <<<"$("$BIN" -device help 2>/dev/null)"; then
     runner_pass device
 else
     runner_fail device "$BIN -device help does not list usb-ncm-dl"
