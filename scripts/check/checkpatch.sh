@@ -61,6 +61,8 @@ fi
 # docs/performance.md's results blocks what docs/performance/ holds, not
 # hand edits (scripts/bench/perf-doc.py)
 python3 "$NCM_TOP/scripts/bench/perf-doc.py" --check || rc=1
+# the device's trace events against the hunks that declare them
+python3 "$NCM_TOP/scripts/check/trace-events.py" "$NCM_TOP" || rc=1
 # every environment knob indexed, docs/knobs.md current (scripts/check/knobs.sh)
 bash "$NCM_TOP/scripts/check/knobs.sh" || rc=1
 exit $rc
