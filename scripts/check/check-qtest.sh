@@ -31,7 +31,7 @@ LOGS=$NCM_BUILD/check-logs/qtest
 CASE_TIMEOUT=${CHECK_QTEST_CASE_TIMEOUT:-300}
 
 if [ "$filter" != --one ] &&
-   ! QEMU_TARGETS="qemu-system-x86_64 $TEST tests/qtest/usb-core-test tests/qtest/usb-core-migration-test" \
+   ! QEMU_TARGETS="qemu-system-x86_64 $TEST tests/qtest/usb-core-test tests/qtest/usb-core-migration-test tests/qtest/migration-query-test" \
      bash "$NCM_TOP/scripts/setup/build-qemu.sh" >&2; then
     echo "FAIL: qtest/build (QEMU or $TEST did not build; see above)"
     exit 1
@@ -122,10 +122,11 @@ if [ "${CHECK_QTEST_PLAIN:-1}" != 0 ]; then
         xargs -d '\n' -P "$JOBS" -I{} bash "$0" --one "$BIN" {} || failed=1
 fi
 
-# The USB core's own tests, in QEMU's style (patches/0025, 0026): the
-# reset that unconfigures, the configuration and a detached device
-# restored on load
-for core in usb-core-test usb-core-migration-test; do
+# QEMU's own tests that come with the series' core patches, in QEMU's
+# style: the USB core's reset that unconfigures, the configuration and a
+# detached device restored on load (patches/0025, 0026), query-migrate's
+# error-desc on a destination that migrated on (patches/0035)
+for core in usb-core-test usb-core-migration-test migration-query-test; do
     cbin=$NCM_BUILD/qemu/tests/qtest/$core
     [ -x "$cbin" ] || continue
     # (a filter may match none of them: that is no failure)
