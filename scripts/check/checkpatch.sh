@@ -46,6 +46,19 @@ else
     sed 's/^/    | /' <<<"$evals" | head -n 10
     rc=1
 fi
+# no "producer | grep -q" in the host scripts: under pipefail the
+# producer can die of SIGPIPE once grep has matched and exited, which
+# fails the pipeline at random (the guest's init scripts have no pipefail)
+grepq=$(git grep -nE '\|[[:space:]]*grep[[:space:]]+-[A-Za-z]*q' -- '*.sh' \
+            ':!tests/guest/init*' ':!scripts/check/checkpatch.sh' |
+        grep -vE '^[^:]+:[0-9]+:[[:space:]]*#' || true)
+if [ -z "$grepq" ]; then
+    echo "PASS: style/no-pipe-grep-q"
+else
+    echo "FAIL: style/no-pipe-grep-q ($(wc -l <<<"$grepq") pipeline(s) into grep -q: grep -q PAT <<<\"\$(cmd)\" instead)"
+    sed 's/^/    | /' <<<"$grepq" | head -n 10
+    rc=1
+fi
 # QAPI documentation our patches add: QEMU 10.2's qapi-gen refuses a
 # doc line over 70 columns (10.0's took it), so the whole 10.2 build fails
 qapi_long=$(awk '/^\+\+\+ b\/qapi\// { q = 1; next } /^\+\+\+ / { q = 0 }

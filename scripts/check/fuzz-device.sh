@@ -210,7 +210,7 @@ if [ "${#wanted[@]}" = 0 ]; then
 else
     targets=()
     for t in "${wanted[@]}"; do
-        printf '%s\n' "${all_targets[@]}" | grep -qx -- "$t" ||
+        grep -qx -- "$t" <<<"$(printf '%s\n' "${all_targets[@]}")" ||
             fail_all "no fuzz target '$t'" \
                 "targets: ${all_targets[*]}" \
                 "e.g. make fuzz-device FUZZ_TARGET=${all_targets[0]}"
