@@ -34,31 +34,32 @@ bash "$NCM_TOP/scripts/check/check-tables.sh" || rc=1
 python3 "$NCM_TOP/scripts/check/layers.py" || rc=1
 # the USB core's work stays in the core (scripts/check/check-core-api.sh)
 bash "$NCM_TOP/scripts/check/check-core-api.sh" || rc=1
+# forbidden NAME WHAT INSTEAD PATTERN PATHSPEC...: PASS, or FAIL with the
+# lines (comments aside) of the tracked files that match PATTERN
+forbidden() {
+    local name=$1 what=$2 instead=$3 pat=$4 hits
+    shift 4
+    hits=$(git grep -nE "$pat" -- "$@" ':!scripts/check/checkpatch.sh' |
+           grep -vE '^[^:]+:[0-9]+:[[:space:]]*#' || true)
+    if [ -z "$hits" ]; then
+        echo "PASS: style/$name"
+    else
+        echo "FAIL: style/$name ($(wc -l <<<"$hits") $what: $instead)"
+        sed 's/^/    | /' <<<"$hits" | head -n 10
+        rc=1
+    fi
+}
 # no eval in the scripts: what a file or a program printed is data, read
 # as data (NAME=VALUE parsed, arrays NUL-separated), never run as code
-evals=$(git grep -nE '(^|[;&|({[:space:]])eval([[:space:]]|$)|(^|[^_.a-z])(eval|exec)\(' \
-            -- '*.sh' '*.py' 'Makefile' '*.mk' '.ci/*' ':!scripts/check/checkpatch.sh' |
-        grep -vE '^[^:]+:[0-9]+:[[:space:]]*#' || true)
-if [ -z "$evals" ]; then
-    echo "PASS: style/no-eval"
-else
-    echo "FAIL: style/no-eval ($(wc -l <<<"$evals") use(s) of eval/exec: parse the data instead)"
-    sed 's/^/    | /' <<<"$evals" | head -n 10
-    rc=1
-fi
+forbidden no-eval "use(s) of eval/exec" "parse the data instead" \
+    '(^|[;&|({[:space:]])eval([[:space:]]|$)|(^|[^_.a-z])(eval|exec)\(' \
+    '*.sh' '*.py' 'Makefile' '*.mk' '.ci/*'
 # no "producer | grep -q" in the host scripts: under pipefail the
 # producer can die of SIGPIPE once grep has matched and exited, which
 # fails the pipeline at random (the guest's init scripts have no pipefail)
-grepq=$(git grep -nE '\|[[:space:]]*grep[[:space:]]+-[A-Za-z]*q' -- '*.sh' \
-            ':!tests/guest/init*' ':!scripts/check/checkpatch.sh' |
-        grep -vE '^[^:]+:[0-9]+:[[:space:]]*#' || true)
-if [ -z "$grepq" ]; then
-    echo "PASS: style/no-pipe-grep-q"
-else
-    echo "FAIL: style/no-pipe-grep-q ($(wc -l <<<"$grepq") pipeline(s) into grep -q: grep -q PAT <<<\"\$(cmd)\" instead)"
-    sed 's/^/    | /' <<<"$grepq" | head -n 10
-    rc=1
-fi
+forbidden no-pipe-grep-q "pipeline(s) into grep -q" \
+    'grep -q PAT <<<"$(cmd)" instead' \
+    '\|[[:space:]]*grep[[:space:]]+-[A-Za-z]*q' '*.sh' ':!tests/guest/init*'
 # QAPI documentation our patches add: QEMU 10.2's qapi-gen refuses a
 # doc line over 70 columns (10.0's took it), so the whole 10.2 build fails
 qapi_long=$(awk '/^\+\+\+ b\/qapi\// { q = 1; next } /^\+\+\+ / { q = 0 }
