@@ -11,8 +11,8 @@ PREFIX ?= /usr/local
 # ARCH=arm64: make, run, shell and check-guest for an arm64 guest
 # (qemu-system-aarch64 -M virt, built in build/qemu beside the x86 one;
 # scripts/setup/qemu-tree.sh)
-export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS SANITIZE FUZZ_TARGET ACCEL \
-       PREFIX DESTDIR ARCH KERNEL_SRC KERNEL_BUILTIN KERNEL_PACKAGE \
+export QEMU_SRC QEMU_VERSION KERNEL FUZZ_SECONDS SANITIZE FUZZ_TARGET FUZZ_JOBS \
+       ACCEL PREFIX DESTDIR ARCH KERNEL_SRC KERNEL_BUILTIN KERNEL_PACKAGE \
        GOOD BAD OLD NEW SCENARIO
 # KERNEL_SRC=/path/to/linux: run, shell, repro-dropout, check-guest,
 # guest-image and scenario on a kernel built from that tree first
@@ -179,7 +179,8 @@ fuzz-device:
 fuzz-coverage:
 	@bash scripts/check/fuzz-device.sh --coverage 0
 
-# every device fuzz target in turn for FUZZ_HOURS in all, resumable; the
+# every device fuzz target in turn for FUZZ_HOURS in all (FUZZ_JOBS=N: N
+# side by side), resumable; the
 # merged seeds into tests/fuzz/corpus/, a row per target into
 # docs/findings.md
 fuzz-campaign:

@@ -7,7 +7,8 @@
 # A fuzzing campaign over every usb-ncm-dl fuzz target of the device
 # fuzzer (build/fuzz-qemu/qemu/qemu-fuzz-x86_64, built by fuzz-device.sh:
 # the structured targets and the generic-fuzz configurations), HOURS
-# shared evenly among them, one after the other.  For each target:
+# shared evenly among them, one after the other (FUZZ_JOBS=N: N at a
+# time, one core each).  For each target:
 #   - fuzz its working corpus build/fuzz-qemu/corpus-<target> (seeded from
 #     tests/fuzz/corpus/<target>/) with fuzz-device.sh for its share;
 #   - merge and minimize (libFuzzer -merge=1) the committed seeds and the
@@ -97,26 +98,34 @@ fi
 run_id=$(head -n 1 "$STATE" | cut -d' ' -f2)
 
 # set_left TARGET SECONDS: the state file with TARGET's remaining time
+# (under the campaign's lock: with FUZZ_JOBS, runs end side by side)
 set_left() {
-    awk -v t="$1" -v s="$2" 'NR > 1 && $1 == t { $2 = s } { print }' \
-        "$STATE" >"$STATE.tmp" && mv "$STATE.tmp" "$STATE"
+    (
+        flock 9
+        awk -v t="$1" -v s="$2" 'NR > 1 && $1 == t { $2 = s } { print }' \
+            "$STATE" >"$STATE.tmp" && mv "$STATE.tmp" "$STATE"
+    ) 9>"$STATE_DIR/.lock"
 }
 
 stop=0
-child=
 on_signal() {
     stop=1
-    # the run is a process group of its own (setsid): libFuzzer in it ends
-    # on SIGINT with its final statistics
-    [ -n "$child" ] && kill -INT -- "-$child" 2>/dev/null
+    touch "$STATE_DIR/stopping"
+    # each run is a process group of its own (setsid): libFuzzer in it
+    # ends on SIGINT with its final statistics
+    local f
+    for f in "$STATE_DIR"/pgid-*; do
+        [ -e "$f" ] && kill -INT -- "-$(cat "$f")" 2>/dev/null
+    done
 }
 trap on_signal INT TERM
 
-failed=0
-while read -r t left; do
-    [ "$stop" = 0 ] || break
-    [ "${left:-0}" -gt 0 ] || continue
-    step "campaign $run_id: $t for ${left}s"
+# run_target TARGET SECONDS: fuzz TARGET for SECONDS (a background job
+# of the campaign), then merge its seeds and write its row; returns 1 on
+# a finding or a failure
+run_target() {
+    local t=$1 left=$2 log artifacts before start child rc ran run_log
+    local execs first last c0 f0 c1 f1 found nseeds
     log=$STATE_DIR/run-$t.log
     artifacts=$FUZZ_DIR/artifacts-$t
     mkdir -p "$artifacts"
@@ -124,14 +133,12 @@ while read -r t left; do
     start=$(date +%s)
     setsid bash "$DEVICE" "$left" "$t" >"$log" 2>&1 &
     child=$!
+    echo "$child" >"$STATE_DIR/pgid-$t"
+    # a stop that came before the pgid file was written
+    [ -e "$STATE_DIR/stopping" ] && kill -INT -- "-$child" 2>/dev/null
     wait "$child"
     rc=$?
-    # a signal interrupts wait: wait again for the run to end
-    while kill -0 "$child" 2>/dev/null; do
-        wait "$child"
-        rc=$?
-    done
-    child=
+    rm -f "$STATE_DIR/pgid-$t"
     ran=$(($(date +%s) - start))
     run_log=$FUZZ_DIR/run-$t.log
     execs=$(libfuzzer_stat "$run_log" number_of_executed_units)
@@ -141,7 +148,7 @@ while read -r t left; do
     c1=$(awk '{ print $2 }' <<<"$last"); f1=$(awk '{ print $4 }' <<<"$last")
     found=$(comm -13 <(printf '%s\n' "$before") <(ls "$artifacts") |
             grep -E '^(crash|timeout|oom|leak)-' | paste -sd' ' -)
-    if [ "$stop" = 0 ] || [ "$ran" -ge "$left" ]; then
+    if [ ! -e "$STATE_DIR/stopping" ] || [ "$ran" -ge "$left" ]; then
         set_left "$t" 0
     else
         set_left "$t" $((left - ran))
@@ -150,20 +157,58 @@ while read -r t left; do
     bash "$DEVICE" --save-seeds "$t" >>"$log" 2>&1 ||
         note "the merge of $t failed (log: $log)"
     nseeds=$(find "$NCM_TOP/tests/fuzz/corpus/$t" -type f 2>/dev/null | wc -l)
-    python3 "$NCM_TOP/scripts/check/fuzz-table.py" "$FINDINGS" \
-        "$(date -u +%Y-%m-%d\ %H:%M)" "$run_id" "$t" "${execs:-0}" "$ran" \
-        "${c0:-?}" "${c1:-?}" "${f0:-?}" "${f1:-?}" "$nseeds" \
-        "${found:-none}" ||
+    (
+        flock 9
+        python3 "$NCM_TOP/scripts/check/fuzz-table.py" "$FINDINGS" \
+            "$(date -u +%Y-%m-%d\ %H:%M)" "$run_id" "$t" "${execs:-0}" \
+            "$ran" "${c0:-?}" "${c1:-?}" "${f0:-?}" "${f1:-?}" "$nseeds" \
+            "${found:-none}"
+    ) 9>"$STATE_DIR/.lock" ||
         note "could not write the row of $t into docs/findings.md"
     note "$t: ${execs:-0} executions in ${ran}s, cov ${c0:-?} -> ${c1:-?}," \
          "ft ${f0:-?} -> ${f1:-?}, $nseeds seeds, findings: ${found:-none}"
     if [ -n "$found" ]; then
-        failed=1
-    elif [ "$rc" != 0 ] && [ "$stop" = 0 ]; then
+        return 1
+    elif [ "$rc" != 0 ] && [ ! -e "$STATE_DIR/stopping" ]; then
         note "$t: fuzz-device.sh exited $rc (log: $log)"
-        failed=1
+        return 1
     fi
+    return 0
+}
+
+# FUZZ_JOBS=N: up to N targets side by side, one libFuzzer process (one
+# core) each; every target still gets its own share of the hours
+jobs_max=${FUZZ_JOBS:-1}
+case "$jobs_max" in
+    '' | *[!0-9]* | 0)
+        die "FUZZ_JOBS must be a positive whole number, got '$jobs_max'" ;;
+esac
+rm -f "$STATE_DIR/stopping" "$STATE_DIR"/pgid-*
+failed=0
+# wait_one: until one running target has ended (a signal interrupts
+# wait -n with a status above 128; run_target itself returns 0 or 1)
+wait_one() {
+    local rc
+    while :; do
+        wait -n
+        rc=$?
+        [ "$rc" -ge 128 ] || break
+    done
+    [ "$rc" = 0 ] || failed=1
+}
+while read -r t left; do
+    [ "$stop" = 0 ] || break
+    [ "${left:-0}" -gt 0 ] || continue
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do
+        wait_one
+    done
+    [ "$stop" = 0 ] || break
+    step "campaign $run_id: $t for ${left}s"
+    run_target "$t" "$left" &
 done < <(tail -n +2 "$STATE")
+while [ "$(jobs -rp | wc -l)" -gt 0 ]; do
+    wait_one
+done
 
 if [ "$stop" = 1 ]; then
     step "campaign $run_id stopped: $(awk 'NR > 1 { s += $2 } END { print s }' "$STATE") s left;" \
