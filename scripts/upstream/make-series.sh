@@ -34,7 +34,8 @@
 # libqos and the qtest once they exist) at every commit, run the unit tests
 # and list the qtest's cases at the end; then run QEMU's own qtests on the
 # last commit (SERIES_QEMU_TESTS: qos-test, usb-hcd-{uhci,ehci,xhci}-test,
-# qom-test, device-introspect-test, test-hmp, migration-test).
+# qom-test, device-introspect-test, test-hmp, migration-test, and the
+# series' own usb-core-test, usb-core-migration-test, migration-query-test).
 set -euo pipefail
 . "$(dirname "$0")/../setup/common.sh"
 # the series tree is built as upstream builds it for x86_64: that target
@@ -368,9 +369,11 @@ if [ -x "$VOBJ/tests/qtest/usb-ncm-dl-test" ]; then
 fi
 # QEMU's own suites with the whole series applied: what a maintainer
 # runs for a USB device, and what every device must pass (introspection,
-# QOM, HMP, migration).  SERIES_QEMU_TESTS picks others; "none" skips.
+# QOM, HMP, migration); then the core tests the series adds with its
+# core patches.  SERIES_QEMU_TESTS picks others; "none" skips.
 qemu_tests=${SERIES_QEMU_TESTS:-qos-test usb-hcd-uhci-test usb-hcd-ehci-test \
-usb-hcd-xhci-test qom-test device-introspect-test test-hmp migration-test}
+usb-hcd-xhci-test qom-test device-introspect-test test-hmp migration-test \
+usb-core-test usb-core-migration-test migration-query-test}
 if [ "$qemu_tests" != none ]; then
     mkdir -p "$VER/qemu-tests"
     read -r -a qts <<<"$qemu_tests"
