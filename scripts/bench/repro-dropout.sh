@@ -30,12 +30,14 @@
 #
 # Output: build/repro-dropout/table.txt (also printed) and
 # build/repro-dropout/throughput.png; every boot's log in build/guest-logs/
-# and build/dropout-logs/ (repro-<kernel>-<scenario>).  8 to 17 minutes
-# per kernel under TCG on a loaded 2-core machine (the four: 48 minutes,
-# with the 5.10 kernel's first download). A cell says why when its boot
-# failed (no guest image, QEMU died, the kernel panicked) and lists the
-# checks that failed. REPRO_TABLE_ONLY=1 prints the table and draws the
-# plot again from the logs, running nothing.
+# and build/dropout-logs/ (repro-<kernel>-<scenario>).  A run over the
+# default kernels also writes the table, with its date, commit,
+# accelerator and duration, between the repro-dropout markers of
+# docs/repro-dropout.md (and the plot to docs/repro-dropout-throughput.png);
+# a run of other kernels leaves the docs alone.  A cell says why when its
+# boot failed (no guest image, QEMU died, the kernel panicked) and lists
+# the checks that failed. REPRO_TABLE_ONLY=1 prints the table and draws
+# the plot again from the logs, running nothing.
 set -uo pipefail
 . "$(dirname "$0")/../setup/common.sh"
 . "$NCM_TOP/tests/guest/lib.sh"
@@ -59,6 +61,7 @@ mkdir -p "$OUT"
 label() { printf '%s' "$1" | sed 's|.*/||; s|[^A-Za-z0-9._-]|_|g' | cut -c1-40; }
 
 PM=$NCM_TOP/tests/guest/run-pm-test.sh
+run_start=$SECONDS
 i=0
 [ "${REPRO_TABLE_ONLY:-0}" = 1 ] && KRUN=() || KRUN=("${KERNELS[@]}")
 for k in "${KRUN[@]}"; do
@@ -310,3 +313,45 @@ plot $plot_cmd
 EOF
 fi
 step "table: ${OUT#"$NCM_TOP"/}/table.txt, plot: ${OUT#"$NCM_TOP"/}/throughput.png"
+
+# docs/repro-dropout.md holds the run of the default kernels, written here
+# (the prose there refers to its rows and carries no figure of its own)
+doc=$NCM_TOP/docs/repro-dropout.md
+if [ "${REPRO_TABLE_ONLY:-0}" != 1 ] &&
+   [ "${KERNELS[*]}" = "5.10 6.1 6.12 7.2" ]; then
+    commit=$(git -C "$NCM_TOP" rev-parse --short HEAD 2>/dev/null || echo unknown)
+    dirty=$(git -C "$NCM_TOP" status --porcelain --untracked-files=no 2>/dev/null)
+    qver=$(cat "$NCM_BUILD/qemu-src/VERSION" 2>/dev/null || echo "$QEMU_VERSION")
+    block=$OUT/doc-block.md
+    {
+        echo "<!-- repro-dropout:begin (written by scripts/bench/repro-dropout.sh) -->"
+        echo "The run of $(date -u '+%Y-%m-%d'): QEMU $qver ($ACCELS)" \
+             "with the overlay at $commit${dirty:+ (with local changes)}," \
+             "$(nproc) cores, $(( (SECONDS - run_start + 30) / 60 )) minutes" \
+             "for ${#KERNELS[@]} kernels."
+        echo
+        echo '```'
+        cat "$OUT/table.txt"
+        echo '```'
+        echo "<!-- repro-dropout:end -->"
+    } >"$block"
+    if python3 - "$doc" "$block" <<'PY'
+import re, sys
+path, block = sys.argv[1], open(sys.argv[2]).read()
+text = open(path).read()
+new, n = re.subn(r"<!-- repro-dropout:begin.*?<!-- repro-dropout:end -->\n",
+                 lambda m: block, text, count=1, flags=re.S)
+if n != 1:
+    sys.exit("no repro-dropout markers in " + path)
+open(path, "w").write(new)
+PY
+    then
+        [ -s "$OUT/throughput.png" ] &&
+            cp -f "$OUT/throughput.png" "$NCM_TOP/docs/repro-dropout-throughput.png"
+        note "wrote the table into docs/repro-dropout.md (commit it)"
+    else
+        note "docs/repro-dropout.md not written (see above)"
+    fi
+else
+    note "not the default kernels, or only the table: docs/repro-dropout.md left as it is"
+fi

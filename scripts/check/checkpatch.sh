@@ -75,6 +75,24 @@ fi
 # docs/performance.md's results blocks what docs/performance/ holds, not
 # hand edits (scripts/bench/perf-doc.py)
 python3 "$NCM_TOP/scripts/bench/perf-doc.py" --check || rc=1
+# results blocks a script writes: each marker pair once, in order, so the
+# writer finds its block (repro-dropout.sh; check.sh's check-results)
+for pair in "docs/repro-dropout.md repro-dropout" \
+            "docs/testing.md check-results" \
+            "docs/testing.md check-results-10.2" \
+            "docs/testing.md check-results-sanitize"; do
+    read -r doc mark <<<"$pair"
+    nb=$(grep -c -- "<!-- $mark:begin" "$NCM_TOP/$doc" || true)
+    ne=$(grep -c -- "<!-- $mark:end -->" "$NCM_TOP/$doc" || true)
+    lb=$(grep -n -m1 -- "<!-- $mark:begin" "$NCM_TOP/$doc" | cut -d: -f1)
+    le=$(grep -n -m1 -- "<!-- $mark:end -->" "$NCM_TOP/$doc" | cut -d: -f1)
+    if [ "$nb" = 1 ] && [ "$ne" = 1 ] && [ "${lb:-0}" -lt "${le:-0}" ]; then
+        echo "PASS: style/results-block/$mark"
+    else
+        echo "FAIL: style/results-block/$mark ($doc has $nb begin and $ne end markers: its writer needs one pair, begin first)"
+        rc=1
+    fi
+done
 # the device's trace events against the hunks that declare them
 python3 "$NCM_TOP/scripts/check/trace-events.py" "$NCM_TOP" || rc=1
 # every environment knob indexed, docs/knobs.md current (scripts/check/knobs.sh)
