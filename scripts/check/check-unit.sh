@@ -1,10 +1,16 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Build the standalone project (meson.build at the top, no QEMU: the NTB
-# codec and the NCM function) twice and run both unit tests in both:
-#   build/standalone       plain                  -> suite "unit"
-#   build/standalone-asan  ASan + UBSan, halting  -> suite "unit-asan"
+# The unit tests of the NTB codec (tests/unit/test-ncm-ntb.c) and the NCM
+# function (tests/unit/test-ncm-function.c) are QEMU unit tests: patches
+# 0009 and 0036 list them in QEMU's tests/unit/meson.build, so they build
+# in QEMU's tree, against its headers and libqemuutil, as QEMU's own
+# `make check-unit` builds them.  Two builds, both cases of both tests:
+#   unit       in $NCM_BUILD/qemu (scripts/setup/build-qemu.sh's tree;
+#              under SANITIZE=1 that build has ASan and UBSan)
+#   unit-asan  in $NCM_BUILD/unit-asan: the same tree configured with
+#              --enable-asan --enable-ubsan, building only the two tests
+#              (not under SANITIZE=1, where "unit" is that build already)
 #
 # Output contract, relied on by scripts that aggregate results: one line
 # per test case at column 0,
@@ -21,41 +27,24 @@
 set -euo pipefail
 # shellcheck source=scripts/setup/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../setup/common.sh"
+# shellcheck source=scripts/setup/qemu-tree.sh
+source "$NCM_TOP/scripts/setup/qemu-tree.sh"
 
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 
-TEST_BINS="test-ncm-ntb test-ncm-function"
+TEST_BINS="tests/unit/test-ncm-ntb tests/unit/test-ncm-function"
 failed=0
 
-command -v meson >/dev/null ||
-    die "meson not found" \
-        "install it: bash scripts/setup/install-deps.sh (or apt-get install meson)"
-command -v ninja >/dev/null ||
-    die "ninja not found" "install it: apt-get install ninja-build"
-
-# configure DIR LOG [meson options...]: set up or reconfigure DIR
-configure() {
-    local dir=$1 log=$2
-    shift 2
-    if [ -f "$dir/build.ninja" ]; then
-        meson setup --reconfigure "$dir" "$NCM_TOP" "$@" >"$log" 2>&1
-    else
-        meson setup "$dir" "$NCM_TOP" "$@" >"$log" 2>&1
-    fi
-}
-
-# build SUITE DIR [meson options...]: 0 when the unit test binary is built
+# build SUITE DIR: 0 when DIR has both unit tests built
 build() {
     local suite=$1 dir=$2 log
-    shift 2
-    log="$dir.log"
-    mkdir -p "$(dirname "$dir")"
+    log="$dir-unit.log"
     step "building $suite in ${dir#"$NCM_TOP"/}"
-    if ! configure "$dir" "$log" "$@" ||
-        ! ninja -C "$dir" $TEST_BINS >>"$log" 2>&1; then
+    # shellcheck disable=SC2086  # TEST_BINS: one word per target
+    if ! ninja -C "$dir" $TEST_BINS >"$log" 2>&1; then
         echo "FAIL: $suite/build"
-        tail -n 30 "$log" | sed 's/^/    | /'
+        grep -E 'error|FAILED' "$log" | head -n 20 | sed 's/^/    | /'
         note "full log: $log"
         note "fix the build error above, then rerun: bash scripts/check/check-unit.sh"
         failed=1
@@ -105,19 +94,46 @@ run_suite() {
     fi
 }
 
-plain=$NCM_BUILD/standalone
-asan=$NCM_BUILD/standalone-asan
-
-if build unit "$plain" -Dbuildtype=debug; then
+# QEMU's tree with our files and patches, configured and built
+# (incrementally: the suites after this one need the same build)
+if ! bash "$NCM_TOP/scripts/setup/build-qemu.sh" >"$NCM_BUILD/unit-qemu.log" 2>&1; then
+    echo "FAIL: unit/build"
+    tail -n 20 "$NCM_BUILD/unit-qemu.log" | sed 's/^/    | /'
+    die "QEMU's tree did not build (log: $NCM_BUILD/unit-qemu.log)" \
+        "fix it, then rerun: bash scripts/check/check-unit.sh"
+fi
+if build unit "$NCM_QEMU_OBJ"; then
     for t in $TEST_BINS; do
-        run_suite unit "$plain" "$t"
+        run_suite unit "$NCM_QEMU_OBJ" "$t"
     done
 fi
-if build unit-asan "$asan" -Dbuildtype=debug \
-        -Db_sanitize=address,undefined -Db_lundef=false; then
-    for t in $TEST_BINS; do
-        run_suite unit-asan "$asan" "$t"
-    done
+
+# The ASan + UBSan build of the two tests: QEMU's configure with
+# --enable-asan --enable-ubsan on the same tree; ninja builds what the
+# tests link (libqemuutil and QOM), nothing of a machine.
+if [ "${SANITIZE:-0}" = 0 ]; then
+    asan=$NCM_BUILD/unit-asan
+    key=$(NCM_QEMU_CONFIGURE_EXTRA=$'--enable-asan\n--enable-ubsan' \
+          qemu_configure_key)
+    if [ ! -f "$asan/build.ninja" ] ||
+       [ "$(cat "$asan/.ncm-configure-key" 2>/dev/null)" != "$key" ]; then
+        step "configuring unit-asan in ${asan#"$NCM_TOP"/}"
+        rm -rf "$asan"
+        if NCM_QEMU_CONFIGURE_EXTRA=$'--enable-asan\n--enable-ubsan' \
+           qemu_configure "$NCM_BUILD/qemu-src" "$asan" "$asan-configure.log"; then
+            echo "$key" >"$asan/.ncm-configure-key"
+        else
+            echo "FAIL: unit-asan/build"
+            tail -n 20 "$asan-configure.log" | sed 's/^/    | /'
+            note "configure failed (log: $asan-configure.log)"
+            failed=1
+        fi
+    fi
+    if [ -f "$asan/.ncm-configure-key" ] && build unit-asan "$asan"; then
+        for t in $TEST_BINS; do
+            run_suite unit-asan "$asan" "$t"
+        done
+    fi
 fi
 
 if [ "$failed" != 0 ]; then

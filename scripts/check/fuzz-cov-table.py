@@ -84,9 +84,7 @@ def section(rows, date, commit, corpora, command):
         'the rest from the working corpora build/fuzz-qemu/corpus-*) of '
         'every device target replayed through one coverage build, all '
         'targets together.  Inputs per target: ' + ', '.join(sizes) +
-        '.  The codec fuzzers (tests/fuzz/fuzz-ncm-*.c) are not counted: '
-        'they are a separate binary built by scripts/check/fuzz.sh without '
-        'coverage.',
+        '.',
         '',
         *rows,
         END])

@@ -21,10 +21,9 @@ NCM_PATCHES=$NCM_TOP/patches
 
 # Our files, at their upstream paths; build-qemu.sh copies these directories
 # over the tree.  NCM_OVERLAY_ONLY are not submitted upstream (make series):
-# the compat header, and test-ncm-function.c until it builds in QEMU's
-# tests/unit (it reads tests/standalone's ncm_standalone_guest_errors).
-NCM_OVERLAY_DIRS="hw/usb include/hw/usb tests/qtest tests/unit docs/system"
-NCM_OVERLAY_ONLY="include/hw/usb/ncm-compat.h tests/unit/test-ncm-function.c"
+# the compat header.
+NCM_OVERLAY_DIRS="hw/usb include/hw/usb tests/qtest tests/unit tests/bench docs/system"
+NCM_OVERLAY_ONLY="include/hw/usb/ncm-compat.h"
 
 # overlay_files: every file of the overlay, relative to the repo, sorted
 overlay_files() {

@@ -10,14 +10,18 @@
 # And adding a debug counter must not change -dump-vmstate at all: the
 # size of NcmFunction, which the dump shows for usb-ncm's "fn" field, is
 # compared with and without one more counter in NCM_FUNCTION_COUNTERS
-# (ncm-function.h compiled against tests/standalone's stand-in headers).
+# (a probe that includes ncm-function.h, compiled with the flags QEMU's
+# build compiles hw/usb/ncm-function.c with: its compile_commands.json).
 #
 #   check-vmstate.py QEMU [--update]     prints PASS:/FAIL: lines
-#   check-vmstate.py --header FILE       the size check alone, on FILE as
+#   check-vmstate.py --header FILE [QEMU_BUILD_DIR]
+#                                        the size check alone, on FILE as
 #                                        include/hw/usb/ncm-function.h
+#                                        (build dir: default build/qemu)
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -73,7 +77,29 @@ int main(void) { printf("%zu\\n", sizeof(NcmFunction)); return 0; }
 """
 
 
-def function_size(header_text, tmp):
+def qemu_compile_args(build_dir):
+    """the compiler and flags QEMU's build uses for hw/usb/ncm-function.c,
+    without its input, output and dependency-file arguments"""
+    with open(os.path.join(build_dir, "compile_commands.json")) as f:
+        entries = json.load(f)
+    for e in entries:
+        if e["file"].endswith("hw/usb/ncm-function.c"):
+            break
+    else:
+        raise SystemExit(f"no hw/usb/ncm-function.c in {build_dir}/"
+                         "compile_commands.json: build QEMU first")
+    args, out, skip = shlex.split(e["command"]), [], 0
+    for a in args:
+        if skip:
+            skip -= 1
+        elif a in ("-o", "-c", "-MQ", "-MF"):
+            skip = 1
+        elif a != "-MD":
+            out.append(a)
+    return out, e["directory"]
+
+
+def function_size(header_text, tmp, build_dir):
     """sizeof(NcmFunction) with ncm-function.h's text as given"""
     inc = os.path.join(tmp, "include", "hw", "usb")
     os.makedirs(inc, exist_ok=True)
@@ -81,19 +107,18 @@ def function_size(header_text, tmp):
         f.write(header_text)
     with open(os.path.join(tmp, "probe.c"), "w") as f:
         f.write(PROBE)
-    glib = subprocess.run(["pkg-config", "--cflags", "glib-2.0"],
-                          check=True, capture_output=True,
-                          text=True).stdout.split()
+    args, cwd = qemu_compile_args(build_dir)
     exe = os.path.join(tmp, "probe")
-    subprocess.run(["cc", "-o", exe, "-I", os.path.join(tmp, "include"),
-                    "-I", os.path.join(TOP, "tests/standalone"),
-                    "-I", os.path.join(TOP, "include"), *glib,
-                    os.path.join(tmp, "probe.c")], check=True)
+    # the copy of the header first: QEMU includes "hw/usb/..." by -iquote
+    cc = [a for a in args if a != "ccache"]
+    subprocess.run([cc[0], "-iquote", os.path.join(tmp, "include"),
+                    *cc[1:], "-o", exe, os.path.join(tmp, "probe.c")],
+                   check=True, cwd=cwd)
     return int(subprocess.run([exe], check=True, capture_output=True,
                               text=True).stdout)
 
 
-def check_added_counter(header_path):
+def check_added_counter(header_path, build_dir):
     """PASS when one more debug counter leaves NcmFunction's size alone"""
     text = open(header_path).read()
     macro = "#define NCM_FUNCTION_COUNTERS(X) \\\n"
@@ -103,7 +128,8 @@ def check_added_counter(header_path):
         return 1
     planted = text.replace(macro, macro + "    X(planted_debug_counter) \\\n")
     with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
-        before, after = function_size(text, a), function_size(planted, b)
+        before = function_size(text, a, build_dir)
+        after = function_size(planted, b, build_dir)
     if before == after:
         print("PASS: device/vmstate/debug-counter-added-same-dump "
               f"(NcmFunction {before} bytes with and without one more)")
@@ -117,7 +143,9 @@ def check_added_counter(header_path):
 
 def main():
     if sys.argv[1] == "--header":
-        return check_added_counter(sys.argv[2])
+        build_dir = (sys.argv[3] if len(sys.argv) > 3
+                     else os.path.join(TOP, "build", "qemu"))
+        return check_added_counter(sys.argv[2], build_dir)
     qemu, update = sys.argv[1], "--update" in sys.argv
     with tempfile.NamedTemporaryFile(suffix=".json") as t:
         subprocess.run([qemu, "-nodefaults", "-machine", "none",
@@ -173,7 +201,8 @@ def main():
         else:
             print(f"PASS: device/vmstate/{d}-no-debug-counters")
     fails += check_added_counter(os.path.join(
-        TOP, "include/hw/usb/ncm-function.h"))
+        TOP, "include/hw/usb/ncm-function.h"),
+        os.path.dirname(os.path.abspath(qemu)))
     return 1 if fails else 0
 
 

@@ -18,7 +18,7 @@ from ncm_ntb import NTB16, NTB32  # noqa: E402
 
 OUT = os.path.join(TOP, 'corpus')
 
-# fuzz-ncm-parse selector byte: bit 0 NTB32, bits 1-3 max NTB size index
+# usb-ncm-dl-ntb-parse selector byte: bit 0 NTB32, bits 1-3 max NTB size index
 # (4 = 65536, 7 = 4 GiB), bits 4-5 datagram size, bits 6-7 max datagrams
 SEL16 = 4 << 1
 SEL32 = 1 | (4 << 1)
@@ -181,9 +181,9 @@ def write(name, seeds):
 
 
 def main():
-    write('ncm-parse', {k: bytes([sel]) + v
-                        for k, (sel, v) in parse_seeds().items()})
-    write('ncm-roundtrip', roundtrip_seeds())
+    write('usb-ncm-dl-ntb-parse', {k: bytes([sel]) + v
+                                   for k, (sel, v) in parse_seeds().items()})
+    write('usb-ncm-dl-ntb-roundtrip', roundtrip_seeds())
     return 0
 
 

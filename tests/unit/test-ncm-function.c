@@ -1,12 +1,12 @@
 /*
  * Unit tests for the USB CDC-NCM function (hw/usb/ncm-function.c)
  *
- * The protocol state machine without QEMU: the OUT delimiting and ZLP
- * policy, the merge rule of ZLP-required firmware, the IN builder policy
- * (the ZLP after an exact-multiple NTB, the one-copy buffer and what
- * happens when it goes away), class-request state and the checks a
- * migration stream goes through.  OUT NTBs are made with the codec's
- * builder, which tests/unit/test-ncm-ntb.c checks on its own.
+ * The protocol state machine without a device or a machine: the OUT
+ * delimiting and ZLP policy, the merge rule of ZLP-required firmware, the
+ * IN builder policy (the ZLP after an exact-multiple NTB, the one-copy
+ * buffer and what happens when it goes away), class-request state and
+ * the checks a migration stream goes through.  OUT NTBs are made with the
+ * codec's builder, which tests/unit/test-ncm-ntb.c checks on its own.
  *
  * Copyright (c) 2026 The usb-ncm-dl authors
  *
@@ -16,6 +16,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qemu/log.h"
+#include "qapi/error.h"
 #include "hw/usb/ncm-function.h"
 
 #define MPS             512
@@ -28,8 +29,23 @@ static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 typedef struct Fixture {
     NcmFunction f;
     GPtrArray *emitted;         /* frames the function handed the netdev */
-    unsigned errors_before;
+    gint64 errors_before;       /* guest_errors_logged() at the start */
 } Fixture;
+
+/*
+ * The function reports malformed input with
+ * qemu_log_mask(LOG_GUEST_ERROR, ...); main() points QEMU's log at this
+ * scratch file, so that a case checks the report by the file's growth.
+ */
+static char *guest_error_log;
+
+static gint64 guest_errors_logged(void)
+{
+    struct stat st;
+
+    g_assert_cmpint(stat(guest_error_log, &st), ==, 0);
+    return st.st_size;
+}
 
 static NcmConfig config(NcmZlpPolicy zlp, uint16_t max_segment)
 {
@@ -70,7 +86,7 @@ static void fixture_init(Fixture *fx, NcmZlpPolicy zlp, uint16_t max_seg)
     ncm_function_init(&fx->f, &c);
     fx->emitted = g_ptr_array_new_with_free_func(
         (GDestroyNotify)g_byte_array_unref);
-    fx->errors_before = ncm_standalone_guest_errors;
+    fx->errors_before = guest_errors_logged();
 }
 
 static void fixture_free(Fixture *fx)
@@ -239,7 +255,7 @@ static void test_out_malformed(void)
     g_assert_cmpuint(fx.emitted->len, ==, 0);
     g_assert_cmpuint(fx.f.stats->out_parse_errors[NCM_PARSE_NTH_SIGNATURE],
                      ==, 1);
-    g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
+    g_assert_cmpint(guest_errors_logged(), >, fx.errors_before);
     fixture_free(&fx);
 }
 
@@ -518,7 +534,7 @@ static void test_in_babble(void)
     g_assert_cmpuint(fx.f.stats->in_flushed_datagrams, ==, 1);
     g_assert_cmpuint(fx.f.in_sequence, ==, 1);
     g_assert(!ncm_function_in_pending(&fx.f));
-    g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
+    g_assert_cmpint(guest_errors_logged(), >, fx.errors_before);
     fixture_free(&fx);
 }
 
@@ -606,7 +622,7 @@ static void test_control_bad(const void *opaque)
     g_assert_cmpint(control(&fx, r->request, r->value, r->length, d), ==,
                     -1);
     g_assert_cmpuint(fx.f.stats->bad_requests, ==, 1);
-    g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
+    g_assert_cmpint(guest_errors_logged(), >, fx.errors_before);
     g_assert(fx.f.format == &ncm_ntb16_format);
     g_assert_cmpuint(fx.f.ntb_in_size, ==, 65536);
     fixture_free(&fx);
@@ -663,7 +679,7 @@ static void fixture_init_cfg(Fixture *fx, const NcmConfig *c)
     ncm_function_init(&fx->f, c);
     fx->emitted = g_ptr_array_new_with_free_func(
         (GDestroyNotify)g_byte_array_unref);
-    fx->errors_before = ncm_standalone_guest_errors;
+    fx->errors_before = guest_errors_logged();
 }
 
 /* Datagrams per NDP of the IN NTB @ntb (NTB16) */
@@ -780,7 +796,7 @@ static void test_control_input_size_8(void)
     }
     g_assert_cmpuint(fx.f.stats->bad_requests, ==, ARRAY_SIZE(bad_lengths));
     g_assert_cmpuint(fx.f.ntb_in_size, ==, 8192);
-    g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
+    g_assert_cmpint(guest_errors_logged(), >, fx.errors_before);
     fixture_free(&fx);
 }
 
@@ -893,7 +909,7 @@ static void test_mc_perfect(void)
     g_assert_cmpuint(fx.f.stats->bad_requests, ==, 4);
     g_assert_cmpuint(fx.f.mc_count, ==, 2);
     g_assert_cmpmem(fx.f.mc_addrs[0], 6, mc_a, 6);
-    g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
+    g_assert_cmpint(guest_errors_logged(), >, fx.errors_before);
 
     /* 0 clears it */
     g_assert_cmpint(control(&fx, REQ_OUT(CDC_SET_ETHERNET_PACKET_FILTER),
@@ -1126,7 +1142,7 @@ static void test_crc_mode(void)
     g_assert_cmpuint(fx.f.stats->out_crc_errors, ==, 1);
     g_assert_cmpuint(fx.f.stats->out_crc_datagrams, ==, 5);
     g_assert_cmpuint(fx.f.stats->out_crc_errors, ==, 1);
-    g_assert_cmpuint(ncm_standalone_guest_errors, >, fx.errors_before);
+    g_assert_cmpint(guest_errors_logged(), >, fx.errors_before);
     /* an NCM0 NDP in CRC mode */
     g_assert(ncm_function_out_direct(&fx.f, plain->data, plain->len, MPS,
                                      emit, &fx));
@@ -1422,8 +1438,15 @@ static void test_check_config(const void *opaque)
 int main(int argc, char **argv)
 {
     unsigned i;
+    int fd, ret;
 
     g_test_init(&argc, &argv, NULL);
+    fd = g_file_open_tmp("test-ncm-function-XXXXXX.log", &guest_error_log,
+                         NULL);
+    g_assert_cmpint(fd, >=, 0);
+    close(fd);
+    qemu_set_log_filename_flags(guest_error_log, LOG_GUEST_ERROR,
+                                &error_abort);
     g_test_add_data_func("/ncm-function/out/merge/zlp-required",
                          GINT_TO_POINTER(NCM_ZLP_REQUIRED), test_out_merge);
     g_test_add_data_func("/ncm-function/out/merge/auto",
@@ -1494,5 +1517,8 @@ int main(int argc, char **argv)
 
         g_test_add_data_func(path, &cfg_cases[i], test_check_config);
     }
-    return g_test_run();
+    ret = g_test_run();
+    unlink(guest_error_log);
+    g_free(guest_error_log);
+    return ret;
 }

@@ -1,5 +1,5 @@
 /*
- * libFuzzer harness: USB CDC-NCM OUT transfer parser
+ * qemu-fuzz target usb-ncm-dl-ntb-parse: USB CDC-NCM OUT transfer parser
  *
  * Input: one selector byte, then the transfer as the host would send it.
  *   bit 0      NTB32 instead of NTB16
@@ -20,7 +20,10 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/module.h"
 #include "hw/usb/ncm-ntb.h"
+#include "tests/qtest/libqtest.h"
+#include "fuzz.h"
 
 static const uint32_t ntb_sizes[8] = {
     2048, 4096, 16384, 32768, 65536, 65537, 1 << 20, UINT32_MAX,
@@ -46,7 +49,7 @@ static volatile uint8_t touch;
 
 static void fail(const char *what, size_t a, size_t b)
 {
-    fprintf(stderr, "fuzz-ncm-parse: %s (%zu, %zu)\n", what, a, b);
+    fprintf(stderr, "usb-ncm-dl-ntb-parse: %s (%zu, %zu)\n", what, a, b);
     abort();
 }
 
@@ -83,7 +86,8 @@ static void emit(void *opaque, const uint8_t *data, size_t len)
     c->n++;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void ntb_parse_fuzz(QTestState *s, const unsigned char *data,
+                           size_t size)
 {
     static NcmNtbView scratch, view;
     const NcmNtbFormat *fmt;
@@ -96,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     Ctx c = { 0 };
 
     if (size < 1) {
-        return 0;
+        return;
     }
     fmt = data[0] & 1 ? &ncm_ntb32_format : &ncm_ntb16_format;
     limits.max_ntb_len = ntb_sizes[(data[0] >> 1) & 7];
@@ -162,5 +166,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     free(c.out);
-    return 0;
 }
+
+/*
+ * The codec needs no machine: the target runs it on "-machine none", so
+ * that it is built, run and fuzzed (by OSS-Fuzz too) like the device's
+ * own targets, with QEMU's headers and instrumentation.
+ */
+static GString *ntb_parse_fuzz_cmdline(FuzzTarget *t)
+{
+    return g_string_new(TARGET_NAME " -machine none -nodefaults"
+                        " -display none");
+}
+
+static void register_ntb_parse_fuzz(void)
+{
+    fuzz_add_target(&(FuzzTarget){
+        .name = "usb-ncm-dl-ntb-parse",
+        .description = "Parse a USB CDC-NCM OUT transfer (NTB16/NTB32) with "
+                       "the usb-ncm-dl codec and check what it hands out",
+        .get_init_cmdline = ntb_parse_fuzz_cmdline,
+        .fuzz = ntb_parse_fuzz,
+    });
+}
+
+fuzz_target_init(register_ntb_parse_fuzz);

@@ -1,5 +1,6 @@
 /*
- * libFuzzer harness: USB CDC-NCM IN NTB builder, checked by the parser
+ * qemu-fuzz target usb-ncm-dl-ntb-roundtrip: USB CDC-NCM IN NTB builder,
+ * checked by the parser
  *
  * Input:
  *   byte 0     bit 0 NTB32; bits 1-3 wNdpInAlignment 4 << n;
@@ -28,7 +29,10 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/module.h"
 #include "hw/usb/ncm-ntb.h"
+#include "tests/qtest/libqtest.h"
+#include "fuzz.h"
 
 static const uint32_t datagram_sizes[4] = { 1514, 9014, 16384, 65535 };
 
@@ -56,7 +60,7 @@ static const uint8_t zeros[65536];
 
 static void fail(const char *what, unsigned long a, unsigned long b)
 {
-    fprintf(stderr, "fuzz-ncm-roundtrip: %s (%lu, %lu) in %s NTB %u: "
+    fprintf(stderr, "usb-ncm-dl-ntb-roundtrip: %s (%lu, %lu) in %s NTB %u: "
             "max_len %u divisor %u remainder %u alignment %u max %u\n",
             what, a, b, run.fmt->name, run.ntb, run.max_len,
             run.layout.divisor, run.layout.remainder,
@@ -226,13 +230,14 @@ static bool offer(uint32_t len)
     return true;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void ntb_roundtrip_fuzz(QTestState *s, const unsigned char *data,
+                               size_t size)
 {
     size_t pos, budget;
     uint32_t v;
 
     if (size < 8) {
-        return 0;
+        return;
     }
     if (!table[1]) {
         for (pos = 0; pos < sizeof(table); pos++) {
@@ -277,5 +282,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     free(run.buf);
     free(run.copy);
-    return 0;
 }
+
+/*
+ * The codec needs no machine: the target runs it on "-machine none", so
+ * that it is built, run and fuzzed (by OSS-Fuzz too) like the device's
+ * own targets, with QEMU's headers and instrumentation.
+ */
+static GString *ntb_roundtrip_fuzz_cmdline(FuzzTarget *t)
+{
+    return g_string_new(TARGET_NAME " -machine none -nodefaults"
+                        " -display none");
+}
+
+static void register_ntb_roundtrip_fuzz(void)
+{
+    fuzz_add_target(&(FuzzTarget){
+        .name = "usb-ncm-dl-ntb-roundtrip",
+        .description = "Build USB CDC-NCM IN NTBs with the usb-ncm-dl codec "
+                       "and check that they parse back to what went in",
+        .get_init_cmdline = ntb_roundtrip_fuzz_cmdline,
+        .fuzz = ntb_roundtrip_fuzz,
+    });
+}
+
+fuzz_target_init(register_ntb_roundtrip_fuzz);
