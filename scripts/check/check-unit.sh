@@ -113,6 +113,7 @@ fi
 # tests link (libqemuutil and QOM), nothing of a machine.
 if [ "${SANITIZE:-0}" = 0 ]; then
     asan=$NCM_BUILD/unit-asan
+    qemu_obj_forget_moved "$asan"
     key=$(NCM_QEMU_CONFIGURE_EXTRA=$'--enable-asan\n--enable-ubsan' \
           qemu_configure_key)
     if [ ! -f "$asan/build.ninja" ] ||

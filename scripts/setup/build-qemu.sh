@@ -101,6 +101,7 @@ if [ -f "$OBJ/build.ninja" ] &&
     note "$OBJ was configured differently: configuring it afresh"
     rm -rf "$OBJ"
 fi
+qemu_obj_forget_moved "$OBJ"
 CONF_LOG=$NCM_BUILD/configure.log
 if [ ! -f "$OBJ/build.ninja" ]; then
     step "configuring ${NCM_QEMU_TARGETS// /-softmmu, }-softmmu (about 30 s)"

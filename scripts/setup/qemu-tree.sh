@@ -190,6 +190,21 @@ qemu_configure() {
         --enable-trace-backends=log "${extra[@]}") >"$log" 2>&1
 }
 
+# qemu_obj_forget_moved OBJ: a build directory configured under another
+# path (a removed git worktree whose build/ was a link to this one) names
+# a meson that is gone, so ninja cannot regenerate it; remove it, to be
+# configured afresh (ccache keeps the rebuild short)
+qemu_obj_forget_moved() {
+    local obj=$1 regen
+    [ -f "$obj/build.ninja" ] || return 0
+    regen=$(sed -n 's|^ *command = \([^ ]*/pyvenv/bin/meson\) --internal regenerate .*|\1|p' \
+            "$obj/build.ninja" | head -n 1)
+    if [ -n "$regen" ] && [ ! -x "$regen" ]; then
+        note "$obj was configured as ${regen%/pyvenv/bin/meson}, which is gone: configuring it afresh"
+        rm -rf "$obj"
+    fi
+}
+
 # qemu_configure_key: what, besides the tree, decides how qemu_configure
 # configures; build-qemu.sh configures again when it changes
 qemu_configure_key() {

@@ -328,6 +328,7 @@ for c in "${commits[@]}"; do
     i=$((i + 1))
     subject=$(git -C "$VSRC" log -1 --format=%s "$c")
     git -C "$VSRC" checkout -q "$c"
+    qemu_obj_forget_moved "$VOBJ"
     if [ ! -f "$VOBJ/build.ninja" ]; then
         qemu_configure "$VSRC" "$VOBJ" "$VER/configure.log" ||
             die "configure of the series tree failed (log: $VER/configure.log)"
