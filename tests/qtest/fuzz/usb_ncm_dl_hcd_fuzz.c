@@ -406,10 +406,8 @@ static uint64_t control(Hcd *h, uint8_t addr, uint8_t type, uint8_t req,
                         uint16_t value, uint16_t index, const uint8_t *data,
                         uint16_t len)
 {
-    QHcdTd tds[QHCD_MAX_TDS];
     uint8_t setup[8];
     uint64_t buf = qhcd_zalloc(&h->hc, 8 + MAX(len, 1));
-    unsigned n = 0, off;
     bool track = !h->hc.on_comp && addr == h->dev_addr;
     bool idle = track && qhcd_chain_poll(&h->hc, &h->ctl, NULL, NULL);
     QHcdChain c;
@@ -419,19 +417,10 @@ static uint64_t control(Hcd *h, uint8_t addr, uint8_t type, uint8_t req,
     stw_le_p(setup + 2, value);
     stw_le_p(setup + 4, index);
     stw_le_p(setup + 6, len);
-    qtest_memwrite(h->hc.qts, buf, setup, 8);
     if (data && len && !(type & 0x80)) {
         qtest_memwrite(h->hc.qts, buf + 8, data, len);
     }
-    tds[n++] = (QHcdTd){ QHCD_PID_SETUP, addr, 0, false, 8, buf };
-    for (off = 0; off < len && n < QHCD_MAX_TDS - 1; off += 64) {
-        tds[n] = (QHcdTd){ type & 0x80 ? QHCD_PID_IN : QHCD_PID_OUT, addr, 0,
-                          !(n & 1), MIN(64u, len - off), buf + 8 + off };
-        n++;
-    }
-    tds[n++] = (QHcdTd){ (type & 0x80) && len ? QHCD_PID_OUT : QHCD_PID_IN,
-                         addr, 0, true, 0, buf };
-    queue(h, tds, n, NULL, &c);
+    qhcd_control(&h->hc, addr, setup, buf, &c);
     if (!track || !c.n) {
         return buf;
     }

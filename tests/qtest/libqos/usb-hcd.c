@@ -491,6 +491,26 @@ void qhcd_queue(QHcd *h, QHcdList list, const QHcdTd *tds, unsigned n,
     }
 }
 
+void qhcd_control(QHcd *h, uint8_t addr, const uint8_t *setup, uint64_t buf,
+                  QHcdChain *c)
+{
+    QHcdTd tds[QHCD_MAX_TDS];
+    bool in = setup[0] & 0x80;
+    uint16_t len = lduw_le_p(setup + 6);
+    unsigned n = 0, off;
+
+    qtest_memwrite(h->qts, buf, setup, 8);
+    tds[n++] = (QHcdTd){ QHCD_PID_SETUP, addr, 0, false, 8, buf };
+    for (off = 0; off < len && n < QHCD_MAX_TDS - 1; off += 64) {
+        tds[n] = (QHcdTd){ in ? QHCD_PID_IN : QHCD_PID_OUT, addr, 0, n & 1,
+                           MIN(64u, len - off), buf + 8 + off };
+        n++;
+    }
+    tds[n++] = (QHcdTd){ in && len ? QHCD_PID_OUT : QHCD_PID_IN, addr, 0,
+                         true, 0, buf };
+    qhcd_queue(h, QHCD_LIST_CONTROL, tds, n, NULL, c);
+}
+
 int qhcd_td_state(QHcd *h, const QHcdChain *c, const QHcdRef *r,
                   uint32_t *actual)
 {

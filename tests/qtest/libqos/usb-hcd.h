@@ -167,6 +167,18 @@ void qhcd_start(QHcd *h);
  */
 void qhcd_queue(QHcd *h, QHcdList list, const QHcdTd *tds, unsigned n,
                 const uint32_t *raw, QHcdChain *c);
+/*
+ * Queue a control transfer to endpoint 0 of @addr on the control list:
+ * @setup (8 bytes; its wLength the data stage's length) written to @buf,
+ * a SETUP TD, the data stage in TDs of 64 bytes at @buf + 8 in the
+ * direction bmRequestType says, DATA1 first and alternating (USB 2.0
+ * 8.5.3; a data stage longer than a chain holds is cut short), and the
+ * status stage the other way, DATA1 (IN when there is no data stage).
+ * The caller writes an OUT data stage to @buf + 8 first.  @c as
+ * qhcd_queue()'s: the data stage is c->r[1] to c->r[c->n - 2].
+ */
+void qhcd_control(QHcd *h, uint8_t addr, const uint8_t *setup, uint64_t buf,
+                  QHcdChain *c);
 /* A TD's state; QHCD_TD_DONE: @actual, the bytes it moved */
 int qhcd_td_state(QHcd *h, const QHcdChain *c, const QHcdRef *r,
                   uint32_t *actual);

@@ -37,31 +37,29 @@ static uint32_t hcd_control(QHcd *h, uint8_t addr, uint8_t type,
         type, req, value & 0xff, value >> 8, 0, 0, len & 0xff, len >> 8
     };
     uint64_t buf = qhcd_zalloc(h, 8 + MAX(len, 1));
-    QHcdTd tds[3];
     QHcdChain c;
-    unsigned n = 0;
     uint32_t got = 0;
-    int i;
+    unsigned i;
 
-    qtest_memwrite(h->qts, buf, setup, sizeof(setup));
-    tds[n++] = (QHcdTd){ QHCD_PID_SETUP, addr, 0, false, 8, buf };
-    if (len) {
-        tds[n++] = (QHcdTd){ QHCD_PID_IN, addr, 0, true, len, buf + 8 };
-    }
-    tds[n++] = (QHcdTd){ len ? QHCD_PID_OUT : QHCD_PID_IN, addr, 0, true,
-                         0, buf };
-    qhcd_queue(h, QHCD_LIST_CONTROL, tds, n, NULL, &c);
+    qhcd_control(h, addr, setup, buf, &c);
     for (i = 0; i < 20 && !qhcd_chain_poll(h, &c, NULL, NULL); i++) {
         qhcd_frames(h, 1);
     }
     g_assert(c.ended);
     g_assert_false(c.error);
-    if (len) {
+    /* the data stage's TDs, up to the first short one */
+    for (i = 1; len && i + 1 < c.n; i++) {
         uint32_t actual = 0;
 
-        g_assert_cmpint(qhcd_td_state(h, &c, &c.r[1], &actual), ==,
+        g_assert_cmpint(qhcd_td_state(h, &c, &c.r[i], &actual), ==,
                         QHCD_TD_DONE);
-        got = MIN(actual, len);
+        got += actual;
+        if (actual < 64) {
+            break;
+        }
+    }
+    got = MIN(got, len);
+    if (got) {
         qtest_memread(h->qts, buf + 8, data, got);
     }
     return got;

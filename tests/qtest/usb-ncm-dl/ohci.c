@@ -99,15 +99,9 @@ static void ohci_no_data_request(QHcd *h, uint8_t type, uint8_t req,
     uint8_t setup[8] = {
         type, req, value & 0xff, value >> 8, index & 0xff, index >> 8, 0, 0
     };
-    uint64_t buf = qhcd_zalloc(h, sizeof(setup));
-    QHcdTd tds[2] = {
-        { QHCD_PID_SETUP, 0, 0, false, sizeof(setup), buf },
-        { QHCD_PID_IN, 0, 0, true, 0, buf },
-    };
     QHcdChain c;
 
-    qtest_memwrite(h->qts, buf, setup, sizeof(setup));
-    qhcd_queue(h, QHCD_LIST_CONTROL, tds, 2, NULL, &c);
+    qhcd_control(h, 0, setup, qhcd_zalloc(h, sizeof(setup)), &c);
     ohci_run_chain(h, &c);
 }
 
