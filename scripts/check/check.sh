@@ -60,7 +60,7 @@ write_results=${CHECK_RESULTS:-0}
 [ "$suites" = all ] && write_results=${CHECK_RESULTS:-1}
 # (fuzz-device after the guest suite: its clang build runs beside the
 # suites before it, see below)
-[ "$suites" = all ] && suites="style unit tools fuzz device qtest guest fuzz-device dropout kernel vng"
+[ "$suites" = all ] && suites="style unit tools device qtest guest fuzz fuzz-device dropout kernel vng"
 
 needs_qemu=0
 needs_arm64=0
@@ -210,13 +210,23 @@ BUILD_SECONDS=$((SECONDS - BUILD_T0))
 # longest build of a cold run: about 12 minutes of both cores) starts now
 # in the background at nice 10, so that it takes the CPU time the suites
 # before fuzz-device leave over (the guest runs wait on their guests'
-# timers most of the time); the fuzz-device suite waits for it, and its
-# own build step then finds the binary up to date (a build that failed is
+# timers most of the time); the fuzz and fuzz-device suites wait for it,
+# and their build step then finds the binary up to date (a build that failed is
 # run again there, under the same lock, and reported).  CHECK_FUZZ_EARLY=0
 # builds it in the suite instead.
 fuzz_build_pid=""
+# wait_fuzz_build: the background build done, before a suite that runs
+# the device fuzzer (fuzz, the codec's targets, and fuzz-device)
+wait_fuzz_build() {
+    if [ -n "$fuzz_build_pid" ]; then
+        step "waiting for the device fuzzer's build (log: $LOG_DIR/fuzz-device-build.log)"
+        wait "$fuzz_build_pid" ||
+            note "its build failed: the suite builds it again and says why"
+        fuzz_build_pid=""
+    fi
+}
 case " $suites " in
-*" fuzz-device "*)
+*" fuzz "* | *" fuzz-device "*)
     if [ "${CHECK_FUZZ_EARLY:-1}" != 0 ]; then
         step "building the device fuzzer in the background (log: $LOG_DIR/fuzz-device-build.log)"
         nice -n 10 bash "$NCM_TOP/scripts/check/fuzz-device.sh" --list \
@@ -231,14 +241,11 @@ for s in $suites; do
     style) run_suite style bash "$NCM_TOP/scripts/check/checkpatch.sh" ;;
     unit) run_suite unit bash "$NCM_TOP/scripts/check/check-unit.sh" ;;
     tools) run_suite tools python3 "$NCM_TOP/tests/tools/run.py" ;;
-    fuzz) run_suite fuzz bash "$NCM_TOP/scripts/check/fuzz.sh" "$CHECK_FUZZ_SECONDS" ;;
+    fuzz)
+        wait_fuzz_build
+        run_suite fuzz bash "$NCM_TOP/scripts/check/fuzz.sh" "$CHECK_FUZZ_SECONDS" ;;
     fuzz-device)
-        if [ -n "$fuzz_build_pid" ]; then
-            step "waiting for the device fuzzer's build (log: $LOG_DIR/fuzz-device-build.log)"
-            wait "$fuzz_build_pid" ||
-                note "its build failed: the suite builds it again and says why"
-            fuzz_build_pid=""
-        fi
+        wait_fuzz_build
         run_suite fuzz-device bash "$NCM_TOP/scripts/check/fuzz-device.sh" \
             "$CHECK_FUZZ_DEVICE_SECONDS" ;;
     device) run_suite device bash "$NCM_TOP/tests/device/check-properties.sh" ;;
