@@ -78,7 +78,6 @@ static void await_connection(NcmEnv *e, bool up, ReplayRun *run)
 static void replay_script(NcmEnv *e, bool perturb, ReplayRun *run)
 {
     g_autoptr(GRand) r = g_rand_new_with_seed(0x5eed);
-    uint8_t b[16];
     unsigned round, i;
 
     ncm_set_alt(e, 1);
