@@ -211,9 +211,9 @@ BUILD_SECONDS=$((SECONDS - BUILD_T0))
 # in the background at nice 10, so that it takes the CPU time the suites
 # before fuzz-device leave over (the guest runs wait on their guests'
 # timers most of the time); the fuzz and fuzz-device suites wait for it,
-# and their build step then finds the binary up to date (a build that failed is
-# run again there, under the same lock, and reported).  CHECK_FUZZ_EARLY=0
-# builds it in the suite instead.
+# and their build step then finds the binary up to date (a build that
+# failed is run again there, under the same lock, and reported).
+# CHECK_FUZZ_EARLY=0 builds it in the suite instead.
 fuzz_build_pid=""
 # wait_fuzz_build: the background build done, before a suite that runs
 # the device fuzzer (fuzz, the codec's targets, and fuzz-device)
