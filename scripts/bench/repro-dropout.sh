@@ -324,7 +324,6 @@ if [ "${REPRO_TABLE_ONLY:-0}" != 1 ] &&
     qver=$(cat "$NCM_BUILD/qemu-src/VERSION" 2>/dev/null || echo "$QEMU_VERSION")
     block=$OUT/doc-block.md
     {
-        echo "<!-- repro-dropout:begin (written by scripts/bench/repro-dropout.sh) -->"
         echo "The run of $(date -u '+%Y-%m-%d'): QEMU $qver ($ACCELS)" \
              "with the overlay at $commit${dirty:+ (with local changes)}," \
              "$(nproc) cores, $(( (SECONDS - run_start + 30) / 60 )) minutes" \
@@ -333,18 +332,9 @@ if [ "${REPRO_TABLE_ONLY:-0}" != 1 ] &&
         echo '```'
         cat "$OUT/table.txt"
         echo '```'
-        echo "<!-- repro-dropout:end -->"
     } >"$block"
-    if python3 - "$doc" "$block" <<'PY'
-import re, sys
-path, block = sys.argv[1], open(sys.argv[2]).read()
-text = open(path).read()
-new, n = re.subn(r"<!-- repro-dropout:begin.*?<!-- repro-dropout:end -->\n",
-                 lambda m: block, text, count=1, flags=re.S)
-if n != 1:
-    sys.exit("no repro-dropout markers in " + path)
-open(path, "w").write(new)
-PY
+    if python3 "$NCM_TOP/scripts/lib/doc_block.py" write "$doc" repro-dropout \
+            "$block"
     then
         [ -s "$OUT/throughput.png" ] &&
             cp -f "$OUT/throughput.png" "$NCM_TOP/docs/repro-dropout-throughput.png"

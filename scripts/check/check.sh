@@ -122,10 +122,6 @@ write_results_table() {
     local name p f k t table
     [ "$QEMU_VERSION" = 10.0 ] || key=$key-$QEMU_VERSION
     [ "${SANITIZE:-0}" = 0 ] || key=$key-sanitize
-    if ! grep -q "^<!-- $key:begin -->" "$doc"; then
-        note "docs/testing.md has no $key markers: results not written"
-        return 0
-    fi
     [ "${SANITIZE:-0}" = 0 ] || san=", SANITIZE=$SANITIZE"
     qv=$(cat "$NCM_BUILD/qemu-src/VERSION" 2>/dev/null || echo "$QEMU_VERSION")
     rev=$(git -C "$NCM_TOP" describe --always --dirty 2>/dev/null || echo unknown)
@@ -145,15 +141,11 @@ write_results_table() {
             echo "| $name | $p | $f | $k | $(duration "$t") |"
         done
     )
-    python3 - "$doc" "$key" "$table" <<'PY'
-import sys
-path, key, table = sys.argv[1:4]
-text = open(path).read()
-begin, end = f"<!-- {key}:begin -->", f"<!-- {key}:end -->"
-head, rest = text.split(begin, 1)
-_, tail = rest.split(end, 1)
-open(path, "w").write(f"{head}{begin}\n{table}\n{end}{tail}")
-PY
+    if ! python3 "$NCM_TOP/scripts/lib/doc_block.py" write "$doc" "$key" - \
+            <<<"$table"; then
+        note "docs/testing.md has no $key markers: results not written"
+        return 0
+    fi
     note "results written into docs/testing.md ($key)"
 }
 

@@ -81,14 +81,11 @@ for pair in "docs/repro-dropout.md repro-dropout" \
             "docs/testing.md check-results-10.2" \
             "docs/testing.md check-results-sanitize"; do
     read -r doc mark <<<"$pair"
-    nb=$(grep -c -- "<!-- $mark:begin" "$NCM_TOP/$doc" || true)
-    ne=$(grep -c -- "<!-- $mark:end -->" "$NCM_TOP/$doc" || true)
-    lb=$(grep -n -m1 -- "<!-- $mark:begin" "$NCM_TOP/$doc" | cut -d: -f1)
-    le=$(grep -n -m1 -- "<!-- $mark:end -->" "$NCM_TOP/$doc" | cut -d: -f1)
-    if [ "$nb" = 1 ] && [ "$ne" = 1 ] && [ "${lb:-0}" -lt "${le:-0}" ]; then
+    if why=$(python3 "$NCM_TOP/scripts/lib/doc_block.py" check \
+                 "$NCM_TOP/$doc" "$mark" 2>&1); then
         echo "PASS: style/results-block/$mark"
     else
-        echo "FAIL: style/results-block/$mark ($doc has $nb begin and $ne end markers: its writer needs one pair, begin first)"
+        echo "FAIL: style/results-block/$mark ($doc: $why)"
         rc=1
     fi
 done
