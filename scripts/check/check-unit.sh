@@ -113,24 +113,13 @@ fi
 # tests link (libqemuutil and QOM), nothing of a machine.
 if [ "${SANITIZE:-0}" = 0 ]; then
     asan=$NCM_BUILD/unit-asan
-    qemu_obj_forget_moved "$asan"
-    key=$(NCM_QEMU_CONFIGURE_EXTRA=$'--enable-asan\n--enable-ubsan' \
-          qemu_configure_key)
-    if [ ! -f "$asan/build.ninja" ] ||
-       [ "$(cat "$asan/.ncm-configure-key" 2>/dev/null)" != "$key" ]; then
-        step "configuring unit-asan in ${asan#"$NCM_TOP"/}"
-        rm -rf "$asan"
-        if NCM_QEMU_CONFIGURE_EXTRA=$'--enable-asan\n--enable-ubsan' \
-           qemu_configure "$NCM_BUILD/qemu-src" "$asan" "$asan-configure.log"; then
-            echo "$key" >"$asan/.ncm-configure-key"
-        else
-            echo "FAIL: unit-asan/build"
-            tail -n 20 "$asan-configure.log" | sed 's/^/    | /'
-            note "configure failed (log: $asan-configure.log)"
-            failed=1
-        fi
-    fi
-    if [ -f "$asan/.ncm-configure-key" ] && build unit-asan "$asan"; then
+    if ! NCM_QEMU_CONFIGURE_EXTRA=$'--enable-asan\n--enable-ubsan' \
+         qemu_obj_ready "$NCM_BUILD/qemu-src" "$asan" "$asan-configure.log"; then
+        echo "FAIL: unit-asan/build"
+        tail -n 20 "$asan-configure.log" | sed 's/^/    | /'
+        note "configure failed (log: $asan-configure.log)"
+        failed=1
+    elif build unit-asan "$asan"; then
         for t in $TEST_BINS; do
             run_suite unit-asan "$asan" "$t"
         done

@@ -94,25 +94,13 @@ for mak in $NCM_QEMU_DEVICES; do
 done
 
 # A build directory configured another way (NCM_QEMU_CC and friends, see
-# qemu_configure) is configured afresh.
-key=$(qemu_configure_key)
-if [ -f "$OBJ/build.ninja" ] &&
-   [ "$(cat "$OBJ/.ncm-configure-key" 2>/dev/null)" != "$key" ]; then
-    note "$OBJ was configured differently: configuring it afresh"
-    rm -rf "$OBJ"
-fi
-qemu_obj_forget_moved "$OBJ"
+# qemu_configure) or under a path that is gone is configured afresh.
 CONF_LOG=$NCM_BUILD/configure.log
-if [ ! -f "$OBJ/build.ninja" ]; then
-    step "configuring ${NCM_QEMU_TARGETS// /-softmmu, }-softmmu (about 30 s)"
-    qemu_configure "$SRC_COPY" "$OBJ" "$CONF_LOG" || {
-        tail -n 30 "$CONF_LOG" >&2
-        rm -f "$OBJ/build.ninja"
-        die "configure failed (full log: $CONF_LOG)" \
-            "missing packages: run scripts/setup/install-deps.sh build"
-    }
-    [ -z "$key" ] || echo "$key" >"$OBJ/.ncm-configure-key"
-fi
+qemu_obj_ready "$SRC_COPY" "$OBJ" "$CONF_LOG" || {
+    tail -n 30 "$CONF_LOG" >&2
+    die "configure failed (full log: $CONF_LOG)" \
+        "missing packages: run scripts/setup/install-deps.sh build"
+}
 
 # Let ccache hit across clones and build directories.
 export CCACHE_BASEDIR=$NCM_BUILD CCACHE_NOHASHDIR=1

@@ -205,6 +205,28 @@ qemu_obj_forget_moved() {
     fi
 }
 
+# qemu_obj_ready SRC OBJ LOG: OBJ configured from SRC as qemu_configure
+# does now; configured afresh when it was configured another way (its
+# qemu_configure_key differs) or under a path that is gone.  Non-zero,
+# with no build.ninja left, when configure failed (LOG says why).
+qemu_obj_ready() {
+    local src=$1 obj=$2 log=$3 key
+    key=$(qemu_configure_key)
+    if [ -f "$obj/build.ninja" ] &&
+       [ "$(cat "$obj/.ncm-configure-key" 2>/dev/null)" != "$key" ]; then
+        note "$obj was configured differently: configuring it afresh"
+        rm -rf "$obj"
+    fi
+    qemu_obj_forget_moved "$obj"
+    [ ! -f "$obj/build.ninja" ] || return 0
+    step "configuring ${NCM_QEMU_TARGETS// /-softmmu, }-softmmu in $obj (about 30 s)"
+    if ! qemu_configure "$src" "$obj" "$log"; then
+        rm -f "$obj/build.ninja"
+        return 1
+    fi
+    echo "$key" >"$obj/.ncm-configure-key"
+}
+
 # qemu_configure_key: what, besides the tree, decides how qemu_configure
 # configures; build-qemu.sh configures again when it changes
 qemu_configure_key() {
