@@ -18,7 +18,14 @@
 #  - layers/include-graph: the includes among our files go one way
 #    (dev-ncm.c -> {dev-ncm.h, ncm-function.h} -> ncm-ntb.h; ncm-fault.c
 #    -> ncm-fault-target.h -> ncm-function.h): no cycle, and no layer
-#    includes one above it.
+#    includes one above it;
+#  - layers/fuzz-through-qtest: the fuzz targets
+#    (tests/qtest/fuzz/usb_ncm_dl*_fuzz.c) reach QEMU through libqtest,
+#    libqos and usb_ncm_dl_host.h only, as a qtest does: they include no
+#    QEMU header but the constants' (hw/usb.h, cdc-ncm.h, ncm-fault.h's
+#    property names, the codec's for its own fuzzers) and call no QOM,
+#    qdev, QMP, VMState or USB-core function; the host's side that QMP
+#    would do is usb_ncm_dl_host.c's.
 #
 #   layers.py [TOP]     default: the repository this script is in
 
@@ -48,6 +55,14 @@ DEVICE = re.compile(r"^(hw/usb/(dev-ncm[^/]*|ncm-function[^/]*|ncm-ntb)"
 FAULT_OBJECT = "hw/usb/ncm-fault.c"
 FAULT_NAMES = re.compile(r"\b(TYPE_USB_NCM_FAULT|UsbNcmFault|USB_NCM_FAULT)"
                          r"\b|\"usb-ncm-fault\"|ncm-fault\.h")
+FUZZ_TARGET = re.compile(r"^tests/qtest/fuzz/usb_ncm_dl\w*_fuzz\.c$")
+FUZZ_INCLUDES = re.compile(r"^(qemu/(osdep|bswap|main-loop|module)\.h|"
+                           r"hw/usb\.h|hw/usb/(cdc-ncm|ncm-fault|ncm-ntb)\.h|"
+                           r"tests/qtest/.*\.h|fuzz\.h|usb_ncm_dl_\w+\.h)$")
+FUZZ_INTERNALS = re.compile(r"\b(object_\w+|qdev_\w+|qmp_\w+|vmstate_\w+|"
+                            r"qemu_file_\w+|qemu_f\w+|device_cold_reset|"
+                            r"usb_device_\w+|usb_packet_\w+|"
+                            r"DEVICE_GET_CLASS|USB_DEVICE)\s*\(")
 STATE_DECL = re.compile(r"\bstruct\s+USBNcmState\s*\{|typedef\s+struct\s+"
                         r"USBNcmState\b|OBJECT_DECLARE_\w+\(\s*USBNcmState\b")
 
@@ -144,6 +159,20 @@ def main():
             visit(node, [])
     rc |= report("include-graph", "an include goes up a layer or round "
                  "in a cycle", hits)
+
+    fuzz = subprocess.run(["git", "ls-files", "tests/qtest/fuzz/"], cwd=TOP,
+                          check=True, capture_output=True,
+                          text=True).stdout.split()
+    fuzz = [f for f in fuzz if FUZZ_TARGET.match(f) and
+            os.path.exists(os.path.join(TOP, f))]
+    hits = [f"{f}: #include \"{inc}\"" for f in fuzz
+            for inc in INCLUDE.findall(code_of(text_of(f)))
+            if not FUZZ_INCLUDES.match(inc)]
+    hits += code_lines_matching(fuzz, FUZZ_INTERNALS)
+    if not fuzz:
+        hits.append("no tests/qtest/fuzz/usb_ncm_dl*_fuzz.c found")
+    rc |= report("fuzz-through-qtest", "a fuzz target reaches into QEMU; "
+                 "put the host's side in usb_ncm_dl_host.c", hits)
     return rc
 
 

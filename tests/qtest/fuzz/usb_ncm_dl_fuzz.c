@@ -14,6 +14,12 @@
  * finding), and class and standard requests and migrations between the
  * packets of a bulk transfer in either direction (OP_MID_XFER).
  *
+ * The guest's operations go through libqtest and the libqos xHCI driver
+ * only; the host's (device_add and device_del, the usb-ncm-fault
+ * properties, set_link, a migration's save and load), which a qtest
+ * would send over QMP and in-process fuzzing has no QMP for, through
+ * usb_ncm_dl_host.h.
+ *
  * usb-ncm-dl-migration-fuzz brings the device into a state chosen by the
  * first input byte, saves its VMState in-process, mutates the stream with
  * the rest of the input (the USBDevice part the USB core writes included),
@@ -44,25 +50,10 @@
 
 #include "qemu/bswap.h"
 #include "qemu/main-loop.h"
-#include "qapi/error.h"
-#include "qapi/qapi-commands-net.h"
-#include "qobject/qdict.h"
-#include "qom/object.h"
-#include "qom/qom-qobject.h"
-#include "hw/qdev-core.h"
 #include "hw/usb.h"
 #include "hw/usb/cdc-ncm.h"
 #include "hw/usb/ncm-fault.h"
-#include "hw/usb/ncm-function.h"
-#include "hw/usb/hcd-xhci.h"
-#include "hw/usb/ncm-compat.h"
 #include "hw/usb/ncm-ntb.h"
-#include "monitor/qdev.h"
-#include "io/channel-buffer.h"
-#include "migration/vmstate.h"
-#include "migration/qemu-file-types.h"
-#include "migration/qemu-file.h"
-#include "migration/savevm.h"
 #include "tests/qtest/libqtest.h"
 #include "tests/qtest/libqos/libqos-malloc.h"
 #include "tests/qtest/libqos/malloc-pc.h"
@@ -70,17 +61,10 @@
 #include "tests/qtest/libqos/xhci-driver.h"
 #include "fuzz.h"
 #include "usb_ncm_dl_fork.h"
+#include "usb_ncm_dl_host.h"
 #include "usb_ncm_dl_input.h"
 #include "tests/qtest/usb-ncm-dl/ncm-oracle.h"
 
-#define NCM_ID              "ncm0"
-#define NCM_FAULT_ID        "ncm-fault"     /* its usb-ncm-fault */
-#define NCM_NETDEV          "n0"
-#define NCM_MAC             "52:54:00:12:34:56"
-#define NCM_MODEL           "usb-ncm-dl"
-/* every optional request on, so that the fuzzer can reach them all */
-#define NCM_PROPS           "network-capabilities=0x3b,multicast-filters=16," \
-                            "ethernet-statistics=0x1ffff"
 #define XHCI_DEVFN          QPCI_DEVFN(4, 0)
 
 #define IF_CONTROL          0
@@ -211,82 +195,14 @@ static void ncm_after_step(QTestState *s, void *opaque)
 /* Device creation, outside the guest's reach */
 
 /*
- * The firmware model of the device ncm_plug() creates, chosen by bit 6 of
- * an input's first byte: NULL for the property's default, which is the
- * command line's device (DisplayLink ids: ZLP-required firmware), or
- * ncm_zlp_auto for NCM 1.0's own delimiting, whose OUT path is another.
+ * The firmware model of the device ncm_host_device_add() creates, chosen
+ * by bit 6 of an input's first byte: NULL for the property's default,
+ * which is the command line's device (DisplayLink ids: ZLP-required
+ * firmware), or ncm_zlp_auto for NCM 1.0's own delimiting, whose OUT
+ * path is another.
  */
 static const char ncm_zlp_auto[] = "auto";
 static const char *ncm_zlp;
-
-static DeviceState *ncm_find(void)
-{
-    /* by its id: a search of the whole QOM tree cost 7 % of every input */
-    Object *obj = object_resolve_path_type("/machine/peripheral/" NCM_ID,
-                                           NCM_MODEL, NULL);
-
-    return obj ? DEVICE(obj) : NULL;
-}
-
-static void ncm_unplug(void)
-{
-    DeviceState *dev = ncm_find();
-
-    if (dev) {
-        qdev_unplug(dev, &error_abort);
-    }
-}
-
-static void ncm_plug(void)
-{
-    g_auto(GStrv) props = NULL;
-    QDict *opts;
-    DeviceState *dev;
-    int i;
-
-    if (ncm_find()) {
-        return;
-    }
-    /*
-     * The same properties as the command line's device: a replugged
-     * device that differed (it once lacked ethernet-statistics) would
-     * make every input after the first one of a run fuzz another device,
-     * and GET_ETHERNET_STATISTIC was never reached in a corpus replay.
-     */
-    opts = qdict_new();
-    qdict_put_str(opts, "driver", NCM_MODEL);
-    qdict_put_str(opts, "id", NCM_ID);
-    qdict_put_str(opts, "bus", "xhci.0");
-    qdict_put_str(opts, "netdev", NCM_NETDEV);
-    qdict_put_str(opts, "mac", NCM_MAC);
-    props = g_strsplit(NCM_PROPS, ",", -1);
-    for (i = 0; props[i]; i++) {
-        g_auto(GStrv) kv = g_strsplit(props[i], "=", 2);
-
-        g_assert(kv[0] && kv[1]);
-        qdict_put_str(opts, kv[0], kv[1]);
-    }
-    if (ncm_zlp) {
-        qdict_put_str(opts, "zlp", ncm_zlp);
-    }
-    dev = qdev_device_add_from_qdict(opts, false, &error_abort);
-    object_unref(OBJECT(dev));
-    qobject_unref(opts);
-}
-
-/* The usb-ncm-fault object of the command line, attached to the device */
-static Object *ncm_fault(void)
-{
-    return object_resolve_path_component(object_get_objects_root(),
-                                         NCM_FAULT_ID);
-}
-
-static void ncm_set_u32(const char *prop, uint32_t value)
-{
-    if (ncm_find()) {
-        object_property_set_uint(ncm_fault(), prop, value, NULL);
-    }
-}
 
 /* Bytes written to the socket that QEMU has not read yet, or -1. */
 static int sock_unread(void)
@@ -609,7 +525,7 @@ static void ncm_fuzz_begin(NcmFuzz *f, QTestState *s)
     memset(f, 0, sizeof(*f));
     f->qts = s;
     ncm_fuzz_active = true;
-    ncm_plug();
+    ncm_host_device_add(ncm_zlp);
     /* leftovers of the last input: let the netdev take them */
     for (i = 0; i < 20 && sock_unread() > 0; i++) {
         main_loop_wait(true);
@@ -634,36 +550,8 @@ static void ncm_fuzz_begin(NcmFuzz *f, QTestState *s)
 /* Every usb-ncm-fault property back to its default, the link up */
 static void ncm_faults_clear(NcmFuzz *f)
 {
-    DeviceState *dev = ncm_find();
-    Object *fault = ncm_fault();
-    int i;
-
-    if (dev) {
-        /* first what a QMP user watching the faults reads (qom-get) */
-        qobject_unref(object_property_get_qobject(OBJECT(dev), "x-stats",
-                                                  &error_abort));
-        for (i = 0; i <= NCM_FAULT_CORRUPT_IN; i++) {
-            const char *name = i == NCM_FAULT_CORRUPT_IN ?
-                               NCM_FAULT_CORRUPT_IN_NAME :
-                               usb_ncm_fault_names[i];
-
-            qobject_unref(object_property_get_qobject(fault, name,
-                                                      &error_abort));
-        }
-        /*
-         * Last to first: replug-every-ms before replug-ms, so that a
-         * detached device comes back
-         */
-        for (i = NCM_FAULT__MAX - 1; i >= 0; i--) {
-            object_property_set_uint(fault, usb_ncm_fault_names[i],
-                                     i == NCM_FAULT_REPLUG_SEED ? 1 : 0,
-                                     &error_abort);
-        }
-        object_property_set_str(fault, NCM_FAULT_CORRUPT_IN_NAME,
-                                ncm_in_corruption_names[NCM_CORRUPT_NONE],
-                                &error_abort);
-    }
-    qmp_set_link(NCM_NETDEV, true, &error_abort);
+    ncm_host_faults_clear();
+    ncm_host_set_link(true);
     /* the replug timer, set to now, runs once the clock moves */
     qtest_clock_step(f->qts, 1000);
     flush_events(f->qts);
@@ -705,7 +593,7 @@ static void ncm_fuzz_end(NcmFuzz *f)
         }
         if (f->device_dirty) {
             /* the next input's ncm_fuzz_begin() plugs a fresh one */
-            ncm_unplug();
+            ncm_host_device_del();
             ncm_fuzz_counters()->device_replugs++;
         }
         /* the next input's qxhci_new() resets the controller */
@@ -719,7 +607,7 @@ static void ncm_fuzz_end(NcmFuzz *f)
     qpci_free_pc(pci_kept.bus);
     pci_kept.bus = NULL;
     pci_kept.pdev = NULL;
-    ncm_unplug();
+    ncm_host_device_del();
     flush_events(f->qts);
     fuzz_reset(f->qts);
     /* properties are not reset with the machine */
@@ -1239,27 +1127,27 @@ static void op_plug(NcmFuzz *f, FuzzIn *in)
 
     switch (v % 4) {
     case 0:
-        ncm_unplug();
+        ncm_host_device_del();
         settle(f, 1);
         break;
     case 1:
-        ncm_plug();
+        ncm_host_device_add(ncm_zlp);
         settle(f, 1);
         break;
     case 2:
         if (enumerated_again(f, 3 + !!(v & 0x80))) {
             break;
         }
-        ncm_unplug();
+        ncm_host_device_del();
         settle(f, 1);
-        ncm_plug();
+        ncm_host_device_add(ncm_zlp);
         settle(f, 1);
         reenumerate(f, v & 0x80);
         f->fresh = dev_usable(f) ? 3 + !!(v & 0x80) : 0;
         break;
     default:
         f->faults_set = true;
-        ncm_set_u32(usb_ncm_fault_names[NCM_FAULT_REPLUG_MS], (v >> 2) * 4);
+        ncm_host_fault_set(NCM_FAULT_REPLUG_MS, (v >> 2) * 4);
         settle(f, 1);
         break;
     }
@@ -1308,9 +1196,8 @@ static void op_fault(NcmFuzz *f, FuzzIn *in)
      */
     uint8_t which = in_u8(in) % (NCM_FAULT_REPLUG_SEED + 2);
     uint16_t v = in_u16(in);
-    DeviceState *dev = ncm_find();
 
-    if (!dev) {
+    if (!ncm_host_device_present()) {
         return;
     }
     f->faults_set = true;
@@ -1319,14 +1206,11 @@ static void op_fault(NcmFuzz *f, FuzzIn *in)
         if (which == NCM_FAULT_REPLUG_EVERY_MS && v && v < 50) {
             v = 50;
         }
-        object_property_set_uint(ncm_fault(), usb_ncm_fault_names[which], v,
-                                 NULL);
+        ncm_host_fault_set(which, v);
     } else if (which == NCM_FAULT_REPLUG_SEED) {
-        object_property_set_str(ncm_fault(), NCM_FAULT_CORRUPT_IN_NAME,
-                                ncm_in_corruption_names[v % NCM_CORRUPT__MAX],
-                                NULL);
+        ncm_host_fault_corrupt_in(v);
     } else {
-        qmp_set_link(NCM_NETDEV, v & 1, NULL);
+        ncm_host_set_link(v & 1);
     }
     flush_events(f->qts);
 }
@@ -1376,45 +1260,6 @@ static void op_reenumerate(NcmFuzz *f, FuzzIn *in)
 #define MIG_CRC             (1 << 5)    /* SET_CRC_MODE(1) */
 #define MIG_MC_FILTERS      (1 << 6)    /* SET_ETHERNET_MULTICAST_FILTERS */
 #define MIG_NTB32           (1 << 7)    /* SET_NTB_FORMAT(NTB32) */
-
-static GByteArray *vmstate_save(const VMStateDescription *vmsd, void *obj)
-{
-    QIOChannelBuffer *bioc = qio_channel_buffer_new(4096);
-    QEMUFile *f = qemu_file_new_output(QIO_CHANNEL(bioc));
-    GByteArray *b = g_byte_array_new();
-
-    g_assert_cmpint(NCM_VMSTATE_SAVE(f, vmsd, obj), ==, 0);
-    qemu_fflush(f);
-    g_byte_array_append(b, bioc->data, bioc->usage);
-    qemu_fclose(f);
-    object_unref(OBJECT(bioc));
-    return b;
-}
-
-/*
- * Load @len bytes of a device's VMState.  In a migration stream a section
- * footer follows them; it goes here too, as the loader peeks past the
- * last field for subsections, and a peek at the end of the buffer would
- * fail the load with -EIO.
- */
-static int vmstate_load(const VMStateDescription *vmsd, void *obj,
-                        const uint8_t *data, size_t len)
-{
-    QIOChannelBuffer *bioc = qio_channel_buffer_new(len + 1);
-    QEMUFile *f;
-    int ret;
-
-    if (len) {
-        memcpy(bioc->data, data, len);
-    }
-    bioc->data[len] = QEMU_VM_SECTION_FOOTER;
-    bioc->usage = len + 1;
-    f = qemu_file_new_input(QIO_CHANNEL(bioc));
-    ret = NCM_VMSTATE_LOAD(f, vmsd, obj, vmsd->version_id);
-    qemu_fclose(f);
-    object_unref(OBJECT(bioc));
-    return ret;
-}
 
 static void mig_frames(NcmFuzz *f, unsigned n, uint32_t len)
 {
@@ -1493,10 +1338,10 @@ static void mig_prepare(NcmFuzz *f, uint8_t state)
         f->faults_set = true;
     }
     if (state & MIG_FAULT_BUSY) {
-        ncm_set_u32(usb_ncm_fault_names[NCM_FAULT_BUSY_MS], 1000);
+        ncm_host_fault_set(NCM_FAULT_BUSY_MS, 1000);
     }
     if (state & MIG_FAULT_LINK) {
-        ncm_set_u32(usb_ncm_fault_names[NCM_FAULT_LINK_DOWN_MS], 1000);
+        ncm_host_fault_set(NCM_FAULT_LINK_DOWN_MS, 1000);
     }
     flush_events(f->qts);
 }
@@ -1546,14 +1391,6 @@ static size_t mig_mutate(uint8_t *s, size_t len, FuzzIn *in, size_t keep)
     return len;
 }
 
-/* The xHCI's own state (hcd-xhci.c's "xhci-core", vmstate_xhci) */
-static Object *xhci_core(void)
-{
-    Object *pci = object_resolve_path("/machine/peripheral/xhci", NULL);
-
-    return pci ? object_resolve_path_component(pci, "xhci-core") : NULL;
-}
-
 /*
  * @what's stream @saved and the stream its destination saves again,
  * @again, must be the same: else the input aborts, naming the first
@@ -1582,18 +1419,17 @@ static void migrate_compare(const char *what, GByteArray *saved,
 }
 
 /* A stream the source saved unmodified must load: else a finding */
-static void migrate_load_or_abort(const char *what,
-                                  const VMStateDescription *vmsd, void *obj,
+static void migrate_load_or_abort(const char *what, NcmHostPiece piece,
                                   GByteArray *saved)
 {
-    int ret = vmstate_load(vmsd, obj, saved->data, saved->len);
+    int ret = ncm_host_load(piece, saved->data, saved->len);
 
     if (ret < 0) {
         /* QEMU's error_report() above names the field or the reason */
         fprintf(stderr, "usb-ncm-dl-fuzz: migrate here: the destination's "
                 "%s (section %s) refused the %u bytes its source saved: "
-                "%d (%s)\n", what, vmsd->name, saved->len, ret,
-                strerror(-ret));
+                "%d (%s)\n", what, ncm_host_piece_name(piece), saved->len,
+                ret, strerror(-ret));
         abort();
     }
 }
@@ -1606,21 +1442,17 @@ static void migration_run(NcmFuzz *fp, FuzzIn *inp)
     g_autoptr(GByteArray) saved = NULL;
     g_autoptr(GByteArray) mutated = NULL;
     g_autoptr(GByteArray) usbdev = NULL;
-    const VMStateDescription *vmsd;
     FuzzIn none = { NULL, 0 };
-    DeviceState *dev;
     size_t keep = 0, len;
     bool unmodified;
     uint8_t buf[NCM_NTB_PARAMETERS_LEN];
     unsigned i;
 
     mig_prepare(&f, state);
-    dev = ncm_find();
-    vmsd = DEVICE_GET_CLASS(dev)->vmsd;
-    saved = vmstate_save(vmsd, dev);
+    saved = ncm_host_save(NCM_HOST_DEVICE);
     if (getenv("USB_NCM_FUZZ_KEEP_USBDEVICE")) {
         /* the USBDevice part comes first: leave it as it was */
-        usbdev = vmstate_save(&vmstate_usb_device, USB_DEVICE(dev));
+        usbdev = ncm_host_save(NCM_HOST_USB_DEVICE);
         keep = usbdev->len;
     }
 
@@ -1639,7 +1471,7 @@ static void migration_run(NcmFuzz *fp, FuzzIn *inp)
         }
     }
     xfers_reap(&f);
-    usb_device_reset(USB_DEVICE(dev));
+    ncm_host_reset(NCM_HOST_DEVICE);
     flush_events(f.qts);
 
     mutated = g_byte_array_sized_new(saved->len);
@@ -1656,17 +1488,17 @@ static void migration_run(NcmFuzz *fp, FuzzIn *inp)
     if (unmodified) {
         g_autoptr(GByteArray) again = NULL;
 
-        migrate_load_or_abort(NCM_MODEL, vmsd, dev, saved);
-        again = vmstate_save(vmsd, dev);
+        migrate_load_or_abort(NCM_MODEL, NCM_HOST_DEVICE, saved);
+        again = ncm_host_save(NCM_HOST_DEVICE);
         migrate_compare(NCM_MODEL, saved, again);
         ncm_fuzz_counters()->mig_unmodified++;
-    } else if (vmstate_load(vmsd, dev, mutated->data, len) < 0) {
+    } else if (ncm_host_load(NCM_HOST_DEVICE, mutated->data, len) < 0) {
         /*
          * A mutated stream refused, as it may be.  The device now holds
          * part of the stream: put the saved state back before it is
          * unplugged, as nothing else would run on it.
          */
-        vmstate_load(vmsd, dev, saved->data, saved->len);
+        ncm_host_load(NCM_HOST_DEVICE, saved->data, saved->len);
         goto out;
     }
 
@@ -1702,8 +1534,8 @@ static void migration_run(NcmFuzz *fp, FuzzIn *inp)
     qtest_clock_step(f.qts, 300 * 1000 * 1000);
     ncm_after_step(f.qts, NULL);
     wait_idle(&f, MAX_WAIT_STEPS);
-    ncm_set_u32(usb_ncm_fault_names[NCM_FAULT_BUSY_MS], 0);
-    ncm_set_u32(usb_ncm_fault_names[NCM_FAULT_LINK_DOWN_MS], 0);
+    ncm_host_fault_set(NCM_FAULT_BUSY_MS, 0);
+    ncm_host_fault_set(NCM_FAULT_LINK_DOWN_MS, 0);
     mig_frames(&f, 2, 100);
     wait_idle(&f, 8);
 out:
@@ -2069,16 +1901,14 @@ static void op_interrupter(NcmFuzz *f, FuzzIn *in)
  */
 static void migrate_here(NcmFuzz *f, bool in_flight)
 {
-    DeviceState *dev = ncm_find();
-    Object *core = xhci_core();
-    const VMStateDescription *vmsd;
     g_autoptr(GByteArray) saved = NULL;
     g_autoptr(GByteArray) again = NULL;
     g_autoptr(GByteArray) xsaved = NULL;
     g_autoptr(GByteArray) xagain = NULL;
     unsigned i;
 
-    if (!dev || !core || !dev_usable(f)) {
+    if (!ncm_host_piece_present(NCM_HOST_DEVICE) ||
+        !ncm_host_piece_present(NCM_HOST_XHCI) || !dev_usable(f)) {
         ncm_fuzz_counters()->migrate_skipped++;
         return;
     }
@@ -2098,16 +1928,15 @@ static void migrate_here(NcmFuzz *f, bool in_flight)
     f->oracle_in = false;
     f->data_defaults = false;
     flush_events(f->qts);
-    vmsd = DEVICE_GET_CLASS(dev)->vmsd;
-    xsaved = vmstate_save(&vmstate_xhci, core);
-    saved = vmstate_save(vmsd, dev);
-    device_cold_reset(DEVICE(core));
-    usb_device_reset(USB_DEVICE(dev));
+    xsaved = ncm_host_save(NCM_HOST_XHCI);
+    saved = ncm_host_save(NCM_HOST_DEVICE);
+    ncm_host_reset(NCM_HOST_XHCI);
+    ncm_host_reset(NCM_HOST_DEVICE);
     flush_events(f->qts);
-    migrate_load_or_abort("xHCI", &vmstate_xhci, core, xsaved);
-    migrate_load_or_abort(NCM_MODEL, vmsd, dev, saved);
-    xagain = vmstate_save(&vmstate_xhci, core);
-    again = vmstate_save(vmsd, dev);
+    migrate_load_or_abort("xHCI", NCM_HOST_XHCI, xsaved);
+    migrate_load_or_abort(NCM_MODEL, NCM_HOST_DEVICE, saved);
+    xagain = ncm_host_save(NCM_HOST_XHCI);
+    again = ncm_host_save(NCM_HOST_DEVICE);
     migrate_compare("xHCI", xsaved, xagain);
     migrate_compare(NCM_MODEL, saved, again);
     ncm_fuzz_counters()->migrate_runs++;
@@ -2384,10 +2213,10 @@ static void ncm_child(void *opaque)
     bool ok = base_ok;
 
     if (ok && c->zlp != ncm_zlp) {
-        ncm_unplug();
+        ncm_host_device_del();
         settle(&base, 1);
         ncm_zlp = c->zlp;
-        ncm_plug();
+        ncm_host_device_add(ncm_zlp);
         settle(&base, 1);
         reenumerate(&base, false);
         ok = dev_usable(&base) && base.config_len;
@@ -2414,7 +2243,7 @@ static void ncm_run(QTestState *s, const char *zlp, bool data, NcmFuzzFn *fn,
     if (!ncm_fork_enabled()) {
         /* the firmware model (the last input's may differ) */
         if (zlp != ncm_zlp) {
-            ncm_unplug();
+            ncm_host_device_del();
             flush_events(s);
             ncm_zlp = zlp;
         }
@@ -2624,9 +2453,9 @@ static GString *usb_ncm_dl_cmdline(FuzzTarget *t)
                            " -netdev socket,id=" NCM_NETDEV ",fd=%d"
                            " -object usb-ncm-fault,id=" NCM_FAULT_ID
                            ",device=/machine/peripheral/" NCM_ID
-                           " -device qemu-xhci,id=xhci,addr=04.0"
+                           " -device qemu-xhci,id=" NCM_XHCI_ID ",addr=04.0"
                            " -device " NCM_MODEL ",id=" NCM_ID
-                           ",bus=xhci.0,netdev=" NCM_NETDEV
+                           ",bus=" NCM_XHCI_ID ".0,netdev=" NCM_NETDEV
                            ",mac=" NCM_MAC "," NCM_PROPS " ",
                            sockfds[1]);
     return cmd;

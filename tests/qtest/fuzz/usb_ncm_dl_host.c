@@ -1,0 +1,257 @@
+/*
+ * usb-ncm-dl fuzz targets: what the host does to the device
+ *
+ * The QMP commands a qtest would send, done in QEMU for the in-process
+ * fuzz targets (usb_ncm_dl_host.h says which).
+ *
+ * Copyright (c) 2026 The usb-ncm-dl authors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qapi/qapi-commands-net.h"
+#include "qobject/qdict.h"
+#include "qom/object.h"
+#include "qom/qom-qobject.h"
+#include "hw/qdev-core.h"
+#include "hw/usb.h"
+#include "hw/usb/hcd-xhci.h"
+#include "hw/usb/ncm-compat.h"
+#include "hw/usb/ncm-fault.h"
+#include "hw/usb/ncm-function.h"
+#include "monitor/qdev.h"
+#include "io/channel-buffer.h"
+#include "migration/vmstate.h"
+#include "migration/qemu-file-types.h"
+#include "migration/qemu-file.h"
+#include "migration/savevm.h"
+#include "usb_ncm_dl_host.h"
+
+static DeviceState *ncm_device(void)
+{
+    /* by its id: a search of the whole QOM tree cost 7 % of every input */
+    Object *obj = object_resolve_path_type("/machine/peripheral/" NCM_ID,
+                                           NCM_MODEL, NULL);
+
+    return obj ? DEVICE(obj) : NULL;
+}
+
+static Object *ncm_fault_object(void)
+{
+    return object_resolve_path_component(object_get_objects_root(),
+                                         NCM_FAULT_ID);
+}
+
+/* The xHCI's own state (hcd-xhci.c's "xhci-core", vmstate_xhci) */
+static Object *xhci_core(void)
+{
+    Object *pci = object_resolve_path("/machine/peripheral/" NCM_XHCI_ID,
+                                      NULL);
+
+    return pci ? object_resolve_path_component(pci, "xhci-core") : NULL;
+}
+
+bool ncm_host_device_present(void)
+{
+    return ncm_device() != NULL;
+}
+
+void ncm_host_device_add(const char *zlp)
+{
+    g_auto(GStrv) props = NULL;
+    QDict *opts;
+    DeviceState *dev;
+    int i;
+
+    if (ncm_device()) {
+        return;
+    }
+    /*
+     * The same properties as the command line's device: a replugged
+     * device that differed (it once lacked ethernet-statistics) would
+     * make every input after the first one of a run fuzz another device,
+     * and GET_ETHERNET_STATISTIC was never reached in a corpus replay.
+     */
+    opts = qdict_new();
+    qdict_put_str(opts, "driver", NCM_MODEL);
+    qdict_put_str(opts, "id", NCM_ID);
+    qdict_put_str(opts, "bus", NCM_XHCI_ID ".0");
+    qdict_put_str(opts, "netdev", NCM_NETDEV);
+    qdict_put_str(opts, "mac", NCM_MAC);
+    props = g_strsplit(NCM_PROPS, ",", -1);
+    for (i = 0; props[i]; i++) {
+        g_auto(GStrv) kv = g_strsplit(props[i], "=", 2);
+
+        g_assert(kv[0] && kv[1]);
+        qdict_put_str(opts, kv[0], kv[1]);
+    }
+    if (zlp) {
+        qdict_put_str(opts, "zlp", zlp);
+    }
+    dev = qdev_device_add_from_qdict(opts, false, &error_abort);
+    object_unref(OBJECT(dev));
+    qobject_unref(opts);
+}
+
+void ncm_host_device_del(void)
+{
+    DeviceState *dev = ncm_device();
+
+    if (dev) {
+        qdev_unplug(dev, &error_abort);
+    }
+}
+
+void ncm_host_fault_set(unsigned fault, uint32_t value)
+{
+    if (fault < NCM_FAULT__MAX && ncm_device()) {
+        object_property_set_uint(ncm_fault_object(),
+                                 usb_ncm_fault_names[fault], value, NULL);
+    }
+}
+
+void ncm_host_fault_corrupt_in(unsigned mode)
+{
+    if (ncm_device()) {
+        object_property_set_str(ncm_fault_object(), NCM_FAULT_CORRUPT_IN_NAME,
+                                ncm_in_corruption_names[mode %
+                                                        NCM_CORRUPT__MAX],
+                                NULL);
+    }
+}
+
+void ncm_host_faults_clear(void)
+{
+    DeviceState *dev = ncm_device();
+    Object *fault = ncm_fault_object();
+    int i;
+
+    if (!dev) {
+        return;
+    }
+    /* first what a QMP user watching the faults reads (qom-get) */
+    qobject_unref(object_property_get_qobject(OBJECT(dev), "x-stats",
+                                              &error_abort));
+    for (i = 0; i <= NCM_FAULT_CORRUPT_IN; i++) {
+        const char *name = i == NCM_FAULT_CORRUPT_IN ?
+                           NCM_FAULT_CORRUPT_IN_NAME :
+                           usb_ncm_fault_names[i];
+
+        qobject_unref(object_property_get_qobject(fault, name,
+                                                  &error_abort));
+    }
+    /*
+     * Last to first: replug-every-ms before replug-ms, so that a
+     * detached device comes back
+     */
+    for (i = NCM_FAULT__MAX - 1; i >= 0; i--) {
+        object_property_set_uint(fault, usb_ncm_fault_names[i],
+                                 i == NCM_FAULT_REPLUG_SEED ? 1 : 0,
+                                 &error_abort);
+    }
+    object_property_set_str(fault, NCM_FAULT_CORRUPT_IN_NAME,
+                            ncm_in_corruption_names[NCM_CORRUPT_NONE],
+                            &error_abort);
+}
+
+void ncm_host_set_link(bool up)
+{
+    qmp_set_link(NCM_NETDEV, up, &error_abort);
+}
+
+/* Migration */
+
+static void *piece_state(NcmHostPiece piece, const VMStateDescription **vmsd)
+{
+    DeviceState *dev = piece == NCM_HOST_XHCI ? NULL : ncm_device();
+    Object *core;
+
+    switch (piece) {
+    case NCM_HOST_DEVICE:
+        *vmsd = dev ? DEVICE_GET_CLASS(dev)->vmsd : NULL;
+        return dev;
+    case NCM_HOST_USB_DEVICE:
+        *vmsd = &vmstate_usb_device;
+        return dev ? USB_DEVICE(dev) : NULL;
+    default:
+        core = xhci_core();
+        *vmsd = &vmstate_xhci;
+        return core;
+    }
+}
+
+bool ncm_host_piece_present(NcmHostPiece piece)
+{
+    const VMStateDescription *vmsd;
+
+    return piece_state(piece, &vmsd) != NULL;
+}
+
+const char *ncm_host_piece_name(NcmHostPiece piece)
+{
+    const VMStateDescription *vmsd;
+
+    piece_state(piece, &vmsd);
+    return vmsd ? vmsd->name : "(none)";
+}
+
+GByteArray *ncm_host_save(NcmHostPiece piece)
+{
+    const VMStateDescription *vmsd;
+    void *obj = piece_state(piece, &vmsd);
+    QIOChannelBuffer *bioc = qio_channel_buffer_new(4096);
+    QEMUFile *f = qemu_file_new_output(QIO_CHANNEL(bioc));
+    GByteArray *b = g_byte_array_new();
+
+    g_assert(obj);
+    g_assert_cmpint(NCM_VMSTATE_SAVE(f, vmsd, obj), ==, 0);
+    qemu_fflush(f);
+    g_byte_array_append(b, bioc->data, bioc->usage);
+    qemu_fclose(f);
+    object_unref(OBJECT(bioc));
+    return b;
+}
+
+/*
+ * In a migration stream a section footer follows the device's bytes; it
+ * goes here too, as the loader peeks past the last field for
+ * subsections, and a peek at the end of the buffer would fail the load
+ * with -EIO.
+ */
+int ncm_host_load(NcmHostPiece piece, const uint8_t *data, size_t len)
+{
+    const VMStateDescription *vmsd;
+    void *obj = piece_state(piece, &vmsd);
+    QIOChannelBuffer *bioc = qio_channel_buffer_new(len + 1);
+    QEMUFile *f;
+    int ret;
+
+    g_assert(obj);
+    if (len) {
+        memcpy(bioc->data, data, len);
+    }
+    bioc->data[len] = QEMU_VM_SECTION_FOOTER;
+    bioc->usage = len + 1;
+    f = qemu_file_new_input(QIO_CHANNEL(bioc));
+    ret = NCM_VMSTATE_LOAD(f, vmsd, obj, vmsd->version_id);
+    qemu_fclose(f);
+    object_unref(OBJECT(bioc));
+    return ret;
+}
+
+void ncm_host_reset(NcmHostPiece piece)
+{
+    const VMStateDescription *vmsd;
+    void *obj = piece_state(piece, &vmsd);
+
+    if (!obj) {
+        return;
+    }
+    if (piece == NCM_HOST_XHCI) {
+        device_cold_reset(DEVICE(obj));
+    } else {
+        usb_device_reset(USB_DEVICE(obj));
+    }
+}
