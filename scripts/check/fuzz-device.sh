@@ -278,13 +278,19 @@ bench_fuzzing_rate() {
         sleep 0.1
     done
     t0=$EPOCHREALTIME
-    n0=$(grep -a '[[:space:]]INITED[[:space:]]' "$log" | sed -n 's/^#\([0-9]*\).*/\1/p' | head -n 1)
+    n0=$(sed -n 's/^#\([0-9]*\)[[:space:]]INITED[[:space:]].*/\1/p' "$log" |
+         head -n 1)
+    if [ -z "$n0" ]; then
+        note "$t ($mode) ended before libFuzzer's INITED line (log: $log)"
+        wait "$pid" || true
+        return
+    fi
     sleep "$fuzz_secs"
     t1=$EPOCHREALTIME
     kill -INT "$pid" 2>/dev/null
     wait "$pid" || true      # libFuzzer exits 72 when interrupted
-    n1=$(libfuzzer_stat "$log" number_of_executed_units)
-    if [ -z "$n0" ] || [ -z "$n1" ] || ! grep -aq 'run interrupted' "$log"; then
+    n1=$(libfuzzer_stat "$log" number_of_executed_units || true)
+    if [ -z "$n1" ] || ! grep -aq 'run interrupted' "$log"; then
         note "$t ($mode) ended before its $fuzz_secs s of fuzzing (log: $log)"
         return
     fi
