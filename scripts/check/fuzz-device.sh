@@ -274,15 +274,19 @@ qtest_reproducer() {
 bench_fuzzing_rate() {
     local pid=$1 log=$2 t0 t1 n0 n1
     bench_execs=? bench_rate=?
-    while kill -0 "$pid" 2>/dev/null && ! grep -aq '[[:space:]]INITED[[:space:]]' "$log"; do
+    while kill -0 "$pid" 2>/dev/null &&
+          ! grep -aq '[[:space:]]INITED[[:space:]]' "$log" 2>/dev/null; do
         sleep 0.1
     done
     t0=$EPOCHREALTIME
     n0=$(sed -n 's/^#\([0-9]*\)[[:space:]]INITED[[:space:]].*/\1/p' "$log" |
          head -n 1)
     if [ -z "$n0" ]; then
-        note "$t ($mode) ended before libFuzzer's INITED line (log: $log)"
-        wait "$pid" || true
+        # (a process that did not start or hangs: stopped, not waited for)
+        note "$t ($mode): no INITED line, process $pid" \
+             "$(ps -o stat= -p "$pid" 2>/dev/null || echo gone) (log: $log)"
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
         return
     fi
     sleep "$fuzz_secs"
@@ -319,6 +323,9 @@ if [ "$bench" = 1 ]; then
                 rm -rf "$work"
                 seed_corpus "$t" "$work"
                 log=$FUZZ_DIR/bench-$t-$mode-$r.log
+                # the last bench's log, INITED line and all, must not be
+                # read before the run below truncates it
+                rm -f "$log"
                 (cd "$FUZZ_DIR" &&
                  USB_NCM_FUZZ_FORK=$([ "$mode" = fork ] && echo 1 || echo 0) \
                  USB_NCM_FUZZ_RESET_EVERY=$([ "$mode" = machine-reset ] && echo 1 || echo 64) \
@@ -327,13 +334,16 @@ if [ "$bench" = 1 ]; then
                      -timeout="$FUZZ_TIMEOUT" -rss_limit_mb=4096 $FUZZ_SCHEDULE \
                      -print_final_stats=1 -artifact_prefix="$work-" "$work") \
                     >"$log" 2>&1 &
+                # a bench stopped half way leaves no fuzzer running
+                trap 'kill -KILL '"$!"' 2>/dev/null' EXIT
                 bench_fuzzing_rate $! "$log"
+                trap - EXIT
                 execs+=("$bench_execs")
                 rates+=("$bench_rate")
                 rm -rf "$work"
             done
-            median=$(printf '%s\n' "${rates[@]}" | grep -E '^[0-9]+$' | sort -n |
-                     awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "?" }')
+            median=$(printf '%s\n' "${rates[@]}" | { grep -E '^[0-9]+$' || true; } |
+                     sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "?" }')
             printf '    %-26s %-16s %12s %-22s %8s\n' "$t" "$mode" \
                 "$(IFS=/; echo "${execs[*]}")" "$(IFS=/; echo "${rates[*]}")" "$median"
             row+=" $(IFS=/; echo "${rates[*]}"): **$median** |"
