@@ -17,8 +17,10 @@
 #   - append a row to the campaign table of docs/findings.md: date, target,
 #     executions, new coverage (libFuzzer's cov and ft, edges and
 #     features, from the loaded corpus to the end of the run), corpus
-#     size, findings (new crash/timeout/oom artifacts), and rewrite its
-#     totals, which add up every row of every run.
+#     size, findings (new crash/timeout/oom artifacts, kept in
+#     build/fuzz-campaign/runs/artifacts-<target>/ beside the run's
+#     libFuzzer log), and rewrite its totals, which add up every row of
+#     every run.
 #
 # Resumable: the campaign's state is build/fuzz-campaign/state (the run's
 # id, each target's remaining seconds).  A campaign stopped (Ctrl-C in
@@ -51,6 +53,9 @@ fi
 FUZZ_DIR=${NCM_BUILD%/sanitize}/fuzz-qemu
 STATE_DIR=${NCM_BUILD%/sanitize}/fuzz-campaign
 STATE=$STATE_DIR/state
+# its runs' libFuzzer logs and artifacts, apart from those of make check
+# and make fuzz-device (the working corpora are shared)
+RUN_DIR=$STATE_DIR/runs
 FINDINGS=$NCM_TOP/docs/findings.md
 DEVICE=$NCM_TOP/scripts/check/fuzz-device.sh
 mkdir -p "$STATE_DIR"
@@ -127,11 +132,11 @@ run_target() {
     local t=$1 left=$2 log artifacts before start child rc ran run_log
     local execs first last c0 f0 c1 f1 found nseeds
     log=$STATE_DIR/run-$t.log
-    artifacts=$FUZZ_DIR/artifacts-$t
+    artifacts=$RUN_DIR/artifacts-$t
     mkdir -p "$artifacts"
     before=$(ls "$artifacts")
     start=$(date +%s)
-    setsid bash "$DEVICE" "$left" "$t" >"$log" 2>&1 &
+    FUZZ_RUN_DIR=$RUN_DIR setsid bash "$DEVICE" "$left" "$t" >"$log" 2>&1 &
     child=$!
     echo "$child" >"$STATE_DIR/pgid-$t"
     # a stop that came before the pgid file was written
@@ -140,7 +145,7 @@ run_target() {
     rc=$?
     rm -f "$STATE_DIR/pgid-$t"
     ran=$(($(date +%s) - start))
-    run_log=$FUZZ_DIR/run-$t.log
+    run_log=$RUN_DIR/run-$t.log
     execs=$(libfuzzer_stat "$run_log" number_of_executed_units)
     first=$(grep -aoE 'INITED cov: [0-9]+ ft: [0-9]+' "$run_log" | head -n 1)
     last=$(grep -aoE 'cov: [0-9]+ ft: [0-9]+' "$run_log" | tail -n 1)

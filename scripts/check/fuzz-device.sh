@@ -104,6 +104,11 @@ fi
 
 # (the fuzzers have their own sanitizers: SANITIZE=1 does not move them)
 FUZZ_DIR=${NCM_BUILD%/sanitize}/fuzz-qemu
+# where a run's log and its crash/timeout/oom inputs go: FUZZ_RUN_DIR
+# (fuzz-campaign.sh's own, so that a make check beside a campaign
+# neither truncates the campaign's log nor hands it its artifacts)
+RUN_DIR=${FUZZ_RUN_DIR:-$FUZZ_DIR}
+mkdir -p "$RUN_DIR"
 # FUZZ_COV_DIR: the coverage build directory (another checkout's
 # build/fuzz-cov is reused: its tree gets this checkout's files, ninja
 # rebuilds what changed)
@@ -421,8 +426,8 @@ summary=()
 for t in "${targets[@]}"; do
     [ "$fuzz_secs" != 0 ] || break
     corpus=$FUZZ_DIR/corpus-$t
-    artifacts=$FUZZ_DIR/artifacts-$t
-    run_log=$FUZZ_DIR/run-$t.log
+    artifacts=$RUN_DIR/artifacts-$t
+    run_log=$RUN_DIR/run-$t.log
     seed_corpus "$t" "$corpus"
     mkdir -p "$artifacts"
     before=$(find "$artifacts" -maxdepth 1 -type f \
