@@ -121,8 +121,13 @@ SEEDS=$NCM_TOP/tests/fuzz/corpus
 # the function (ncm-function*.c) and the codec (ncm-ntb.c).
 COV_FILES="hw/usb/dev-ncm.c hw/usb/dev-ncm-desc.c hw/usb/ncm-fault.c
            hw/usb/ncm-function.c hw/usb/ncm-function-vmstate.c hw/usb/ncm-ntb.c"
-# libFuzzer's per-input time limit (s): a guest that hangs QEMU is a finding.
-FUZZ_TIMEOUT=${FUZZ_TIMEOUT:-25}
+# libFuzzer's per-input time limit (s): a guest that hangs QEMU is a
+# finding.  Not a tight one: a controller target's input may step the
+# clock 192 times by up to 655 ms, two minutes of guest time whose every
+# EHCI frame is processed (an input took 3.3 s of CPU on 2026-12-05), and
+# beside a campaign and builds, at a load of 10 on 2 cores, that became
+# 30 s and failed make check's smoke at the old 25 s.
+FUZZ_TIMEOUT=${FUZZ_TIMEOUT:-60}
 # Entropic input scheduling off: with QEMU's 40,000 features its
 # UpdateFeatureFrequency took 42 % of usb-ncm-dl-fuzz's time (perf), and
 # the run went from 122 to 165 inputs/s without it.
