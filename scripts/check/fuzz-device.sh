@@ -284,13 +284,14 @@ qtest_reproducer() {
 bench_fuzzing_rate() {
     local pid=$1 log=$2 t0 t1 n0 n1
     bench_execs=? bench_rate=?
-    while kill -0 "$pid" 2>/dev/null &&
-          ! grep -aq '[[:space:]]INITED[[:space:]]' "$log" 2>/dev/null; do
+    n0=
+    while [ -z "$n0" ] && kill -0 "$pid" 2>/dev/null; do
         sleep 0.1
+        # the executions at libFuzzer's "#N<tab>INITED" line
+        n0=$(sed -n 's/^#\([0-9]*\)[[:space:]]INITED[[:space:]].*/\1/p' \
+             "$log" 2>/dev/null | head -n 1)
     done
     t0=$EPOCHREALTIME
-    n0=$(sed -n 's/^#\([0-9]*\)[[:space:]]INITED[[:space:]].*/\1/p' "$log" |
-         head -n 1)
     if [ -z "$n0" ]; then
         # (a process that did not start or hangs: stopped, not waited for)
         note "$t ($mode): no INITED line, process $pid" \

@@ -67,9 +67,10 @@ STATE_DECL = re.compile(r"\bstruct\s+USBNcmState\s*\{|typedef\s+struct\s+"
                         r"USBNcmState\b|OBJECT_DECLARE_\w+\(\s*USBNcmState\b")
 
 
-def ours():
-    out = subprocess.run(["git", "ls-files", "hw/usb/*.c", "hw/usb/*.h",
-                          "include/hw/usb/*.h"], cwd=TOP, check=True,
+def ours(*paths):
+    """our files under @paths (git pathspecs; default: the device's)"""
+    paths = paths or ("hw/usb/*.c", "hw/usb/*.h", "include/hw/usb/*.h")
+    out = subprocess.run(["git", "ls-files", *paths], cwd=TOP, check=True,
                          capture_output=True, text=True).stdout
     return [f for f in out.split() if os.path.exists(os.path.join(TOP, f))]
 
@@ -160,11 +161,7 @@ def main():
     rc |= report("include-graph", "an include goes up a layer or round "
                  "in a cycle", hits)
 
-    fuzz = subprocess.run(["git", "ls-files", "tests/qtest/fuzz/"], cwd=TOP,
-                          check=True, capture_output=True,
-                          text=True).stdout.split()
-    fuzz = [f for f in fuzz if FUZZ_TARGET.match(f) and
-            os.path.exists(os.path.join(TOP, f))]
+    fuzz = [f for f in ours("tests/qtest/fuzz/") if FUZZ_TARGET.match(f)]
     hits = [f"{f}: #include \"{inc}\"" for f in fuzz
             for inc in INCLUDE.findall(code_of(text_of(f)))
             if not FUZZ_INCLUDES.match(inc)]
