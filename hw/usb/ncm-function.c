@@ -1311,10 +1311,28 @@ uint32_t ncm_function_in_bytes(const NcmFunction *f)
     return MAX(f->in_ntb_len, f->in_builder.len);
 }
 
+/*
+ * The limits an IN NTB is held to after a load.  One on its way out
+ * keeps the size and the datagrams it was built with when the host asks
+ * for less (ncm_set_ntb_input_size()), so it is held to the largest the
+ * configuration allows; its builder takes no datagram until it is sent
+ * and ncm_in_restart() applies the host's limits again.
+ */
+static NcmNtbLayout ncm_loaded_in_layout(const NcmFunction *f)
+{
+    NcmNtbLayout layout = ncm_in_layout(f);
+
+    if (f->in_ntb_len) {
+        layout.max_len = ncm_in_max_len(f, f->cfg.ntb_in_max_size);
+        layout.max_datagrams = 0;
+    }
+    return layout;
+}
+
 static const char *ncm_check_builder(NcmFunction *f, uint32_t in_bytes)
 {
     NcmNtbBuilder *b = &f->in_builder;
-    NcmNtbLayout layout = ncm_in_layout(f);
+    NcmNtbLayout layout = ncm_loaded_in_layout(f);
     uint32_t len = b->len, n = b->n_datagrams, ndp = b->ndp_offset, i;
 
     /* the table came as it was; everything else is rebuilt */
@@ -1377,8 +1395,8 @@ const char *ncm_function_post_load(NcmFunction *f, bool ntb32,
     if (f->out_len > f->out_buf_size) {
         return "OUT transfer longer than its buffer";
     }
-    if (f->in_ntb_len > f->ntb_in_size || f->in_ntb_len > in_bytes ||
-        f->in_send_off > f->in_ntb_len) {
+    if (f->in_ntb_len > ncm_loaded_in_layout(f).max_len ||
+        f->in_ntb_len > in_bytes || f->in_send_off > f->in_ntb_len) {
         return "IN NTB being sent is outside its buffer";
     }
     if (f->notify_len > sizeof(f->notify_buf) ||

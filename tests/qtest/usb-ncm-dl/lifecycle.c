@@ -1330,6 +1330,10 @@ typedef struct MidReq {
     uint16_t value;
     uint16_t len;           /* the data stage */
     bool on_ep;             /* wIndex: the transfer's endpoint */
+    /* SET_NTB_INPUT_SIZE: this size (0: the one in force) ... */
+    uint32_t in_size;
+    /* ... and, in its 8-byte form, wNtbInMaxDatagrams */
+    uint16_t in_datagrams;
 } MidReq;
 
 /* USB 2.0 9.4, table 9-6 */
@@ -1355,6 +1359,17 @@ static const MidReq mid_reqs[] = {
       NCM_NTB_FORMAT_SELECT_16, 0 },
     { "get-ntb-input-size", MID_CLASS_IN, 0, NCM_GET_NTB_INPUT_SIZE, 0, 4 },
     { "set-ntb-input-size", MID_CLASS_OUT, 0, NCM_SET_NTB_INPUT_SIZE, 0, 4 },
+    /*
+     * Smaller than the NTB on its way out, which keeps its size and its
+     * datagrams (Linux sends these when cdc_ncm's rx_max is written in
+     * sysfs while traffic runs): a source in that state once saved a
+     * stream its destination refused as outside the NTB's limits
+     */
+    { "set-ntb-input-size-smaller", MID_CLASS_OUT, 0, NCM_SET_NTB_INPUT_SIZE,
+      0, 4, .in_size = NCM_NTB_MIN_SIZE },
+    { "set-ntb-input-size-one-datagram", MID_CLASS_OUT, 0,
+      NCM_SET_NTB_INPUT_SIZE, 0, 8, .in_size = NCM_NTB_MIN_SIZE,
+      .in_datagrams = 1 },
     { "get-max-datagram-size", MID_CLASS_IN, 0, NCM_GET_MAX_DATAGRAM_SIZE, 0,
       2 },
     { "set-max-datagram-size", MID_CLASS_OUT, 0, NCM_SET_MAX_DATAGRAM_SIZE, 0,
@@ -1418,8 +1433,9 @@ static void mid_request(NcmEnv *e, const MidReq *r, uint8_t ep)
         } else if (r->req == NCM_SET_NET_ADDRESS) {
             memcpy(buf, ncm_mac, sizeof(ncm_mac));
         } else if (r->req == NCM_SET_NTB_INPUT_SIZE) {
-            /* the size in force: the NTB being sent stays as it is */
-            stl_le_p(buf, e->in_size);
+            /* the NTB being sent stays as it is, whatever the size */
+            stl_le_p(buf, r->in_size ? r->in_size : e->in_size);
+            stw_le_p(buf + 4, r->in_datagrams);
         } else if (r->req == NCM_SET_MAX_DATAGRAM_SIZE) {
             uint32_t got = 0;
 
@@ -1513,6 +1529,9 @@ static void test_mid_in(NcmEnv *e, const MidReq *r)
     g_autoptr(GPtrArray) got = ncm_frames_new();
     g_autoptr(GByteArray) ntb = g_byte_array_new();
     g_autofree uint8_t *buf = g_malloc(e->mps);
+    /* what the NTB on its way out was built with, for the oracle */
+    typeof(e->neg) neg_after = e->neg;
+    bool neg_deferred = false;
     unsigned k;
 
     ncm_frames_add(frames, ncm_mac, 38200, 1000);
@@ -1534,12 +1553,24 @@ static void test_mid_in(NcmEnv *e, const MidReq *r)
             ncm_ntb_parse_in(e, ntb->data, ntb->len, e->in_size, got);
             g_byte_array_set_size(ntb, 0);
             qxhci_transfer_free(t);
+            if (neg_deferred) {
+                /* what the request set holds from the next NTB on */
+                e->neg = neg_after;
+                neg_deferred = false;
+            }
             continue;
         }
         qxhci_transfer_free(t);
         /* an NTB half sent: a request at its first boundary, migrations */
         if (k == 0) {
+            typeof(e->neg) neg_before = e->neg;
+
             mid_request(e, r, e->ep_in.address);
+            neg_after = e->neg;
+            neg_deferred = !mid_restarts(r);
+            if (neg_deferred) {
+                e->neg = neg_before;
+            }
         }
         mid_migrate(e, k + 1);
         if (k == 0 && mid_restarts(r)) {
