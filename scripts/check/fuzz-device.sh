@@ -122,16 +122,25 @@ SEEDS=$NCM_TOP/tests/fuzz/corpus
 COV_FILES="hw/usb/dev-ncm.c hw/usb/dev-ncm-desc.c hw/usb/ncm-fault.c
            hw/usb/ncm-function.c hw/usb/ncm-function-vmstate.c hw/usb/ncm-ntb.c"
 # libFuzzer's per-input time limit (s): a guest that hangs QEMU is a
-# finding.  Not a tight one: a controller target's input may step the
-# clock 192 times by up to 655 ms, two minutes of guest time whose every
-# EHCI frame is processed (an input took 3.3 s of CPU on 2026-12-05), and
-# beside a campaign and builds, at a load of 10 on 2 cores, that became
-# 30 s and failed make check's smoke at the old 25 s.
+# finding.  Not a tight one: a controller target's input could once step
+# the clock 192 times by up to 655 ms, two minutes of guest time whose
+# every EHCI frame is processed (an input took 3.3 s of CPU on 2026-12-05),
+# and beside a campaign and builds, at a load of 10 on 2 cores, that
+# became 30 s and failed make check's smoke at the old 25 s.  Its clock
+# and wait operations now have a second of guest time per input
+# (usb_ncm_dl_hcd_fuzz.c, CLOCK_BUDGET_NS: that input replays in 0.11 s),
+# but a loaded machine still stretches an input by ten.
 FUZZ_TIMEOUT=${FUZZ_TIMEOUT:-60}
 # Entropic input scheduling off: with QEMU's 40,000 features its
 # UpdateFeatureFrequency took 42 % of usb-ncm-dl-fuzz's time (perf), and
 # the run went from 122 to 165 inputs/s without it.
-FUZZ_SCHEDULE=-entropic=0
+#
+# And libFuzzer's own leak check off (-detect_leaks=0; ASan's is off below):
+# after an input that ends with more mallocs than frees, which in QEMU is
+# most of them, it runs the input a second time to look for a leak, until
+# it gives up after a thousand.  That added 1,138 runs to the replay of
+# usb-ncm-dl-fuzz's 1,554 committed seeds, and checked nothing.
+LIBFUZZER_FLAGS="-entropic=0 -detect_leaks=0"
 
 # fail_all WHY HINT...: nothing can be fuzzed
 fail_all() {
@@ -342,7 +351,7 @@ if [ "$bench" = 1 ]; then
                  USB_NCM_FUZZ_RESET_EVERY=$([ "$mode" = machine-reset ] && echo 1 || echo 64) \
                      exec "$BIN" --fuzz-target="$t" \
                      -max_total_time=$((fuzz_secs + 3600)) \
-                     -timeout="$FUZZ_TIMEOUT" -rss_limit_mb=4096 $FUZZ_SCHEDULE \
+                     -timeout="$FUZZ_TIMEOUT" -rss_limit_mb=4096 $LIBFUZZER_FLAGS \
                      -print_final_stats=1 -artifact_prefix="$work-" "$work") \
                     >"$log" 2>&1 &
                 # a bench stopped half way leaves no fuzzer running
@@ -408,7 +417,8 @@ if [ "$save_seeds" = 1 ]; then
         find "$SEEDS/$t" -maxdepth 1 -type f -name 'seed-*' \
             -exec cp -f -t "$merged" {} + 2>/dev/null || true
         (cd "$FUZZ_DIR" &&
-         "$BIN" --fuzz-target="$t" -merge=1 -timeout="$FUZZ_TIMEOUT" \
+         "$BIN" --fuzz-target="$t" -merge=1 -detect_leaks=0 \
+             -timeout="$FUZZ_TIMEOUT" \
              "$merged" "$FUZZ_DIR/corpus-$t") >"$merged.log" 2>&1 ||
             die "the merge of $t failed (log: $merged.log)" \
                 "a crash in the corpus: run make fuzz-device FUZZ_TARGET=$t"
@@ -443,7 +453,7 @@ for t in "${targets[@]}"; do
     step "fuzzing $t for ${fuzz_secs}s (log: ${run_log#"$NCM_TOP"/})"
     rc=0
     (cd "$FUZZ_DIR" &&
-     "$BIN" --fuzz-target="$t" -max_total_time="$fuzz_secs" $FUZZ_SCHEDULE \
+     "$BIN" --fuzz-target="$t" -max_total_time="$fuzz_secs" $LIBFUZZER_FLAGS \
          -timeout="$FUZZ_TIMEOUT" -rss_limit_mb=4096 -print_final_stats=1 \
          -artifact_prefix="$artifacts/" "$corpus") >"$run_log" 2>&1 || rc=$?
 

@@ -35,10 +35,12 @@ static void ncm_fuzz_counters_print(void)
             counters->migrate_skipped, counters->migrate_repeats);
     fprintf(stderr, "usb-ncm-dl fuzz: %" PRIu64 " of them with TDs in "
             "flight; %" PRIu64 " transfers in pieces (OP_MID_XFER), %" PRIu64
-            " stops at a packet boundary; %" PRIu64 " unmutated streams "
+            " stops at a packet boundary (%" PRIu64 " migrations again at "
+            "the same one skipped); %" PRIu64 " unmutated streams "
             "loaded and compared (migration-fuzz)\n",
             counters->migrate_in_flight, counters->mid_xfers,
-            counters->mid_stops, counters->mig_unmodified);
+            counters->mid_stops, counters->mid_repeats,
+            counters->mig_unmodified);
     fprintf(stderr, "usb-ncm-dl fuzz: the NCM oracle checked %" PRIu64
             " bulk IN transfers and %" PRIu64 " descriptors\n",
             counters->oracle_in, counters->oracle_desc);

@@ -50,6 +50,7 @@ typedef struct NcmFuzzCounters {
     uint64_t enumerate_repeats; /* re-enumerations right after one */
     uint64_t mid_xfers;         /* OP_MID_XFER: transfers in pieces */
     uint64_t mid_stops;         /* ... stops at a packet boundary */
+    uint64_t mid_repeats;       /* ... migrations again at one: skipped */
     uint64_t mig_unmodified;    /* migration-fuzz: unmutated, loaded */
     uint64_t oracle_in;         /* bulk IN transfers the oracle checked */
     uint64_t oracle_desc;       /* GET_DESCRIPTOR replies it checked */

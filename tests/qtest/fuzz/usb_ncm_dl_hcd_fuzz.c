@@ -63,6 +63,17 @@
 
 #define MAX_OPS             192
 
+/*
+ * The guest time the clock and wait operations of one input may use.
+ * Without a bound, 192 clock steps of up to 655 ms each are two minutes
+ * of guest time, every frame of which the controller model processes
+ * (an EHCI input of that kind took 3.3 s of CPU).  One second is more
+ * than any of the device's timers waits (a replug's 200 ms, at most
+ * 100 ms of in-coalesce-us); the frames a transfer or request waits
+ * for are not counted against it.
+ */
+#define CLOCK_BUDGET_NS     (1000 * 1000 * 1000LL)
+
 typedef struct Hcd Hcd;
 
 typedef struct HcdKind {
@@ -104,6 +115,7 @@ struct Hcd {
     bool desc_pending;
     uint16_t desc_value, desc_len;
     QHcdChain in;               /* the bulk IN chain followed */
+    int64_t clock_left_ns;      /* of CLOCK_BUDGET_NS, for this input */
 };
 
 static NcmOracle *oracle;
@@ -679,9 +691,21 @@ static void hop_reg(Hcd *h, FuzzIn *in)
     h->k->reg(h, off, in_u32(in));
 }
 
+/* @ns of this input's guest time, as much of it as is left */
+static int64_t clock_take(Hcd *h, int64_t ns)
+{
+    ns = MIN(ns, h->clock_left_ns);
+    h->clock_left_ns -= ns;
+    return ns;
+}
+
 static void hop_clock(Hcd *h, FuzzIn *in)
 {
-    qtest_clock_step(h->hc.qts, ((int64_t)in_u16(in) + 1) * 10000);
+    int64_t ns = clock_take(h, ((int64_t)in_u16(in) + 1) * 10000);
+
+    if (ns) {
+        qtest_clock_step(h->hc.qts, ns);
+    }
     flush_events(h->hc.qts);
     sock_drain();
 }
@@ -706,7 +730,9 @@ static void hop_frame(Hcd *h, FuzzIn *in)
 
 static void hop_wait(Hcd *h, FuzzIn *in)
 {
-    frames(h, 1 + in_u8(in) % 64);
+    unsigned n = 1 + in_u8(in) % 64;
+
+    frames(h, clock_take(h, n * QHCD_FRAME_NS) / QHCD_FRAME_NS);
 }
 
 /* The address later operations use (and SET_ADDRESS to it, with bit 7) */
@@ -767,6 +793,7 @@ static void hcd_run(Hcd *h, FuzzIn *in)
     };
     int n = 0, i;
 
+    h->clock_left_ns = CLOCK_BUDGET_NS;
     while (in->len && n++ < MAX_OPS) {
         uint8_t op = in_u8(in);
 

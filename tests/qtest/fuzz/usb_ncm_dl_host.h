@@ -55,10 +55,12 @@ void ncm_host_set_link(bool up);
  * VMState section (the USBDevice part the USB core writes first), that
  * part alone, or the xHCI's.  ncm_host_save() returns the section's
  * bytes as the source writes them; ncm_host_load() loads bytes into the
- * piece as a destination does, and returns what vmstate_load_state()
- * returned (QEMU's error_report() has named the field of a refusal);
- * ncm_host_reset() resets the piece as a destination's machine is reset
- * before the load.
+ * piece as a destination does, section footer and all, and returns what
+ * vmstate_load_state() returned (QEMU's error_report() has named the
+ * field of a refusal), or -EINVAL if the load left bytes unread;
+ * ncm_host_load_saved() does the same with what ncm_host_save() returned,
+ * unmodified, faster; ncm_host_reset() resets the piece as a
+ * destination's machine is reset before the load.
  */
 typedef enum NcmHostPiece {
     NCM_HOST_DEVICE,
@@ -70,6 +72,7 @@ bool ncm_host_piece_present(NcmHostPiece piece);
 const char *ncm_host_piece_name(NcmHostPiece piece);
 GByteArray *ncm_host_save(NcmHostPiece piece);
 int ncm_host_load(NcmHostPiece piece, const uint8_t *data, size_t len);
+int ncm_host_load_saved(NcmHostPiece piece, const GByteArray *saved);
 void ncm_host_reset(NcmHostPiece piece);
 
 #endif /* USB_NCM_DL_HOST_H */
