@@ -1307,6 +1307,52 @@ static void test_migration_checks(const void *opaque)
     fixture_free(&fx);
 }
 
+/*
+ * F28: an IN NTB half sent keeps the size and datagrams it was built with
+ * when the host lowers both (8-byte SET_NTB_INPUT_SIZE); a migration then
+ * must load, and the rest of the NTB go out whole.  Before the fix the load
+ * held the NTB to the new limits and refused the source's own state.
+ */
+static void test_migration_in_flight_limits(void)
+{
+    uint8_t b[8];
+    const uint8_t *src;
+    uint32_t len, first;
+    bool zlp;
+    g_autoptr(GByteArray) rest = NULL;
+    Fixture fx;
+
+    fixture_init(&fx, NCM_ZLP_REQUIRED, 1514);
+    ncm_function_set_data_alt(&fx.f, 1);
+    rx(&fx, 1, 1000);
+    rx(&fx, 2, 1000);
+    rx(&fx, 3, 1000);
+    src = ncm_function_in_next(&fx.f, MPS, &first);
+    g_assert_nonnull(src);
+    g_assert_cmpuint(first, ==, MPS);
+    g_assert_false(ncm_function_in_sent(&fx.f, first, MPS, MPS));
+    len = fx.f.in_ntb_len;
+    g_assert_cmpuint(len, >, NCM_NTB_MIN_SIZE);
+
+    stl_le_p(b, NCM_NTB_MIN_SIZE);
+    stw_le_p(b + 4, 1);
+    stw_le_p(b + 6, 0);
+    g_assert_cmpint(control(&fx, REQ_OUT(NCM_SET_NTB_INPUT_SIZE), 0, 8, b),
+                    ==, 0);
+    ncm_function_pre_save(&fx.f);
+    g_assert_null(ncm_function_post_load(&fx.f, false,
+                                         ncm_function_in_bytes(&fx.f)));
+    g_assert_cmpuint(fx.f.in_builder.n_datagrams, ==, 3);
+
+    rest = take_in(&fx, MPS, &zlp);
+    g_assert_cmpuint(first + rest->len, ==, len);
+    /* and the next NTB is held to what the host asked */
+    rx(&fx, 4, 1000);
+    g_assert_cmpuint(fx.f.in_builder.max_datagrams, ==, 1);
+    g_assert_cmpuint(fx.f.in_builder.layout.max_len, ==, NCM_NTB_MIN_SIZE);
+    fixture_free(&fx);
+}
+
 /* ncm_function_check_config(): each limit, one value past it */
 typedef struct CfgCase {
     const char *name;
@@ -1511,6 +1557,8 @@ int main(int argc, char **argv)
 
         g_test_add_data_func(path, &mig_cases[i], test_migration_checks);
     }
+    g_test_add_func("/ncm-function/migration/in-flight-keeps-its-limits",
+                    test_migration_in_flight_limits);
     for (i = 0; i < ARRAY_SIZE(cfg_cases); i++) {
         g_autofree char *path = g_strdup_printf("/ncm-function/config/%s",
                                                 cfg_cases[i].name);
