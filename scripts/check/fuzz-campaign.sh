@@ -136,7 +136,10 @@ run_target() {
     mkdir -p "$artifacts"
     before=$(ls "$artifacts")
     start=$(date +%s)
-    FUZZ_RUN_DIR=$RUN_DIR setsid bash "$DEVICE" "$left" "$t" >"$log" 2>&1 &
+    # in its own session, stopped as a process group, at the campaign's
+    # nice value (common.sh, SESSION_KEEPS_NICE)
+    FUZZ_RUN_DIR=$RUN_DIR setsid bash -c "$SESSION_KEEPS_NICE" bash \
+        bash "$DEVICE" "$left" "$t" >"$log" 2>&1 &
     child=$!
     echo "$child" >"$STATE_DIR/pgid-$t"
     # a stop that came before the pgid file was written
