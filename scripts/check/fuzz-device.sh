@@ -413,7 +413,9 @@ if [ "$save_seeds" = 1 ]; then
         mkdir -p "$merged" "$FUZZ_DIR/corpus-$t"
         seed_corpus "$t" "$FUZZ_DIR/corpus-$t"
         # the generated seeds (seed-*, tests/fuzz/gen-*-corpus.py --check
-        # compares them) stay; the merge adds what covers more
+        # compares them) and findings' reproducers (seed-f<N>-*, which
+        # cover nothing new once fixed) stay; the merge adds what covers
+        # more
         find "$SEEDS/$t" -maxdepth 1 -type f -name 'seed-*' \
             -exec cp -f -t "$merged" {} + 2>/dev/null || true
         (cd "$FUZZ_DIR" &&
