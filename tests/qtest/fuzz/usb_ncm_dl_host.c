@@ -224,6 +224,7 @@ GByteArray *ncm_host_save(NcmHostPiece piece)
     const VMStateDescription *vmsd;
     void *obj = piece_state(piece, &vmsd);
     GByteArray *b;
+    int ret;
 
     g_assert(obj);
     if (!save_file) {
@@ -232,7 +233,8 @@ GByteArray *ncm_host_save(NcmHostPiece piece)
     }
     save_channel->usage = 0;
     save_channel->offset = 0;
-    g_assert_cmpint(NCM_VMSTATE_SAVE(save_file, vmsd, obj), ==, 0);
+    ret = NCM_VMSTATE_SAVE(save_file, vmsd, obj);
+    g_assert_cmpint(ret, ==, 0);
     qemu_fflush(save_file);
     g_assert_cmpint(qemu_file_get_error(save_file), ==, 0);
     b = g_byte_array_sized_new(save_channel->usage);
