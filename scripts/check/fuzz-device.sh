@@ -419,7 +419,7 @@ if [ "$save_seeds" = 1 ]; then
         find "$SEEDS/$t" -maxdepth 1 -type f -name 'seed-*' \
             -exec cp -f -t "$merged" {} + 2>/dev/null || true
         (cd "$FUZZ_DIR" &&
-         "$BIN" --fuzz-target="$t" -merge=1 -detect_leaks=0 \
+         "$BIN" --fuzz-target="$t" -merge=1 $LIBFUZZER_FLAGS \
              -timeout="$FUZZ_TIMEOUT" \
              "$merged" "$FUZZ_DIR/corpus-$t") >"$merged.log" 2>&1 ||
             die "the merge of $t failed (log: $merged.log)" \

@@ -72,7 +72,7 @@
  * 100 ms of in-coalesce-us); the frames a transfer or request waits
  * for are not counted against it.
  */
-#define CLOCK_BUDGET_NS     (1000 * 1000 * 1000LL)
+#define CLOCK_BUDGET_NS     NANOSECONDS_PER_SECOND
 
 typedef struct Hcd Hcd;
 

@@ -1529,7 +1529,11 @@ static void test_mid_in(NcmEnv *e, const MidReq *r)
     g_autoptr(GPtrArray) got = ncm_frames_new();
     g_autoptr(GByteArray) ntb = g_byte_array_new();
     g_autofree uint8_t *buf = g_malloc(e->mps);
-    /* what the NTB on its way out was built with, for the oracle */
+    /*
+     * What the request at the first boundary sets, held back from the
+     * oracle until the NTB on its way out ends: that NTB keeps what it
+     * was built with
+     */
     typeof(e->neg) neg_after = e->neg;
     bool neg_deferred = false;
     unsigned k;
