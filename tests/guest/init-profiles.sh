@@ -78,9 +78,9 @@ profiles_mode() {
         k=p$i
         gw=10.0.$((2 + i)).2
         t "phase=profile-$i"
-        out=$(timeout 30 ping -c 10 -i 0.2 -W 2 "$gw" 2>&1)
+        out=$(timeout 30 ncm-ping -c 10 -i 200 -W 5 "$gw" 2>&1)
         t "${k}_ping_received=$(echo "$out" | sed -n 's/.*, \([0-9]*\) packets received.*/\1/p')"
-        out=$(timeout 30 ping -c 5 -i 0.2 -W 2 -s 1400 "$gw" 2>&1)
+        out=$(timeout 30 ncm-ping -c 5 -i 200 -W 5 -s 1400 "$gw" 2>&1)
         t "${k}_ping1400_received=$(echo "$out" | sed -n 's/.*, \([0-9]*\) packets received.*/\1/p')"
         for dir in up down; do
             flag=

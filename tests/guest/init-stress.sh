@@ -29,7 +29,7 @@ up_again() {
 
 stress_ping() {
     local out
-    out=$(timeout 30 ping -c 5 -i 0.2 -W 2 "$GW" 2>&1)
+    out=$(timeout 30 ncm-ping -c 5 -i 200 -W 5 "$GW" 2>&1)
     t "stress_ping.$1=$(echo "$out" | sed -n 's/.*, \([0-9]*\) packets received.*/\1/p') of 5"
 }
 

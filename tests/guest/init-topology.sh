@@ -132,7 +132,7 @@ dual_traffic() {
     if wait_carrier >/dev/null; then t dual_carrier=1; else t dual_carrier=0; fi
     IFACE=$n
     ip addr add 10.0.3.15/24 dev "$other"
-    out=$(timeout 30 ping -c 10 -i 0.2 -W 2 10.0.3.2 2>&1)
+    out=$(timeout 30 ncm-ping -c 10 -i 200 -W 5 10.0.3.2 2>&1)
     t "dual_ping_received=$(echo "$out" | sed -n 's/.*, \([0-9]*\) packets received.*/\1/p')"
     for dir in up down; do
         flag=

@@ -26,6 +26,16 @@
  * host sends it through slirp's hostfwd: a frame from the netdev) and
  * prints "UDP got N bytes from ADDR at T"; exit status 0 when one came.
  *
+ * -c COUNT sends COUNT requests of SIZE bytes (up to 65000; the kernel
+ * fragments what the MTU does not hold) every MS milliseconds, then waits
+ * up to -W SECONDS (5) for the replies still on their way, and prints a
+ * summary in busybox ping's words ("N packets transmitted, N packets
+ * received, N% packet loss", "round-trip min/avg/max = A/B/C ms") and
+ * "PING unanswered seq=..." for the requests without a reply.  busybox
+ * ping -c waits one second after its last request when it has had replies
+ * before: a reply that a loaded host (TCG under ASan) delays longer is
+ * counted lost, and a test of the device failed on it (2026-12-06).
+ *
  * -e PORT echoes every UDP datagram to PORT back to its sender for
  * SECONDS (or until STOPFILE exists): the guest end of make soak's
  * sequence-numbered datagrams (tests/guest/soak.py). At the end one line
@@ -79,7 +89,9 @@ static uint16_t csum(const void *data, size_t len)
 static int usage(void)
 {
     fprintf(stderr, "usage: ncm-ping [-i MS] [-w SECONDS] [-s SIZE] "
-            "[-f STOPFILE] DEST\n       ncm-ping -l PORT [-w SECONDS]\n"
+            "[-f STOPFILE] DEST\n"
+            "       ncm-ping -c COUNT [-i MS] [-W SECONDS] [-s SIZE] DEST\n"
+            "       ncm-ping -l PORT [-w SECONDS]\n"
             "       ncm-ping -e PORT [-w SECONDS] [-f STOPFILE]\n");
     return 2;
 }
@@ -157,11 +169,109 @@ static int udp_echo(int port, double duration, const char *stopfile)
     return 0;
 }
 
+/* The replies to an echo request in @buf of @n bytes, or -1 */
+static int echo_reply_seq(const uint8_t *buf, ssize_t n, uint16_t ident)
+{
+    const struct iphdr *ip = (const struct iphdr *)buf;
+    const struct icmphdr *ic;
+
+    if (n < (ssize_t)sizeof(*ip) || n < ip->ihl * 4 + 8) {
+        return -1;
+    }
+    ic = (const struct icmphdr *)(buf + ip->ihl * 4);
+    if (ic->type != ICMP_ECHOREPLY || ntohs(ic->un.echo.id) != ident) {
+        return -1;
+    }
+    return ntohs(ic->un.echo.sequence);
+}
+
+/* -c COUNT: COUNT requests, then the replies still on their way */
+static int count_ping(int fd, const struct sockaddr_in *dst, unsigned count,
+                      int interval_ms, int size, double linger)
+{
+    uint16_t ident = getpid() & 0xffff;
+    size_t buf_len = size + 8 + 60 + 8;
+    uint8_t *pkt = calloc(1, size + 8), *buf = malloc(buf_len);
+    double *sent_at = calloc(count, sizeof(double));
+    double next, deadline = 0, tmin = 0, tmax = 0, tsum = 0;
+    unsigned sent = 0, received = 0, i;
+
+    if (!pkt || !buf || !sent_at) {
+        perror("ncm-ping: malloc");
+        return 2;
+    }
+    next = now_s();
+    while (sent < count || (received < sent && now_s() < deadline)) {
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        double t = now_s();
+        int wait_ms;
+
+        if (sent < count && t >= next) {
+            struct icmphdr *ic = (struct icmphdr *)pkt;
+
+            ic->type = ICMP_ECHO;
+            ic->un.echo.id = htons(ident);
+            ic->un.echo.sequence = htons(sent);
+            ic->checksum = 0;
+            ic->checksum = csum(pkt, 8 + size);
+            sent_at[sent] = t;
+            if (sendto(fd, pkt, 8 + size, 0, (const struct sockaddr *)dst,
+                       sizeof(*dst)) < 0) {
+                perror("ncm-ping: sendto");
+            }
+            sent++;
+            next += interval_ms / 1000.0;
+            deadline = t + linger;
+        }
+        wait_ms = sent < count ? (int)((next - now_s()) * 1000) + 1 :
+                  (int)((deadline - now_s()) * 1000) + 1;
+        if (poll(&pfd, 1, wait_ms < 0 ? 0 : wait_ms) <= 0) {
+            continue;
+        }
+        for (;;) {
+            ssize_t n = recv(fd, buf, buf_len, MSG_DONTWAIT);
+            int s = n < 0 ? -1 : echo_reply_seq(buf, n, ident);
+            double rtt;
+
+            if (n < 0) {
+                break;
+            }
+            if (s < 0 || (unsigned)s >= sent || sent_at[s] < 0) {
+                continue;       /* not ours, or a duplicate */
+            }
+            rtt = (now_s() - sent_at[s]) * 1000;
+            sent_at[s] = -1;
+            if (!received++ || rtt < tmin) {
+                tmin = rtt;
+            }
+            tmax = rtt > tmax ? rtt : tmax;
+            tsum += rtt;
+        }
+    }
+    printf("%u packets transmitted, %u packets received, %u%% packet loss\n",
+           sent, received, sent ? (sent - received) * 100 / sent : 0);
+    if (received) {
+        printf("round-trip min/avg/max = %.3f/%.3f/%.3f ms\n", tmin,
+               tsum / received, tmax);
+    }
+    if (received < sent) {
+        printf("PING unanswered seq=");
+        for (i = 0; i < sent; i++) {
+            if (sent_at[i] >= 0) {
+                printf("%u ", i);
+            }
+        }
+        printf("(waited %.1f s after the last request)\n", linger);
+    }
+    return received ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     int interval_ms = 100, size = 56, opt, fd, listen_port = 0, echo_port = 0;
     double duration = 30, start, end, next, last_reply = 0, first = 0;
-    double gap_start = 0, gap_end = 0, longest = 0;
+    double gap_start = 0, gap_end = 0, longest = 0, linger = 5;
+    unsigned count = 0;
     const char *stopfile = NULL;
     struct sockaddr_in dst = { .sin_family = AF_INET };
     unsigned sent = 0, received = 0, send_errors = 0;
@@ -170,7 +280,7 @@ int main(int argc, char **argv)
     static uint8_t seen[65536 / 8];
     uint8_t pkt[2048], buf[4096];
 
-    while ((opt = getopt(argc, argv, "i:w:s:f:l:e:")) != -1) {
+    while ((opt = getopt(argc, argv, "c:i:w:W:s:f:l:e:")) != -1) {
         switch (opt) {
         case 'e':
             echo_port = atoi(optarg);
@@ -178,8 +288,14 @@ int main(int argc, char **argv)
         case 'l':
             listen_port = atoi(optarg);
             break;
+        case 'c':
+            count = strtoul(optarg, NULL, 10);
+            break;
         case 'i':
             interval_ms = atoi(optarg);
+            break;
+        case 'W':
+            linger = atof(optarg);
             break;
         case 'w':
             duration = atof(optarg);
@@ -201,7 +317,8 @@ int main(int argc, char **argv)
     if (listen_port > 0 && optind == argc) {
         return udp_listen(listen_port, duration);
     }
-    if (optind != argc - 1 || interval_ms < 1 || size < 8 || size > 1400 ||
+    if (optind != argc - 1 || interval_ms < 1 || size < 8 ||
+        size > (count ? 65000 : 1400) || count > 65536 ||
         inet_pton(AF_INET, argv[optind], &dst.sin_addr) != 1) {
         return usage();
     }
@@ -210,6 +327,9 @@ int main(int argc, char **argv)
     if (fd < 0) {
         perror("ncm-ping: socket");
         return 2;
+    }
+    if (count) {
+        return count_ping(fd, &dst, count, interval_ms, size, linger);
     }
     start = now_s();
     end = start + duration;
