@@ -289,7 +289,7 @@ int main(int argc, char **argv)
             listen_port = atoi(optarg);
             break;
         case 'c':
-            count = strtoul(optarg, NULL, 10);
+            count = atoi(optarg);
             break;
         case 'i':
             interval_ms = atoi(optarg);
