@@ -465,7 +465,7 @@ for t in "${targets[@]}"; do
                         -o -name 'leak-*' \) | sort) | sed '/^$/d')
     runs=$(libfuzzer_stat "$run_log" number_of_executed_units)
     rate=$(libfuzzer_stat "$run_log" average_exec_per_sec)
-    cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$run_log" | tail -n 1)
+    cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$run_log" | tail -n 1 || true)
     files=$(find "$corpus" -type f | wc -l)
     total_execs=$((total_execs + ${runs:-0}))
     summary+=("$t: ${runs:-?} execs in ${fuzz_secs}s (${rate:-?}/s), ${cov:-cov: ?}, corpus $files files")

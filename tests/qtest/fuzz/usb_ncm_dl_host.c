@@ -14,6 +14,9 @@
 #include "qapi/qapi-commands-net.h"
 #include "qemu/bswap.h"
 #include "qemu/error-report.h"
+#include "qemu/main-loop.h"
+#include "block/aio.h"
+#include "net/net.h"
 #include "qobject/qdict.h"
 #include "qom/object.h"
 #include "qom/qom-qobject.h"
@@ -55,6 +58,37 @@ static Object *ncm_fault_object(void)
 {
     return object_resolve_path_component(object_get_objects_root(),
                                          NCM_FAULT_ID);
+}
+
+static NetClientState *ncm_netdev(void)
+{
+    static NetClientState *nc;
+
+    if (!nc) {
+        nc = qemu_find_netdev(NCM_NETDEV);
+        g_assert(nc);
+    }
+    return nc;
+}
+
+void ncm_host_netdev_flush(void)
+{
+    qemu_flush_queued_packets(ncm_netdev());
+}
+
+bool ncm_host_netdev_can_read(void)
+{
+    return qemu_can_send_packet(ncm_netdev());
+}
+
+void ncm_host_run_bottom_halves(void)
+{
+    int i;
+
+    /* each call runs what was scheduled before it: a bound, not a wait */
+    for (i = 0; i < 100 && aio_bh_poll(qemu_get_aio_context()); i++) {
+        continue;
+    }
 }
 
 /* The xHCI's own state (hcd-xhci.c's "xhci-core", vmstate_xhci) */

@@ -51,6 +51,18 @@ void ncm_host_faults_clear(void);
 void ncm_host_set_link(bool up);
 
 /*
+ * The netdev (-netdev socket, id NCM_NETDEV) as the main loop drives it:
+ * ncm_host_netdev_flush() sends the frames it queued while its socket was
+ * full, as the main loop does once the socket is writable again;
+ * ncm_host_netdev_can_read() says whether it would read a frame from its
+ * socket now (the device takes frames).
+ */
+void ncm_host_netdev_flush(void);
+bool ncm_host_netdev_can_read(void);
+/* The bottom halves that are due, as a main loop iteration runs them */
+void ncm_host_run_bottom_halves(void);
+
+/*
  * A migration, one piece of the machine at a time: the device's
  * VMState section (the USBDevice part the USB core writes first), that
  * part alone, or the xHCI's.  ncm_host_save() returns the section's
