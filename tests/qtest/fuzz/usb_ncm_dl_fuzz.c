@@ -2302,7 +2302,6 @@ static void ncm_child(void *opaque)
  * a wrapper that does otherwise fails every fuzz run at its start (make
  * check-fuzz-device) instead of changing what the inputs do.
  */
-int64_t __real_qtest_clock_step(QTestState *s, int64_t step);
 
 static void ncm_check_clock_step(QTestState *s)
 {

@@ -63,6 +63,14 @@ bool ncm_host_netdev_can_read(void);
 void ncm_host_run_bottom_halves(void);
 
 /*
+ * qtest_clock_step() through the qtest protocol: the name the linker
+ * gives the unwrapped function (-Wl,-wrap,qtest_clock_step, which
+ * qtest_wrappers.c's __wrap_qtest_clock_step() replaces)
+ */
+struct QTestState;
+int64_t __real_qtest_clock_step(struct QTestState *s, int64_t step);
+
+/*
  * A migration, one piece of the machine at a time: the device's
  * VMState section (the USBDevice part the USB core writes first), that
  * part alone, or the xHCI's.  ncm_host_save() returns the section's
