@@ -169,7 +169,10 @@ static int udp_echo(int port, double duration, const char *stopfile)
     return 0;
 }
 
-/* The replies to an echo request in @buf of @n bytes, or -1 */
+/*
+ * The sequence number of the echo reply to us (@ident) in @buf, an IPv4
+ * packet of @n bytes as a raw ICMP socket reads it, or -1
+ */
 static int echo_reply_seq(const uint8_t *buf, ssize_t n, uint16_t ident)
 {
     const struct iphdr *ip = (const struct iphdr *)buf;
@@ -371,22 +374,16 @@ int main(int argc, char **argv)
         }
         for (;;) {
             ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-            struct iphdr *ip = (struct iphdr *)buf;
-            struct icmphdr *ic;
-            uint16_t s;
+            int s;
             double rt;
 
             if (n < 0) {
                 break;
             }
-            if (n < (ssize_t)sizeof(*ip) || n < ip->ihl * 4 + 8) {
+            s = echo_reply_seq(buf, n, ident);
+            if (s < 0) {
                 continue;
             }
-            ic = (struct icmphdr *)(buf + ip->ihl * 4);
-            if (ic->type != ICMP_ECHOREPLY || ntohs(ic->un.echo.id) != ident) {
-                continue;
-            }
-            s = ntohs(ic->un.echo.sequence);
             if (seen[s / 8] & (1 << (s % 8))) {
                 continue;       /* a duplicate */
             }
@@ -417,20 +414,13 @@ int main(int argc, char **argv)
     usleep(300 * 1000);
     for (;;) {
         ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-        struct iphdr *ip = (struct iphdr *)buf;
-        struct icmphdr *ic;
-        uint16_t s;
+        int s;
 
         if (n < 0) {
             break;
         }
-        if (n < ip->ihl * 4 + 8) {
-            continue;
-        }
-        ic = (struct icmphdr *)(buf + ip->ihl * 4);
-        s = ntohs(ic->un.echo.sequence);
-        if (ic->type == ICMP_ECHOREPLY && ntohs(ic->un.echo.id) == ident &&
-            !(seen[s / 8] & (1 << (s % 8)))) {
+        s = echo_reply_seq(buf, n, ident);
+        if (s >= 0 && !(seen[s / 8] & (1 << (s % 8)))) {
             seen[s / 8] |= 1 << (s % 8);
             received++;
         }

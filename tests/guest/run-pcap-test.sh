@@ -62,6 +62,19 @@ if ! grep -aq 'NCMTEST phase=done' "$LOG" || [ ! -s "$PCAP" ]; then
     exit 1
 fi
 
+# iperf3's payload is random bytes, which a heuristic dissector on TCP may
+# take for its protocol and flag as short or malformed: Thrift did, in 3
+# of ~2300 NTBs, and Q.931 in one of a SANITIZE=1 run (2026-12-06).  What
+# decode() checks ends at the TCP/UDP headers, so every protocol that has
+# a heuristic on TCP or UDP is off (tshark -G heuristic-decodes lists
+# them), and PCAP_PAYLOAD_PROTOCOLS_OFF's.
+noheur=()
+for proto in $(tshark -G heuristic-decodes 2>/dev/null |
+               awk -F'\t' '$1 == "tcp" || $1 == "udp" { print $2 }' |
+               sort -u) ${PCAP_PAYLOAD_PROTOCOLS_OFF-thrift}; do
+    noheur+=(--disable-protocol "$proto")
+done
+
 # decode PCAP OUT: OUT.txt, one line per bulk transfer that holds an NTB
 # (frame, direction 0 OUT / 1 IN, the datagram lengths its NDPs list,
 # the Ethernet types decoded), OUT.bad (frames truncated, malformed or in
@@ -69,19 +82,6 @@ fi
 # per direction, NTBs with datagrams missing); returns tshark's status
 decode() {
     local pcap=$1 out=$2 rc
-    # iperf3's payload is random bytes, which a heuristic dissector on TCP
-    # may take for its protocol and flag as short or malformed: Thrift
-    # did, in 3 of ~2300 NTBs, and Q.931 in one of a SANITIZE=1 run
-    # (2026-12-06).  What is checked here ends at the TCP/UDP headers, so
-    # every protocol that has a heuristic on TCP or UDP is off (tshark -G
-    # heuristic-decodes lists them), and PCAP_PAYLOAD_PROTOCOLS_OFF's.
-    local -a noheur=()
-    local proto
-    for proto in $(tshark -G heuristic-decodes 2>/dev/null |
-                   awk -F'\t' '$1 == "tcp" || $1 == "udp" { print $2 }' |
-                   sort -u) ${PCAP_PAYLOAD_PROTOCOLS_OFF-thrift}; do
-        noheur+=(--disable-protocol "$proto")
-    done
     tshark -n -r "$pcap" -Y 'mbim.bulk.nth.signature' -T fields \
         -E separator='|' -E occurrence=a -E aggregator=, \
         -e frame.number -e usb.endpoint_address.direction \

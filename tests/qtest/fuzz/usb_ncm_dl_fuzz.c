@@ -168,30 +168,39 @@ typedef struct NcmFuzz {
 static int sockfds[2] = { -1, -1 };
 static bool ncm_fuzz_active;
 
+/* Bytes written to the socket that QEMU has not read yet, or -1. */
+static int sock_unread(void)
+{
+    int n;
+
+    if (ioctl(sockfds[0], TIOCOUTQ, &n) == 0) {
+        return n;
+    }
+    return -1;
+}
+
 static void sock_drain(void)
 {
     uint8_t buf[4096];
-    bool read = false;
     int i;
 
     for (i = 0; i < 16; i++) {
+        bool got = false;
+
         /* what the device sent to the netdev: nobody checks it here */
         while (recv(sockfds[0], buf, sizeof(buf), MSG_DONTWAIT) > 0) {
-            read = true;
+            got = true;
         }
-        if (!read) {
+        if (!got) {
             break;
         }
         /*
          * Frames the netdev queued on a full socket go out now, as they
          * would when the main loop finds the socket writable again.
          */
-        read = false;
         ncm_host_netdev_flush();
     }
 }
-
-static int sock_unread(void);
 
 /*
  * What a main loop iteration would run now.  Polling is needed only when
@@ -234,17 +243,6 @@ static void ncm_after_step(QTestState *s, void *opaque)
  */
 static const char ncm_zlp_auto[] = "auto";
 static const char *ncm_zlp;
-
-/* Bytes written to the socket that QEMU has not read yet, or -1. */
-static int sock_unread(void)
-{
-    int n;
-
-    if (ioctl(sockfds[0], TIOCOUTQ, &n) == 0) {
-        return n;
-    }
-    return -1;
-}
 
 /* One netdev frame, as -netdev socket frames them: a length, the bytes */
 static void sock_frame(const uint8_t *data, uint32_t len)
@@ -2289,12 +2287,6 @@ static void ncm_child(void *opaque)
 }
 
 /*
- * Run @fn on the device enumerated with firmware model @zlp (NULL: the
- * command line's), its data interface at alternate setting 1 with @data.
- * Forked (usb_ncm_dl_fork.c): the parent enumerates once and forks a
- * child per input, which replugs only for another firmware model.
- */
-/*
  * The fuzzers' clock steps skip the qtest protocol unless
  * FUZZ_SERIALIZE_QTEST is set (qtest_wrappers.c, patches/0038);
  * __real_qtest_clock_step() is the protocol's.  Once, before the first
@@ -2302,7 +2294,6 @@ static void ncm_child(void *opaque)
  * a wrapper that does otherwise fails every fuzz run at its start (make
  * check-fuzz-device) instead of changing what the inputs do.
  */
-
 static void ncm_check_clock_step(QTestState *s)
 {
     static bool checked;
@@ -2319,6 +2310,12 @@ static void ncm_check_clock_step(QTestState *s)
     g_assert_cmpint(after, ==, direct + 1000);
 }
 
+/*
+ * Run @fn on the device enumerated with firmware model @zlp (NULL: the
+ * command line's), its data interface at alternate setting 1 with @data.
+ * Forked (usb_ncm_dl_fork.c): the parent enumerates once and forks a
+ * child per input, which replugs only for another firmware model.
+ */
 static void ncm_run(QTestState *s, const char *zlp, bool data, NcmFuzzFn *fn,
                     FuzzIn *in)
 {
