@@ -31,7 +31,8 @@ LOGS=$NCM_BUILD/check-logs/qtest
 CASE_TIMEOUT=${CHECK_QTEST_CASE_TIMEOUT:-300}
 
 if [ "$filter" != --one ] &&
-   ! QEMU_TARGETS="qemu-system-x86_64 $TEST tests/qtest/usb-core-test tests/qtest/usb-core-migration-test tests/qtest/migration-query-test" \
+   ! QEMU_TARGETS="qemu-system-x86_64 $TEST tests/qtest/usb-core-test tests/qtest/usb-core-migration-test tests/qtest/migration-query-test \
+tests/qtest/netdev-zero-length-test" \
      bash "$NCM_TOP/scripts/setup/build-qemu.sh" >&2; then
     echo "FAIL: qtest/build (QEMU or $TEST did not build; see above)"
     exit 1
@@ -125,8 +126,10 @@ fi
 # QEMU's own tests that come with the series' core patches, in QEMU's
 # style: the USB core's reset that unconfigures, the configuration and a
 # detached device restored on load (patches/0025, 0026), query-migrate's
-# error-desc on a destination that migrated on (patches/0035)
-for core in usb-core-test usb-core-migration-test migration-query-test; do
+# error-desc on a destination that migrated on (patches/0035), a frame of
+# no bytes that stopped -netdev socket and stream reading (patches/0039)
+for core in usb-core-test usb-core-migration-test migration-query-test \
+            netdev-zero-length-test; do
     cbin=$NCM_BUILD/qemu/tests/qtest/$core
     [ -x "$cbin" ] || continue
     # (a filter may match none of them: that is no failure)

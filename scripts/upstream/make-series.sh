@@ -35,7 +35,8 @@
 # and list the qtest's cases at the end; then run QEMU's own qtests on the
 # last commit (SERIES_QEMU_TESTS: qos-test, usb-hcd-{uhci,ehci,xhci}-test,
 # qom-test, device-introspect-test, test-hmp, migration-test, and the
-# series' own usb-core-test, usb-core-migration-test, migration-query-test).
+# series' own usb-core-test, usb-core-migration-test, migration-query-test,
+# netdev-zero-length-test).
 set -euo pipefail
 . "$(dirname "$0")/../setup/common.sh"
 # the series tree is built as upstream builds it for x86_64: that target
@@ -374,7 +375,8 @@ fi
 # core patches.  SERIES_QEMU_TESTS picks others; "none" skips.
 qemu_tests=${SERIES_QEMU_TESTS:-qos-test usb-hcd-uhci-test usb-hcd-ehci-test \
 usb-hcd-xhci-test qom-test device-introspect-test test-hmp migration-test \
-usb-core-test usb-core-migration-test migration-query-test}
+usb-core-test usb-core-migration-test migration-query-test \
+netdev-zero-length-test}
 if [ "$qemu_tests" != none ]; then
     mkdir -p "$VER/qemu-tests"
     read -r -a qts <<<"$qemu_tests"
