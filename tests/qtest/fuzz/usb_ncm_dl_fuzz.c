@@ -12,7 +12,10 @@
  * steps, usb-ncm-fault changes, migrations of the controller and the device
  * (migrate_here(): a refused stream or another state after the load is a
  * finding), and class and standard requests and migrations between the
- * packets of a bulk transfer in either direction (OP_MID_XFER).
+ * packets of a bulk transfer in either direction (OP_MID_XFER).  At the
+ * end of every input, frames in the netdev's socket that the device
+ * could take but the netdev no longer reads are a finding too
+ * (netdev_reads_check()).
  *
  * The guest's operations go through libqtest and the libqos xHCI driver
  * only; the host's (device_add and device_del, the usb-ncm-fault
@@ -167,13 +170,23 @@ typedef struct NcmFuzz {
 
 static int sockfds[2] = { -1, -1 };
 static bool ncm_fuzz_active;
+/* bytes were written to the socket since QEMU was last seen to read all */
+static bool sock_written;
 
-/* Bytes written to the socket that QEMU has not read yet, or -1. */
+/*
+ * Bytes written to the socket that QEMU has not read yet, or -1.  The
+ * ioctl only while some may be left: it was a sixtieth of the time of
+ * usb-ncm-dl-fuzz, called after every operation and clock step.
+ */
 static int sock_unread(void)
 {
     int n;
 
+    if (!sock_written) {
+        return 0;
+    }
     if (ioctl(sockfds[0], TIOCOUTQ, &n) == 0) {
+        sock_written = n != 0;
         return n;
     }
     return -1;
@@ -202,20 +215,36 @@ static void sock_drain(void)
     }
 }
 
+/* Main loop iterations to let the netdev read what is in its socket */
+#define NCM_READ_LOOPS      4
+
 /*
  * What a main loop iteration would run now.  Polling is needed only when
  * the netdev's socket has frames to read that the device can take now
  * (its fd handler); else only bottom halves have work, which a main loop
  * iteration finds after two polls: flush_events() took a sixth of the
  * time of usb-ncm-dl-fuzz, mostly in those polls (perf, 2026-12-06).
+ * One iteration reads all the socket holds, unless a frame is queued
+ * for the device (then it cannot take more); flush_events() polled at
+ * least twice more to find that nothing was left to do.
  */
 static void ncm_events(QTestState *s)
 {
-    if (sock_unread() != 0 && ncm_host_netdev_can_read()) {
-        flush_events(s);
-    } else {
-        ncm_host_run_bottom_halves();
+    int unread = sock_unread();
+    int i;
+
+    for (i = 0; i < NCM_READ_LOOPS && unread > 0 &&
+         ncm_host_netdev_can_read(); i++) {
+        int before = unread;
+
+        ncm_host_main_loop_once();
+        unread = sock_unread();
+        if (unread == before) {
+            /* not read: netdev_reads_check() says why at the end */
+            break;
+        }
     }
+    ncm_host_run_bottom_halves();
     sock_drain();
 }
 
@@ -254,7 +283,7 @@ static void sock_frame(const uint8_t *data, uint32_t len)
     memcpy(buf + 4, data, len);
     /* a full socket drops the frame: the netdev is not read, as on a host */
     n = send(sockfds[0], buf, len + 4, MSG_DONTWAIT);
-    (void)n;
+    sock_written |= n > 0;
 }
 
 /* Driver plumbing */
@@ -285,6 +314,34 @@ static void oracle_failed(const char *what, const char *why)
 {
     fprintf(stderr, "usb-ncm-dl-fuzz: NCM oracle: %s: %s\n", what, why);
     abort();
+}
+
+/*
+ * The netdev reads its socket whenever the device can take a frame: one
+ * that stopped reading (a frame of no bytes did, patches/0039) loses
+ * every frame after it, for good, whatever is plugged in later.  At the
+ * end of every input, frames left unread while the device could take
+ * them must be read by the next main loop iterations.
+ */
+static void netdev_reads_check(void)
+{
+    int unread = sock_unread();
+    int i;
+
+    for (i = 0; i < NCM_READ_LOOPS && unread > 0 &&
+         ncm_host_netdev_can_read(); i++) {
+        ncm_host_main_loop_once();
+        if (sock_unread() != unread) {
+            return;
+        }
+    }
+    if (unread > 0 && ncm_host_netdev_can_read()) {
+        char why[128];
+
+        snprintf(why, sizeof(why), "its socket left unread (TIOCOUTQ %d) "
+                 "while the device takes frames", unread);
+        oracle_failed("netdev", why);
+    }
 }
 
 static void oracle_in_td(NcmFuzz *f, QXhciTransfer *t)
@@ -332,7 +389,7 @@ static void settle(NcmFuzz *f, int steps)
 {
     int i;
 
-    flush_events(f->qts);
+    ncm_events(f->qts);
     for (i = 0; i < steps; i++) {
         qxhci_step(f->x);
     }
@@ -1956,12 +2013,12 @@ static void migrate_here(NcmFuzz *f, bool in_flight)
     xfers_reap(f);
     f->oracle_in = false;
     f->data_defaults = false;
-    flush_events(f->qts);
+    ncm_events(f->qts);
     xsaved = ncm_host_save(NCM_HOST_XHCI);
     saved = ncm_host_save(NCM_HOST_DEVICE);
     ncm_host_reset(NCM_HOST_XHCI);
     ncm_host_reset(NCM_HOST_DEVICE);
-    flush_events(f->qts);
+    ncm_events(f->qts);
     migrate_load_or_abort("xHCI", NCM_HOST_XHCI, xsaved);
     migrate_load_or_abort(NCM_MODEL, NCM_HOST_DEVICE, saved);
     xagain = ncm_host_save(NCM_HOST_XHCI);
@@ -2284,6 +2341,7 @@ static void ncm_child(void *opaque)
     if (ok && (!c->data || ncm_data_on(&base))) {
         c->fn(&base, c->in);
     }
+    netdev_reads_check();
 }
 
 /*
@@ -2337,6 +2395,7 @@ static void ncm_run(QTestState *s, const char *zlp, bool data, NcmFuzzFn *fn,
         if (ncm_enumerate(&f, data)) {
             fn(&f, in);
         }
+        netdev_reads_check();
         ncm_fuzz_end(&f);
         return;
     }

@@ -91,6 +91,11 @@ void ncm_host_run_bottom_halves(void)
     }
 }
 
+void ncm_host_main_loop_once(void)
+{
+    main_loop_wait(true);
+}
+
 /* The xHCI's own state (hcd-xhci.c's "xhci-core", vmstate_xhci) */
 static Object *xhci_core(void)
 {

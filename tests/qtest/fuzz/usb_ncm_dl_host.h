@@ -61,6 +61,8 @@ void ncm_host_netdev_flush(void);
 bool ncm_host_netdev_can_read(void);
 /* The bottom halves that are due, as a main loop iteration runs them */
 void ncm_host_run_bottom_halves(void);
+/* One main loop iteration that does not wait: fd handlers, timers, BHs */
+void ncm_host_main_loop_once(void);
 
 /*
  * qtest_clock_step() through the qtest protocol: the name the linker
