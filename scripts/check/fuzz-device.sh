@@ -45,7 +45,10 @@
 # controller reset between inputs, a machine reset every 64), a machine
 # reset after every input (USB_NCM_FUZZ_RESET_EVERY=1, as the targets ran
 # before) and a forked child per input (USB_NCM_FUZZ_FORK=1);
-# FUZZ_BENCH_RUNS (default 3) runs of each, and their median.  It prints
+# FUZZ_BENCH_RUNS (default 3) runs of each, and their median
+# (FUZZ_BENCH_MODES: some of the three modes only, say "default" for a
+# long SECONDS, which shows what builds up over minutes of fuzzing, as a
+# netdev that stopped reading did, F29).  It prints
 # the numbers and writes them, with the date, the commit and the load,
 # into docs/findings.md (between "<!-- bench-fuzz -->" markers) when it
 # ran every structured target (named ones are printed only); it passes
@@ -325,6 +328,13 @@ bench_fuzzing_rate() {
 
 if [ "$bench" = 1 ]; then
     runs_n=${FUZZ_BENCH_RUNS:-3}
+    bench_modes=${FUZZ_BENCH_MODES:-default machine-reset fork}
+    for mode in $bench_modes; do
+        case $mode in default | machine-reset | fork) ;;
+        *) die "FUZZ_BENCH_MODES: no mode '$mode'" \
+               "use some of: default machine-reset fork" ;;
+        esac
+    done
     load_before=$(cut -d' ' -f1-3 /proc/loadavg)
     step "inputs/s of the structured targets, ${fuzz_secs}s per target and mode, median of $runs_n runs"
     note "$(nproc) CPUs, load average $load_before (a shared machine slows every rate)"
@@ -335,7 +345,7 @@ if [ "$bench" = 1 ]; then
         # (the codec's targets have no machine to reset or fork)
         case $t in generic-fuzz* | usb-ncm-dl-ntb-*) continue ;; esac
         row="| $t |"
-        for mode in default machine-reset fork; do
+        for mode in $bench_modes; do
             rates=()
             execs=()
             for ((r = 1; r <= runs_n; r++)); do
@@ -375,6 +385,10 @@ if [ "$bench" = 1 ]; then
         # the table is make bench-fuzz's: every structured target
         note "table not written into ${findings#"$NCM_TOP"/}: only" \
              "${wanted[*]} ran (make bench-fuzz runs them all)"
+    elif [ "$bench_modes" != "default machine-reset fork" ]; then
+        # ... in every mode, one column each
+        note "table not written into ${findings#"$NCM_TOP"/}: only" \
+             "the modes $bench_modes ran (FUZZ_BENCH_MODES)"
     elif grep -q '^<!-- bench-fuzz -->$' "$findings" &&
        grep -q '^<!-- bench-fuzz end -->$' "$findings"; then
         {
