@@ -91,6 +91,18 @@ for pair in "docs/repro-dropout.md repro-dropout" \
 done
 # the device's trace events against the hunks that declare them
 python3 "$NCM_TOP/scripts/check/trace-events.py" "$NCM_TOP" || rc=1
+# nothing of a checkout's own in the repo: build/ (a worktree's link to
+# the main checkout's build/ was once committed with a campaign's rows,
+# and a fresh clone's build then pointed at itself) or any symlink
+links=$(git ls-files -s | awk '$1 == "120000" { print $4 }')
+built=$(git ls-files -- build)
+if [ -z "$links$built" ]; then
+    echo "PASS: style/tracked-paths"
+else
+    echo "FAIL: style/tracked-paths (tracked: $(echo $links $built);" \
+         "git rm --cached them)"
+    rc=1
+fi
 # every environment knob indexed, docs/knobs.md current (scripts/check/knobs.sh)
 bash "$NCM_TOP/scripts/check/knobs.sh" || rc=1
 exit $rc
