@@ -939,7 +939,13 @@ static ssize_t usb_ncm_receive(NetClientState *nc, const uint8_t *buf,
     case NCM_RX_DROPPED:
     default:
         s->packet_stats.rx_frames_taken++;
-        return size;
+        /*
+         * Taken and dropped.  For a frame of no bytes (a hub passes one
+         * on from another NIC) the size would be 0, which says "not
+         * now" (net/queue.c): the frame, and every frame after it,
+         * would stay queued for good.
+         */
+        return size ? size : -1;
     }
 }
 

@@ -342,6 +342,10 @@ static void netdev_reads_check(void)
                  "while the device takes frames", unread);
         oracle_failed("netdev", why);
     }
+    if (ncm_host_device_rx_held()) {
+        oracle_failed("netdev", "frames held in the device's receive queue "
+                      "while the device takes frames");
+    }
 }
 
 static void oracle_in_td(NcmFuzz *f, QXhciTransfer *t)
@@ -1251,6 +1255,16 @@ static void op_frame(NcmFuzz *f, FuzzIn *in)
         { 0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb },
     };
 
+    if ((kind & 0xc0) == 0xc0 && !len) {
+        /*
+         * A frame of no bytes into the device's queue, as
+         * filter-redirector passes one on; through the socket (bit 6
+         * clear) the net layer refuses it (patches/0039)
+         */
+        ncm_host_netdev_send_empty();
+        ncm_events(f->qts);
+        return;
+    }
     len = kind & 0x80 ? len : 14 + len % 1501;
     buf = g_malloc(MAX(len, 14));
     in_fill(in, buf, len, 64);

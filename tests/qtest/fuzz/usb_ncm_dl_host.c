@@ -17,6 +17,7 @@
 #include "qemu/main-loop.h"
 #include "block/aio.h"
 #include "net/net.h"
+#include "net/queue.h"
 #include "qobject/qdict.h"
 #include "qom/object.h"
 #include "qom/qom-qobject.h"
@@ -94,6 +95,35 @@ void ncm_host_run_bottom_halves(void)
 void ncm_host_main_loop_once(void)
 {
     main_loop_wait(true);
+}
+
+void ncm_host_netdev_send_empty(void)
+{
+    static const uint8_t none[1];
+    NetClientState *nd = ncm_netdev();
+
+    /*
+     * Straight into the device's queue, as filter-redirector passes on
+     * a frame from its chardev: qemu_send_packet() refuses a frame of
+     * no bytes (patches/0039)
+     */
+    if (nd->peer) {
+        qemu_net_queue_send(nd->peer->incoming_queue, nd,
+                            QEMU_NET_PACKET_FLAG_NONE, none, 0, NULL);
+    }
+}
+
+bool ncm_host_device_rx_held(void)
+{
+    NetClientState *nic = ncm_netdev()->peer;
+
+    if (!nic) {
+        return false;
+    }
+    qemu_flush_queued_packets(nic);
+    /* a frame the device refused as busy says so: not held back */
+    return nic->receive_disabled &&
+           (!nic->info->can_receive || nic->info->can_receive(nic));
 }
 
 /* The xHCI's own state (hcd-xhci.c's "xhci-core", vmstate_xhci) */

@@ -63,6 +63,17 @@ bool ncm_host_netdev_can_read(void);
 void ncm_host_run_bottom_halves(void);
 /* One main loop iteration that does not wait: fd handlers, timers, BHs */
 void ncm_host_main_loop_once(void);
+/*
+ * A frame of no bytes from the netdev into the device's queue, as
+ * filter-redirector passes one on from its chardev; qemu_send_packet()
+ * refuses them (patches/0039).
+ */
+void ncm_host_netdev_send_empty(void);
+/*
+ * After the device's receive queue was flushed: whether it holds frames
+ * back although the device says it takes frames (its can_receive).
+ */
+bool ncm_host_device_rx_held(void);
 
 /*
  * qtest_clock_step() through the qtest protocol: the name the linker

@@ -866,6 +866,95 @@ static void test_rx_babble(NcmEnv *e, const NcmCase *c)
     ncm_queue_check_traffic(e, 38100);
 }
 
+/*
+ * A frame of no bytes from another NIC on the same hub: usb-net in CDC
+ * ECM mode sends one for a zero-length bulk OUT packet of its guest.  The
+ * hub's port returned the size it took, 0, which the net layer reads as
+ * "not now": the empty frame, and every frame usb-net sent after it,
+ * stayed queued for good, and none reached usb-ncm-dl (F30; the net layer
+ * refuses the frame now, patches/0039).  The frame usb-net sends next
+ * must arrive in an IN NTB.
+ */
+#define USB_DT_CONFIG_DESC  2           /* USB 2.0 table 9-5 */
+#define HUB_NTB_MAX         65536       /* usb-ncm-dl's IN NTBs */
+
+static void test_hub_empty_frame(void)
+{
+    /* qemu-xhci's USB 2 ports only: each device on the port it names */
+    QXhciMachine *m = qxhci_machine_start("USB_NCM_QTEST_FIRMWARE",
+        "-global qemu-xhci.p3=0 "
+        "-netdev hubport,id=h0,hubid=0 -netdev hubport,id=h1,hubid=0 "
+        "-device usb-ncm-dl,id=ncm0,bus=xhci.0,port=1,netdev=h0,"
+        "mac=" NCM_MAC_STR " "
+        "-device usb-net,bus=xhci.0,port=2,netdev=h1");
+    uint8_t config[256], frame[60], *ntb = g_malloc0(HUB_NTB_MAX);
+    QXhciEndpoint eps[4], ncm_in, net_out;
+    QXhciDevice *net = NULL;
+    QXhciTransfer *t;
+    uint32_t len = 0;
+    int port, n;
+
+    /* usb-ncm-dl on port 1: configured, data interface at setting 1 */
+    g_assert_cmpint(qxhci_get_descriptor(m->dev, USB_DT_CONFIG_DESC, 0, 0,
+                                         config, sizeof(config), &len), ==,
+                    QXHCI_CC_SUCCESS);
+    n = qxhci_config_find_endpoints(config, len, 1, 1, eps, 4);
+    g_assert_cmpint(n, ==, 2);
+    ncm_in = eps[0].address & 0x80 ? eps[0] : eps[1];
+    g_assert_cmpint(qxhci_configure_endpoints(m->dev, eps, 2, NULL, 0), ==,
+                    QXHCI_CC_SUCCESS);
+    qxhci_set_configuration(m->dev, 1);
+    g_assert_cmpint(qxhci_control(m->dev, 0x01, QXHCI_REQ_SET_INTERFACE, 1, 1,
+                                  NULL, 0, NULL), ==, QXHCI_CC_SUCCESS);
+
+    /* usb-net on the other port: CDC ECM (configuration 1), setting 1 */
+    for (port = 1; port <= qxhci_max_ports(m->xhci) && !net; port++) {
+        if (port != m->port && (qxhci_portsc(m->xhci, port) & 1)) {
+            net = qxhci_device_enumerate(m->xhci, port);
+        }
+    }
+    g_assert(net);
+    /* (its configuration descriptor 0 is RNDIS, value 2; 1 is CDC ECM) */
+    g_assert_cmpint(qxhci_get_descriptor(net, USB_DT_CONFIG_DESC, 1, 0,
+                                         config, sizeof(config), &len), ==,
+                    QXHCI_CC_SUCCESS);
+    n = qxhci_config_find_endpoints(config, len, 1, 1, eps, 4);
+    g_assert_cmpint(n, ==, 2);
+    net_out = eps[0].address & 0x80 ? eps[1] : eps[0];
+    g_assert_cmpint(qxhci_configure_endpoints(net, eps, 2, NULL, 0), ==,
+                    QXHCI_CC_SUCCESS);
+    qxhci_set_configuration(net, 1);
+    g_assert_cmpint(qxhci_control(net, 0x01, QXHCI_REQ_SET_INTERFACE, 1, 1,
+                                  NULL, 0, NULL), ==, QXHCI_CC_SUCCESS);
+
+    /* a zero-length packet, then a broadcast frame of 60 bytes */
+    g_assert_cmpint(qxhci_transfer_sync(net, net_out.address, NULL, 0, NULL,
+                                        NANOSECONDS_PER_SECOND), ==,
+                    QXHCI_CC_SUCCESS);
+    memset(frame, 0xff, 6);
+    memcpy(frame + 6, "\x52\x54\x00\xaa\xbb\xcc", 6);
+    stw_be_p(frame + 12, 0x88b5);
+    memset(frame + 14, 0x5a, sizeof(frame) - 14);
+    g_assert_cmpint(qxhci_transfer_sync(net, net_out.address, frame,
+                                        sizeof(frame), NULL,
+                                        NANOSECONDS_PER_SECOND), ==,
+                    QXHCI_CC_SUCCESS);
+
+    /* the frame reaches usb-ncm-dl's host in an NTB */
+    t = qxhci_submit(m->dev, ncm_in.address, NULL, HUB_NTB_MAX);
+    g_assert(t);
+    g_assert_true(qxhci_wait(t, 2 * NANOSECONDS_PER_SECOND));
+    g_assert_true(t->cc == QXHCI_CC_SUCCESS ||
+                  t->cc == QXHCI_CC_SHORT_PACKET);
+    qxhci_transfer_read(t, ntb);
+    g_assert_nonnull(memmem(ntb, t->actual, frame, sizeof(frame)));
+    qxhci_transfer_free(t);
+
+    qxhci_device_free(net);
+    g_free(ntb);
+    qxhci_machine_stop(m);
+}
+
 void ncm_add_rx_cases(bool ss)
 {
     static const char *const models[] = { NCM_DL, NCM_GENERIC };
@@ -935,5 +1024,9 @@ void ncm_add_rx_cases(bool ss)
         }
         ncm_add_case(ss, models[m], "rx/direct-small-first-segment",
                      test_rx_direct_small_first, NULL, NULL);
+    }
+    if (!ss && qtest_has_device("usb-net")) {
+        /* a machine of its own, once: no fixture, no speed of its own */
+        qtest_add_func("/usb-ncm-dl/hub/empty-frame", test_hub_empty_frame);
     }
 }
