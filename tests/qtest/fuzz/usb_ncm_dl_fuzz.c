@@ -13,8 +13,8 @@
  * (migrate_here(): a refused stream or another state after the load is a
  * finding), and class and standard requests and migrations between the
  * packets of a bulk transfer in either direction (OP_MID_XFER).  At the
- * end of every input, frames in the netdev's socket that the device
- * could take but the netdev no longer reads are a finding too
+ * end of every input, frames that the device could take but that stay in
+ * the netdev's socket or the device's receive queue are a finding too
  * (netdev_reads_check()).
  *
  * The guest's operations go through libqtest and the libqos xHCI driver
@@ -318,10 +318,12 @@ static void oracle_failed(const char *what, const char *why)
 
 /*
  * The netdev reads its socket whenever the device can take a frame: one
- * that stopped reading (a frame of no bytes did, patches/0039) loses
+ * that stopped reading (a frame of no bytes did, F29, patches/0039) loses
  * every frame after it, for good, whatever is plugged in later.  At the
  * end of every input, frames left unread while the device could take
- * them must be read by the next main loop iterations.
+ * them must be read by the next main loop iterations, and the device's
+ * receive queue, flushed, must not hold frames back while the device
+ * says it takes them (a frame of no bytes wedged it, F30).
  */
 static void netdev_reads_check(void)
 {
