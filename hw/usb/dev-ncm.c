@@ -940,10 +940,10 @@ static ssize_t usb_ncm_receive(NetClientState *nc, const uint8_t *buf,
     default:
         s->packet_stats.rx_frames_taken++;
         /*
-         * Taken and dropped.  For a frame of no bytes (a hub passes one
-         * on from another NIC) the size would be 0, which says "not
-         * now" (net/queue.c): the frame, and every frame after it,
-         * would stay queued for good.
+         * Taken and dropped.  For a frame of no bytes (filter-redirector
+         * passes one from its chardev straight to the queue) the size
+         * would be 0, which says "not now" (net/queue.c): the frame, and
+         * every frame after it, would stay queued for good.
          */
         return size ? size : -1;
     }

@@ -228,7 +228,11 @@ static void sock_drain(void)
  * for the device (then it cannot take more); flush_events() polled at
  * least twice more to find that nothing was left to do.
  */
-static void ncm_events(QTestState *s)
+/*
+ * Main loop iterations while the socket holds frames that the device can
+ * take, at most NCM_READ_LOOPS: false when one of them read nothing
+ */
+static bool netdev_read_socket(void)
 {
     int unread = sock_unread();
     int i;
@@ -240,10 +244,16 @@ static void ncm_events(QTestState *s)
         ncm_host_main_loop_once();
         unread = sock_unread();
         if (unread == before) {
-            /* not read: netdev_reads_check() says why at the end */
-            break;
+            return false;
         }
     }
+    return true;
+}
+
+static void ncm_events(QTestState *s)
+{
+    /* what is left unread, netdev_reads_check() judges at the end */
+    netdev_read_socket();
     ncm_host_run_bottom_halves();
     sock_drain();
 }
@@ -320,28 +330,18 @@ static void oracle_failed(const char *what, const char *why)
  * The netdev reads its socket whenever the device can take a frame: one
  * that stopped reading (a frame of no bytes did, F29, patches/0039) loses
  * every frame after it, for good, whatever is plugged in later.  At the
- * end of every input, frames left unread while the device could take
- * them must be read by the next main loop iterations, and the device's
+ * end of every input, no main loop iteration may leave the socket as it
+ * was while the device could take its frames, and the device's
  * receive queue, flushed, must not hold frames back while the device
  * says it takes them (a frame of no bytes wedged it, F30).
  */
 static void netdev_reads_check(void)
 {
-    int unread = sock_unread();
-    int i;
-
-    for (i = 0; i < NCM_READ_LOOPS && unread > 0 &&
-         ncm_host_netdev_can_read(); i++) {
-        ncm_host_main_loop_once();
-        if (sock_unread() != unread) {
-            return;
-        }
-    }
-    if (unread > 0 && ncm_host_netdev_can_read()) {
+    if (!netdev_read_socket()) {
         char why[128];
 
         snprintf(why, sizeof(why), "its socket left unread (TIOCOUTQ %d) "
-                 "while the device takes frames", unread);
+                 "while the device takes frames", sock_unread());
         oracle_failed("netdev", why);
     }
     if (ncm_host_device_rx_held()) {
